@@ -1,0 +1,3 @@
+//! STUB
+/// STUB
+pub struct CrashFs;

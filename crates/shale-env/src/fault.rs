@@ -1,0 +1,7 @@
+//! STUB
+/// STUB
+pub struct FaultFs;
+/// STUB
+pub struct FaultRule;
+/// STUB
+pub enum OpKind {}

@@ -1,0 +1,214 @@
+//! Write batches: a group of puts and deletes applied atomically.
+//!
+//! A batch's encoding is also the payload of one WAL record:
+//!
+//! ```text
+//! batch  := seqno: fixed64 | count: fixed32 | op{count}
+//! op     := kind: u8 (ValueKind) | key: varint-length-prefixed
+//!           | value: varint-length-prefixed          (only when kind = Value)
+//! ```
+//!
+//! The sequence number is that of the first op; op `i` gets `seqno + i`.
+
+use crate::error::{Error, Result};
+use crate::format::{get_length_prefixed, put_length_prefixed, SeqNo, ValueKind};
+
+const HEADER_LEN: usize = 12;
+
+/// An ordered group of writes applied atomically by [`crate::Db::write`].
+///
+/// Later operations on the same key within a batch win.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+    count: u32,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        WriteBatch::new()
+    }
+}
+
+/// One operation decoded from a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BatchOp<'a> {
+    pub kind: ValueKind,
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> WriteBatch {
+        WriteBatch { rep: vec![0; HEADER_LEN], count: 0 }
+    }
+
+    /// Adds a put of `key` -> `value`.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.rep.push(ValueKind::Value as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.count += 1;
+    }
+
+    /// Adds a deletion of `key`.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.rep.push(ValueKind::Delete as u8);
+        put_length_prefixed(&mut self.rep, key);
+        self.count += 1;
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// True if the batch holds no operation.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Removes every operation.
+    pub fn clear(&mut self) {
+        self.rep.truncate(HEADER_LEN);
+        self.count = 0;
+    }
+
+    /// Bytes of the encoded batch.
+    pub fn encoded_len(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Appends the operations of `other`.
+    pub(crate) fn append(&mut self, other: &WriteBatch) {
+        self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
+        self.count += other.count;
+    }
+
+    /// Stamps the sequence number of the first op and returns the encoding.
+    pub(crate) fn encode(&mut self, seq: SeqNo) -> &[u8] {
+        self.rep[..8].copy_from_slice(&seq.to_le_bytes());
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+        &self.rep
+    }
+
+    /// Checks that every op decodes; empty keys are rejected.
+    pub(crate) fn validate(&self) -> Result<()> {
+        for op in self.ops() {
+            let op = op.map_err(|reason| Error::InvalidArgument(format!("write batch: {reason}")))?;
+            if op.key.is_empty() {
+                return Err(Error::InvalidArgument("empty key".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The operations in order.
+    pub(crate) fn ops(&self) -> BatchOps<'_> {
+        BatchOps { rest: &self.rep[HEADER_LEN..], remaining: self.count }
+    }
+
+    /// Decodes a WAL record into its first sequence number and batch.
+    pub(crate) fn decode(record: &[u8]) -> std::result::Result<(SeqNo, WriteBatch), String> {
+        if record.len() < HEADER_LEN {
+            return Err(format!("batch record of {} bytes is shorter than its header", record.len()));
+        }
+        let seq = u64::from_le_bytes(record[..8].try_into().map_err(|_| "header")?);
+        let count = u32::from_le_bytes(record[8..12].try_into().map_err(|_| "header")?);
+        let batch = WriteBatch { rep: record.to_vec(), count };
+        let mut n = 0u32;
+        for op in batch.ops() {
+            op?;
+            n += 1;
+        }
+        if n != count {
+            return Err(format!("batch header says {count} ops, found {n}"));
+        }
+        Ok((seq, batch))
+    }
+}
+
+/// Iterator over the ops of a batch.
+pub(crate) struct BatchOps<'a> {
+    rest: &'a [u8],
+    remaining: u32,
+}
+
+impl<'a> Iterator for BatchOps<'a> {
+    type Item = std::result::Result<BatchOp<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return if self.rest.is_empty() {
+                None
+            } else {
+                self.rest = &[];
+                Some(Err("trailing bytes after the last op".into()))
+            };
+        }
+        self.remaining -= 1;
+        let Some((&tag, rest)) = self.rest.split_first() else {
+            self.remaining = 0;
+            return Some(Err("batch ends before its last op".into()));
+        };
+        self.rest = rest;
+        let result = (|| {
+            let kind = ValueKind::from_u8(tag).ok_or_else(|| format!("unknown op kind {tag}"))?;
+            let key = get_length_prefixed(&mut self.rest).ok_or("truncated key")?;
+            let value = match kind {
+                ValueKind::Value => get_length_prefixed(&mut self.rest).ok_or("truncated value")?,
+                ValueKind::Delete => &[][..],
+            };
+            Ok(BatchOp { kind, key, value })
+        })();
+        if result.is_err() {
+            self.remaining = 0;
+            self.rest = &[];
+        }
+        Some(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_roundtrip() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.delete(b"b");
+        b.put(b"c", b"");
+        let rec = b.encode(42).to_vec();
+        let (seq, d) = WriteBatch::decode(&rec).expect("decodes");
+        assert_eq!(seq, 42);
+        let ops: Vec<_> = d.ops().map(|o| o.expect("op")).collect();
+        assert_eq!(ops.len(), 3);
+        assert_eq!(ops[1], BatchOp { kind: ValueKind::Delete, key: b"b", value: b"" });
+        assert_eq!(ops[2].value, b"");
+    }
+
+    #[test]
+    fn damaged_records_are_rejected() {
+        let mut b = WriteBatch::new();
+        b.put(b"key", b"value");
+        let rec = b.encode(1).to_vec();
+        for cut in 0..rec.len() {
+            assert!(WriteBatch::decode(&rec[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = rec.clone();
+        bad[12] = 7;
+        assert!(WriteBatch::decode(&bad).is_err());
+        let mut extra = rec;
+        extra.push(0);
+        assert!(WriteBatch::decode(&extra).is_err());
+    }
+
+    #[test]
+    fn empty_key_is_invalid() {
+        let mut b = WriteBatch::new();
+        b.put(b"", b"v");
+        assert!(matches!(b.validate(), Err(Error::InvalidArgument(_))));
+    }
+}

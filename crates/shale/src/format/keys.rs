@@ -1,0 +1,241 @@
+//! Internal keys: a user key plus an 8-byte trailer holding the sequence number
+//! and the kind of entry.
+//!
+//! Encoding (used in memtables, tables and iterators):
+//!
+//! ```text
+//! internal_key := user_key trailer
+//! trailer      := fixed64_le( seqno << 8 | kind )     // 8 bytes
+//! ```
+//!
+//! Order: user key ascending (bytewise), then sequence number descending, then
+//! kind descending, so that the newest version of a key comes first.
+//! Textual form (logs, tests, tools): `key#seq,KIND`, with the user key printed as
+//! text when it is printable ASCII and as `0x`-prefixed hex otherwise.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// A sequence number: the order of a write in the database's history. 56 bits.
+pub type SeqNo = u64;
+
+/// The largest representable sequence number.
+pub const MAX_SEQNO: SeqNo = (1 << 56) - 1;
+
+/// Length of the trailer after the user key.
+pub const TRAILER_LEN: usize = 8;
+
+/// The kind of an entry. Persisted in every table and WAL.
+///
+/// DO NOT CHANGE the numeric values: they are part of the on-disk format.
+/// New kinds take new numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum ValueKind {
+    /// A deletion tombstone.
+    Delete = 0,
+    /// A value.
+    Value = 1,
+}
+
+impl ValueKind {
+    /// Decodes a persisted kind byte.
+    pub fn from_u8(b: u8) -> Option<ValueKind> {
+        match b {
+            0 => Some(ValueKind::Delete),
+            1 => Some(ValueKind::Value),
+            _ => None,
+        }
+    }
+
+    /// The kind used when seeking: sorts before (is newer than) every real kind
+    /// at the same sequence number.
+    pub const SEEK: u8 = 0xff;
+}
+
+/// Packs a sequence number and a kind byte into a trailer value.
+#[inline]
+pub fn pack_trailer(seq: SeqNo, kind: u8) -> u64 {
+    debug_assert!(seq <= MAX_SEQNO);
+    (seq << 8) | u64::from(kind)
+}
+
+/// An owned internal key.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct InternalKey {
+    encoded: Vec<u8>,
+}
+
+impl InternalKey {
+    /// Builds `user_key#seq,kind`.
+    pub fn new(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> InternalKey {
+        Self::with_kind_byte(user_key, seq, kind as u8)
+    }
+
+    /// The key that sorts first among all versions of `user_key` visible at `seq`:
+    /// seeking to it lands on the newest entry with sequence number `<= seq`.
+    pub fn seek_key(user_key: &[u8], seq: SeqNo) -> InternalKey {
+        Self::with_kind_byte(user_key, seq, ValueKind::SEEK)
+    }
+
+    fn with_kind_byte(user_key: &[u8], seq: SeqNo, kind: u8) -> InternalKey {
+        let mut encoded = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+        encoded.extend_from_slice(user_key);
+        encoded.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+        InternalKey { encoded }
+    }
+
+    /// Wraps an encoded internal key after checking its length and kind.
+    pub fn from_encoded(encoded: Vec<u8>) -> Option<InternalKey> {
+        parse_internal_key(&encoded)?;
+        Some(InternalKey { encoded })
+    }
+
+    /// The encoded bytes.
+    pub fn encoded(&self) -> &[u8] {
+        &self.encoded
+    }
+
+    /// A borrowed view.
+    pub fn as_ref(&self) -> InternalKeyRef<'_> {
+        split(&self.encoded)
+    }
+
+    /// The user key.
+    pub fn user_key(&self) -> &[u8] {
+        &self.encoded[..self.encoded.len() - TRAILER_LEN]
+    }
+}
+
+impl fmt::Debug for InternalKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.as_ref(), f)
+    }
+}
+
+impl fmt::Display for InternalKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.as_ref(), f)
+    }
+}
+
+/// A decoded, borrowed internal key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct InternalKeyRef<'a> {
+    /// The user key.
+    pub user_key: &'a [u8],
+    /// The sequence number.
+    pub seq: SeqNo,
+    /// The kind byte (a [`ValueKind`] for stored entries, `0xff` for seek keys).
+    pub kind: u8,
+}
+
+impl InternalKeyRef<'_> {
+    /// The kind, if it is a stored kind.
+    pub fn value_kind(&self) -> Option<ValueKind> {
+        ValueKind::from_u8(self.kind)
+    }
+}
+
+impl fmt::Display for InternalKeyRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let printable = !self.user_key.is_empty()
+            && self.user_key.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
+        if printable {
+            // Printable by the check above.
+            write!(f, "{}", String::from_utf8_lossy(self.user_key))?;
+        } else {
+            write!(f, "0x")?;
+            for b in self.user_key {
+                write!(f, "{b:02x}")?;
+            }
+        }
+        let kind = match self.kind {
+            0 => "DEL".to_string(),
+            1 => "SET".to_string(),
+            0xff => "MAX".to_string(),
+            other => format!("KIND{other}"),
+        };
+        write!(f, "#{},{kind}", self.seq)
+    }
+}
+
+fn split(encoded: &[u8]) -> InternalKeyRef<'_> {
+    let n = encoded.len() - TRAILER_LEN;
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&encoded[n..]);
+    let trailer = u64::from_le_bytes(t);
+    InternalKeyRef { user_key: &encoded[..n], seq: trailer >> 8, kind: trailer as u8 }
+}
+
+/// Decodes an encoded internal key; `None` if it is shorter than the trailer or
+/// its kind is unknown (seek kind included: seek keys are never stored).
+pub fn parse_internal_key(encoded: &[u8]) -> Option<InternalKeyRef<'_>> {
+    if encoded.len() < TRAILER_LEN {
+        return None;
+    }
+    let k = split(encoded);
+    ValueKind::from_u8(k.kind)?;
+    Some(k)
+}
+
+/// Compares two encoded internal keys (both at least [`TRAILER_LEN`] long).
+#[inline]
+pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
+    let (au, at) = a.split_at(a.len() - TRAILER_LEN);
+    let (bu, bt) = b.split_at(b.len() - TRAILER_LEN);
+    match au.cmp(bu) {
+        Ordering::Equal => {
+            let at = u64::from_le_bytes(at.try_into().unwrap_or([0; 8]));
+            let bt = u64::from_le_bytes(bt.try_into().unwrap_or([0; 8]));
+            bt.cmp(&at)
+        }
+        o => o,
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal(&self.encoded, &other.encoded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_is_user_key_then_newest_first() {
+        let a1 = InternalKey::new(b"a", 1, ValueKind::Value);
+        let a2 = InternalKey::new(b"a", 2, ValueKind::Value);
+        let a2d = InternalKey::new(b"a", 2, ValueKind::Delete);
+        let b1 = InternalKey::new(b"b", 1, ValueKind::Value);
+        let mut keys = vec![b1.clone(), a1.clone(), a2d.clone(), a2.clone()];
+        keys.sort();
+        assert_eq!(keys, vec![a2, a2d, a1, b1]);
+        let seek = InternalKey::seek_key(b"a", 2);
+        assert_eq!(seek.cmp(&InternalKey::new(b"a", 2, ValueKind::Value)), Ordering::Less);
+        assert_eq!(seek.cmp(&InternalKey::new(b"a", 3, ValueKind::Value)), Ordering::Greater);
+    }
+
+    #[test]
+    fn textual_form() {
+        assert_eq!(InternalKey::new(b"key", 7, ValueKind::Value).to_string(), "key#7,SET");
+        assert_eq!(InternalKey::new(&[0, 0xab], 3, ValueKind::Delete).to_string(), "0x00ab#3,DEL");
+    }
+
+    #[test]
+    fn parse_rejects_short_and_unknown_kinds() {
+        assert!(parse_internal_key(b"short").is_none());
+        let mut k = InternalKey::new(b"k", 1, ValueKind::Value).encoded().to_vec();
+        let n = k.len();
+        k[n - 8] = 9;
+        assert!(parse_internal_key(&k).is_none());
+    }
+}

@@ -1,0 +1,37 @@
+//! The shared vocabulary of every on-disk format: internal keys, sequence
+//! numbers, value kinds, varints, checksums and format versions.
+
+mod coding;
+mod keys;
+
+pub use coding::{
+    decode_fixed32, decode_fixed64, get_length_prefixed, get_varint32, get_varint64, put_fixed32,
+    put_fixed64, put_length_prefixed, put_varint32, put_varint64, varint_len,
+};
+pub use keys::{
+    compare_internal, pack_trailer, parse_internal_key, InternalKey, InternalKeyRef, SeqNo, ValueKind,
+    MAX_SEQNO, TRAILER_LEN,
+};
+
+/// CRC32C with the masking LevelDB introduced: a CRC stored next to the data it
+/// covers is rotated and offset, so that the CRC of a string containing embedded
+/// CRCs stays well distributed.
+pub fn masked_crc(data: &[u8]) -> u32 {
+    mask_crc(crc32c::crc32c(data))
+}
+
+/// CRC32C of `a` followed by `b`, masked.
+pub fn masked_crc2(a: &[u8], b: &[u8]) -> u32 {
+    mask_crc(crc32c::crc32c_append(crc32c::crc32c(a), b))
+}
+
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+fn mask_crc(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+/// Version of the table format written by this build (see `docs/format/table.md`).
+pub const TABLE_FORMAT_VERSION: u32 = 1;
+/// Version of the database layout (WAL, manifest, `CURRENT`) written by this build.
+pub const DB_FORMAT_VERSION: u32 = 1;

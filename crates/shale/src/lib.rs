@@ -1,0 +1,29 @@
+//! shale: an LSM-tree key-value engine for blockchain execution-layer state.
+//!
+//! The public surface is small: [`Db`] (open, get, put, delete, write, iterate,
+//! snapshot, flush, metrics, close), its [`Options`], [`WriteBatch`],
+//! [`Snapshot`], [`DbIterator`], [`Error`] and [`Metrics`]. Everything a Get reads
+//! is counted per block kind in [`Metrics`]; see `docs/design.md` for the read path.
+
+mod batch;
+mod cache;
+mod db;
+mod error;
+pub mod format;
+mod iter;
+mod memtable;
+mod metrics;
+mod options;
+mod table;
+mod version;
+mod wal;
+
+pub use batch::WriteBatch;
+pub use db::{Db, DbIterator, DbSummary, LevelSummary, Snapshot, TableInfo};
+pub use error::{Error, Result};
+pub use metrics::{BlockKind, BlockMetrics, Metrics};
+pub use options::{
+    Compression, FilterLevels, FilterPolicy, Options, ReadOptions, WriteOptions, NUM_LEVELS,
+};
+pub use shale_env as env;
+pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};

@@ -1,0 +1,382 @@
+//! Counters of everything the engine reads, cheap enough for the Get path.
+//!
+//! Every block access is attributed to a [`BlockKind`] and counted as a cache hit,
+//! a cache miss, or (for reads that never go through the cache, such as a table's
+//! footer) only as a physical read. A *physical read* is one read request issued to
+//! the [`FileSystem`](shale_env::FileSystem); its bytes are counted too.
+//!
+//! # Concurrency
+//!
+//! Counters are striped: each thread adds to one of [`STRIPES`] cache-padded cells
+//! chosen once per thread, so that two cores updating counters do not fight over a
+//! cache line. Reading a counter sums the stripes; a [`Metrics`] snapshot is
+//! therefore not atomic across counters, which is fine for statistics.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+/// Number of stripes per counter.
+pub const STRIPES: usize = 8;
+
+/// What a block read was for. Persisted nowhere; used as an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockKind {
+    /// A table's Bloom filter.
+    Filter,
+    /// A table's top-level index (points at index partitions).
+    TopIndex,
+    /// One partition of a table's index (points at data blocks).
+    IndexPartition,
+    /// A data block.
+    Data,
+    /// A table's footer, read when the table is opened.
+    Footer,
+    /// A table's properties block, read when the table is opened.
+    Properties,
+}
+
+impl BlockKind {
+    /// All kinds, in reporting order.
+    pub const ALL: [BlockKind; 6] = [
+        BlockKind::Filter,
+        BlockKind::TopIndex,
+        BlockKind::IndexPartition,
+        BlockKind::Data,
+        BlockKind::Footer,
+        BlockKind::Properties,
+    ];
+
+    /// Stable lower-case name used in JSON and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::Filter => "filter",
+            BlockKind::TopIndex => "top_index",
+            BlockKind::IndexPartition => "index",
+            BlockKind::Data => "data",
+            BlockKind::Footer => "footer",
+            BlockKind::Properties => "properties",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+#[inline]
+fn stripe() -> usize {
+    STRIPE.with(|s| {
+        let v = s.get();
+        if v != usize::MAX {
+            return v;
+        }
+        let v = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+        s.set(v);
+        v
+    })
+}
+
+/// A striped monotonically increasing counter.
+#[derive(Default)]
+pub struct Counter {
+    cells: [CachePadded<AtomicU64>; STRIPES],
+}
+
+impl Counter {
+    /// Adds `n`.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.cells[stripe()].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Adds one.
+    #[inline]
+    pub fn incr(&self) {
+        self.add(1);
+    }
+
+    /// Current total.
+    pub fn get(&self) -> u64 {
+        self.cells.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Counters of one block kind.
+#[derive(Default)]
+struct BlockCounters {
+    cache_hits: Counter,
+    cache_misses: Counter,
+    physical_reads: Counter,
+    bytes_read: Counter,
+}
+
+/// The live counters of one database. Shared by all threads.
+#[derive(Default)]
+pub struct Stats {
+    blocks: [BlockCounters; 6],
+    pub(crate) gets: Counter,
+    pub(crate) gets_found: Counter,
+    pub(crate) gets_memtable_hits: Counter,
+    pub(crate) table_cache_hits: Counter,
+    pub(crate) table_cache_misses: Counter,
+    pub(crate) filter_negatives: Counter,
+    pub(crate) filter_positives: Counter,
+    pub(crate) bytes_written_user: Counter,
+    pub(crate) bytes_written_wal: Counter,
+    pub(crate) bytes_written_tables: Counter,
+    pub(crate) wal_syncs: Counter,
+    pub(crate) flushes: Counter,
+    pub(crate) compactions: Counter,
+}
+
+impl Stats {
+    /// Records a block found in the block cache.
+    #[inline]
+    pub fn cache_hit(&self, kind: BlockKind) {
+        self.blocks[kind.index()].cache_hits.incr();
+    }
+
+    /// Records a block looked up in the block cache and not found there.
+    #[inline]
+    pub fn cache_miss(&self, kind: BlockKind) {
+        self.blocks[kind.index()].cache_misses.incr();
+    }
+
+    /// Records one read request of `bytes` bytes issued to the file system.
+    #[inline]
+    pub fn physical_read(&self, kind: BlockKind, bytes: u64) {
+        let c = &self.blocks[kind.index()];
+        c.physical_reads.incr();
+        c.bytes_read.add(bytes);
+    }
+
+    /// Records a filter probe and its answer.
+    #[inline]
+    pub fn filter_probe(&self, may_contain: bool) {
+        if may_contain {
+            self.filter_positives.incr();
+        } else {
+            self.filter_negatives.incr();
+        }
+    }
+
+    /// A point-in-time copy of every counter.
+    pub fn snapshot(&self) -> Metrics {
+        let mut blocks = [BlockMetrics::default(); 6];
+        for kind in BlockKind::ALL {
+            let c = &self.blocks[kind.index()];
+            blocks[kind.index()] = BlockMetrics {
+                cache_hits: c.cache_hits.get(),
+                cache_misses: c.cache_misses.get(),
+                physical_reads: c.physical_reads.get(),
+                bytes_read: c.bytes_read.get(),
+            };
+        }
+        Metrics {
+            gets: self.gets.get(),
+            gets_found: self.gets_found.get(),
+            gets_memtable_hits: self.gets_memtable_hits.get(),
+            blocks,
+            table_cache_hits: self.table_cache_hits.get(),
+            table_cache_misses: self.table_cache_misses.get(),
+            filter_negatives: self.filter_negatives.get(),
+            filter_positives: self.filter_positives.get(),
+            bytes_written_user: self.bytes_written_user.get(),
+            bytes_written_wal: self.bytes_written_wal.get(),
+            bytes_written_tables: self.bytes_written_tables.get(),
+            wal_syncs: self.wal_syncs.get(),
+            flushes: self.flushes.get(),
+            compactions: self.compactions.get(),
+            block_cache_usage: 0,
+            block_cache_capacity: 0,
+            block_cache_pinned: 0,
+        }
+    }
+}
+
+/// Counters of one block kind in a [`Metrics`] snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockMetrics {
+    /// Lookups answered by the block cache.
+    pub cache_hits: u64,
+    /// Lookups the block cache could not answer.
+    pub cache_misses: u64,
+    /// Read requests issued to the file system.
+    pub physical_reads: u64,
+    /// Bytes those requests read.
+    pub bytes_read: u64,
+}
+
+impl BlockMetrics {
+    /// Hit rate of the block cache for this kind, or `None` with no lookups.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let total = self.cache_hits + self.cache_misses;
+        (total > 0).then(|| self.cache_hits as f64 / total as f64)
+    }
+
+    fn delta(&self, earlier: &BlockMetrics) -> BlockMetrics {
+        BlockMetrics {
+            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
+            cache_misses: self.cache_misses.saturating_sub(earlier.cache_misses),
+            physical_reads: self.physical_reads.saturating_sub(earlier.physical_reads),
+            bytes_read: self.bytes_read.saturating_sub(earlier.bytes_read),
+        }
+    }
+}
+
+/// A snapshot of a database's counters ([`crate::Db::metrics`]).
+///
+/// Counters only grow; subtract two snapshots with [`Metrics::delta`] to measure
+/// an interval. Gauges (cache usage) are copied from the later snapshot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Metrics {
+    /// Completed `get` calls (on the database and on snapshots).
+    pub gets: u64,
+    /// Gets that found a value.
+    pub gets_found: u64,
+    /// Gets answered by a memtable (found or deleted) without touching a table.
+    pub gets_memtable_hits: u64,
+    blocks: [BlockMetrics; 6],
+    /// Table readers found open in the table cache.
+    pub table_cache_hits: u64,
+    /// Table readers that had to be opened.
+    pub table_cache_misses: u64,
+    /// Filter probes that excluded a table.
+    pub filter_negatives: u64,
+    /// Filter probes that let a table through (true or false positive).
+    pub filter_positives: u64,
+    /// Bytes of keys and values passed to writes.
+    pub bytes_written_user: u64,
+    /// Bytes appended to write-ahead logs.
+    pub bytes_written_wal: u64,
+    /// Bytes of tables written by flushes and compactions.
+    pub bytes_written_tables: u64,
+    /// WAL syncs.
+    pub wal_syncs: u64,
+    /// Memtable flushes completed.
+    pub flushes: u64,
+    /// Compactions completed.
+    pub compactions: u64,
+    /// Bytes charged to the block cache now (cached blocks and pinned blocks).
+    pub block_cache_usage: u64,
+    /// Capacity of the block cache.
+    pub block_cache_capacity: u64,
+    /// Bytes of pinned table metadata charged to the block cache.
+    pub block_cache_pinned: u64,
+}
+
+impl Metrics {
+    /// Counters of one block kind.
+    pub fn block(&self, kind: BlockKind) -> BlockMetrics {
+        self.blocks[kind.index()]
+    }
+
+    /// Gets that found nothing (absent or deleted).
+    pub fn gets_not_found(&self) -> u64 {
+        self.gets - self.gets_found.min(self.gets)
+    }
+
+    /// Block-cache misses over all kinds (the study's I/O count).
+    pub fn cache_misses(&self) -> u64 {
+        self.blocks.iter().map(|b| b.cache_misses).sum()
+    }
+
+    /// Block-cache hits over all kinds.
+    pub fn cache_hits(&self) -> u64 {
+        self.blocks.iter().map(|b| b.cache_hits).sum()
+    }
+
+    /// Read requests issued to the file system over all kinds.
+    pub fn physical_reads(&self) -> u64 {
+        self.blocks.iter().map(|b| b.physical_reads).sum()
+    }
+
+    /// Bytes read from the file system over all kinds.
+    pub fn bytes_read(&self) -> u64 {
+        self.blocks.iter().map(|b| b.bytes_read).sum()
+    }
+
+    /// The study's "I/Os per Get": block-cache misses / Gets.
+    pub fn cache_misses_per_get(&self) -> Option<f64> {
+        (self.gets > 0).then(|| self.cache_misses() as f64 / self.gets as f64)
+    }
+
+    /// Physical reads / Gets: what the device was actually asked for.
+    pub fn physical_reads_per_get(&self) -> Option<f64> {
+        (self.gets > 0).then(|| self.physical_reads() as f64 / self.gets as f64)
+    }
+
+    /// Overall block-cache hit rate, or `None` with no lookups.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let total = self.cache_hits() + self.cache_misses();
+        (total > 0).then(|| self.cache_hits() as f64 / total as f64)
+    }
+
+    /// Counters accumulated since `earlier`, a snapshot of the same database.
+    pub fn delta(&self, earlier: &Metrics) -> Metrics {
+        let mut blocks = [BlockMetrics::default(); 6];
+        for (i, b) in blocks.iter_mut().enumerate() {
+            *b = self.blocks[i].delta(&earlier.blocks[i]);
+        }
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        Metrics {
+            gets: d(self.gets, earlier.gets),
+            gets_found: d(self.gets_found, earlier.gets_found),
+            gets_memtable_hits: d(self.gets_memtable_hits, earlier.gets_memtable_hits),
+            blocks,
+            table_cache_hits: d(self.table_cache_hits, earlier.table_cache_hits),
+            table_cache_misses: d(self.table_cache_misses, earlier.table_cache_misses),
+            filter_negatives: d(self.filter_negatives, earlier.filter_negatives),
+            filter_positives: d(self.filter_positives, earlier.filter_positives),
+            bytes_written_user: d(self.bytes_written_user, earlier.bytes_written_user),
+            bytes_written_wal: d(self.bytes_written_wal, earlier.bytes_written_wal),
+            bytes_written_tables: d(self.bytes_written_tables, earlier.bytes_written_tables),
+            wal_syncs: d(self.wal_syncs, earlier.wal_syncs),
+            flushes: d(self.flushes, earlier.flushes),
+            compactions: d(self.compactions, earlier.compactions),
+            block_cache_usage: self.block_cache_usage,
+            block_cache_capacity: self.block_cache_capacity,
+            block_cache_pinned: self.block_cache_pinned,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_sum_across_threads_and_deltas_subtract() {
+        let stats = std::sync::Arc::new(Stats::default());
+        let before = stats.snapshot();
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let s = stats.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        s.cache_miss(BlockKind::Data);
+                        s.physical_read(BlockKind::Data, 4096);
+                    }
+                    s.gets.add(1000);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("counter thread");
+        }
+        let after = stats.snapshot().delta(&before);
+        assert_eq!(after.block(BlockKind::Data).cache_misses, 4000);
+        assert_eq!(after.block(BlockKind::Data).bytes_read, 4000 * 4096);
+        assert_eq!(after.cache_misses_per_get(), Some(1.0));
+        assert_eq!(after.physical_reads_per_get(), Some(1.0));
+        assert_eq!(after.block(BlockKind::Filter), BlockMetrics::default());
+    }
+}

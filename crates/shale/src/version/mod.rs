@@ -1,0 +1,1 @@
+//! Versions: the set of tables per level, and the manifest that records them.
