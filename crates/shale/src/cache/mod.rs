@@ -2,7 +2,6 @@
 //! that metadata (filters, top-level indexes, index partitions) is evicted after
 //! data blocks.
 //!
-//! STUB: interface only; implementation in progress.
 
 use std::hash::Hash;
 
@@ -18,58 +17,108 @@ pub enum Priority {
     High,
 }
 
-/// A sharded LRU cache of `V` values keyed by `K`, bounded by the sum of the
-/// charges of its entries plus the bytes pinned outside it.
+/// A cache of `V` values keyed by `K`, bounded by the sum of the charges of its
+/// entries plus the bytes pinned outside it.
+///
+/// PLACEHOLDER: one lock, eviction by priority then insertion order; being
+/// replaced by the sharded LRU.
 pub struct LruCache<K, V> {
-    _p: std::marker::PhantomData<(K, V)>,
+    inner: parking_lot::Mutex<Inner<K, V>>,
+}
+
+struct Inner<K, V> {
+    capacity: u64,
+    pinned: u64,
+    usage: u64,
+    tick: u64,
+    map: std::collections::HashMap<K, (V, u64, Priority, u64)>,
 }
 
 impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
-    /// A cache of `capacity` charge units split into `shards` shards (rounded up to a power of two).
-    pub fn new(capacity: u64, shards: usize) -> Self {
-        let _ = (capacity, shards);
-        todo!()
+    /// A cache of `capacity` charge units.
+    pub fn new(capacity: u64, _shards: usize) -> Self {
+        LruCache {
+            inner: parking_lot::Mutex::new(Inner {
+                capacity,
+                pinned: 0,
+                usage: 0,
+                tick: 0,
+                map: Default::default(),
+            }),
+        }
     }
     /// Looks `key` up; a hit makes it most recently used.
     pub fn get(&self, key: &K) -> Option<V> {
-        let _ = key;
-        todo!()
+        let mut g = self.inner.lock();
+        g.tick += 1;
+        let t = g.tick;
+        let e = g.map.get_mut(key)?;
+        e.3 = t;
+        Some(e.0.clone())
     }
     /// Inserts (or replaces) `key`, then evicts until within capacity.
     pub fn insert(&self, key: K, value: V, charge: u64, priority: Priority) {
-        let _ = (key, value, charge, priority);
-        todo!()
+        let mut g = self.inner.lock();
+        g.tick += 1;
+        let t = g.tick;
+        if let Some(old) = g.map.insert(key, (value, charge, priority, t)) {
+            g.usage -= old.1;
+        }
+        g.usage += charge;
+        g.evict();
     }
     /// Removes `key` if present.
     pub fn erase(&self, key: &K) {
-        let _ = key;
-        todo!()
+        let mut g = self.inner.lock();
+        if let Some(old) = g.map.remove(key) {
+            g.usage -= old.1;
+        }
     }
-    /// Charges `bytes` pinned outside the cache against its capacity (evicting entries).
+    /// Charges `bytes` pinned outside the cache against its capacity.
     pub fn reserve_pinned(&self, bytes: u64) {
-        let _ = bytes;
-        todo!()
+        let mut g = self.inner.lock();
+        g.pinned += bytes;
+        g.evict();
     }
     /// Returns bytes reserved with `reserve_pinned`.
     pub fn release_pinned(&self, bytes: u64) {
-        let _ = bytes;
-        todo!()
+        let mut g = self.inner.lock();
+        g.pinned = g.pinned.saturating_sub(bytes);
     }
     /// Sum of charges plus pinned bytes.
     pub fn usage(&self) -> u64 {
-        todo!()
+        let g = self.inner.lock();
+        g.usage + g.pinned
     }
     /// Pinned bytes.
     pub fn pinned(&self) -> u64 {
-        todo!()
+        self.inner.lock().pinned
     }
     /// Capacity.
     pub fn capacity(&self) -> u64 {
-        todo!()
+        self.inner.lock().capacity
     }
     /// Changes the capacity, evicting as needed.
     pub fn set_capacity(&self, capacity: u64) {
-        let _ = capacity;
-        todo!()
+        let mut g = self.inner.lock();
+        g.capacity = capacity;
+        g.evict();
+    }
+}
+
+impl<K: Hash + Eq + Clone, V> Inner<K, V> {
+    fn evict(&mut self) {
+        while self.usage + self.pinned > self.capacity && !self.map.is_empty() {
+            let victim = self
+                .map
+                .iter()
+                .min_by_key(|(_, e)| (e.2, e.3))
+                .map(|(k, _)| k.clone());
+            if let Some(k) = victim {
+                if let Some(old) = self.map.remove(&k) {
+                    self.usage -= old.1;
+                }
+            }
+        }
     }
 }
