@@ -127,8 +127,9 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Reads a whole (small) file: `CURRENT`, options, a manifest during recovery.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         let file = self.open_random(path)?;
-        let len = usize::try_from(file.size())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "file too large to read whole"))?;
+        let len = usize::try_from(file.size()).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidData, "file too large to read whole")
+        })?;
         let mut buf = vec![0u8; len];
         file.read_exact_at(0, &mut buf)?;
         Ok(buf)

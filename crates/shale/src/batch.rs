@@ -41,7 +41,10 @@ pub(crate) struct BatchOp<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> WriteBatch {
-        WriteBatch { rep: vec![0; HEADER_LEN], count: 0 }
+        WriteBatch {
+            rep: vec![0; HEADER_LEN],
+            count: 0,
+        }
     }
 
     /// Adds a put of `key` -> `value`.
@@ -96,7 +99,8 @@ impl WriteBatch {
     /// Checks that every op decodes; empty keys are rejected.
     pub(crate) fn validate(&self) -> Result<()> {
         for op in self.ops() {
-            let op = op.map_err(|reason| Error::InvalidArgument(format!("write batch: {reason}")))?;
+            let op =
+                op.map_err(|reason| Error::InvalidArgument(format!("write batch: {reason}")))?;
             if op.key.is_empty() {
                 return Err(Error::InvalidArgument("empty key".into()));
             }
@@ -106,17 +110,26 @@ impl WriteBatch {
 
     /// The operations in order.
     pub(crate) fn ops(&self) -> BatchOps<'_> {
-        BatchOps { rest: &self.rep[HEADER_LEN..], remaining: self.count }
+        BatchOps {
+            rest: &self.rep[HEADER_LEN..],
+            remaining: self.count,
+        }
     }
 
     /// Decodes a WAL record into its first sequence number and batch.
     pub(crate) fn decode(record: &[u8]) -> std::result::Result<(SeqNo, WriteBatch), String> {
         if record.len() < HEADER_LEN {
-            return Err(format!("batch record of {} bytes is shorter than its header", record.len()));
+            return Err(format!(
+                "batch record of {} bytes is shorter than its header",
+                record.len()
+            ));
         }
         let seq = u64::from_le_bytes(record[..8].try_into().map_err(|_| "header")?);
         let count = u32::from_le_bytes(record[8..12].try_into().map_err(|_| "header")?);
-        let batch = WriteBatch { rep: record.to_vec(), count };
+        let batch = WriteBatch {
+            rep: record.to_vec(),
+            count,
+        };
         let mut n = 0u32;
         for op in batch.ops() {
             op?;
@@ -185,7 +198,14 @@ mod tests {
         assert_eq!(seq, 42);
         let ops: Vec<_> = d.ops().map(|o| o.expect("op")).collect();
         assert_eq!(ops.len(), 3);
-        assert_eq!(ops[1], BatchOp { kind: ValueKind::Delete, key: b"b", value: b"" });
+        assert_eq!(
+            ops[1],
+            BatchOp {
+                kind: ValueKind::Delete,
+                key: b"b",
+                value: b""
+            }
+        );
         assert_eq!(ops[2].value, b"");
     }
 

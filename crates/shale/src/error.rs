@@ -63,12 +63,20 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with the operation and path.
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
-        Error::Io { op, path: path.into(), source: Arc::new(source) }
+        Error::Io {
+            op,
+            path: path.into(),
+            source: Arc::new(source),
+        }
     }
 
     /// A corruption error.
     pub fn corruption(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Error {
-        Error::Corruption { file: file.into(), offset, reason: reason.into() }
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
     }
 
     /// True for [`Error::Corruption`].
@@ -80,19 +88,36 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Io { op, path, source } => write!(f, "I/O error: {op} {}: {source}", path.display()),
-            Error::Corruption { file, offset, reason } => {
-                write!(f, "corruption in {} at offset {offset}: {reason}", file.display())
+            Error::Io { op, path, source } => {
+                write!(f, "I/O error: {op} {}: {source}", path.display())
+            }
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => {
+                write!(
+                    f,
+                    "corruption in {} at offset {offset}: {reason}",
+                    file.display()
+                )
             }
             Error::Poisoned { cause } => {
-                write!(f, "database poisoned by an earlier failure (reopen it): {cause}")
+                write!(
+                    f,
+                    "database poisoned by an earlier failure (reopen it): {cause}"
+                )
             }
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
             Error::NotADatabase { path, reason } => {
                 write!(f, "{} is not a shale database: {reason}", path.display())
             }
             Error::Locked { path } => {
-                write!(f, "database {} is locked by another process or handle", path.display())
+                write!(
+                    f,
+                    "database {} is locked by another process or handle",
+                    path.display()
+                )
             }
             Error::Closed => write!(f, "database is closed"),
         }

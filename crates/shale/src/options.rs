@@ -33,7 +33,10 @@ pub struct FilterPolicy {
 
 impl Default for FilterPolicy {
     fn default() -> Self {
-        FilterPolicy { bits_per_key: 10, levels: FilterLevels::AllButLast }
+        FilterPolicy {
+            bits_per_key: 10,
+            levels: FilterLevels::AllButLast,
+        }
     }
 }
 

@@ -140,7 +140,10 @@ impl InternalKeyRef<'_> {
 impl fmt::Display for InternalKeyRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let printable = !self.user_key.is_empty()
-            && self.user_key.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
+            && self
+                .user_key
+                .iter()
+                .all(|b| b.is_ascii_graphic() || *b == b' ');
         if printable {
             // Printable by the check above.
             write!(f, "{}", String::from_utf8_lossy(self.user_key))?;
@@ -165,7 +168,11 @@ fn split(encoded: &[u8]) -> InternalKeyRef<'_> {
     let mut t = [0u8; 8];
     t.copy_from_slice(&encoded[n..]);
     let trailer = u64::from_le_bytes(t);
-    InternalKeyRef { user_key: &encoded[..n], seq: trailer >> 8, kind: trailer as u8 }
+    InternalKeyRef {
+        user_key: &encoded[..n],
+        seq: trailer >> 8,
+        kind: trailer as u8,
+    }
 }
 
 /// Decodes an encoded internal key; `None` if it is shorter than the trailer or
@@ -220,20 +227,34 @@ mod tests {
         keys.sort();
         assert_eq!(keys, vec![a2, a2d, a1, b1]);
         let seek = InternalKey::seek_key(b"a", 2);
-        assert_eq!(seek.cmp(&InternalKey::new(b"a", 2, ValueKind::Value)), Ordering::Less);
-        assert_eq!(seek.cmp(&InternalKey::new(b"a", 3, ValueKind::Value)), Ordering::Greater);
+        assert_eq!(
+            seek.cmp(&InternalKey::new(b"a", 2, ValueKind::Value)),
+            Ordering::Less
+        );
+        assert_eq!(
+            seek.cmp(&InternalKey::new(b"a", 3, ValueKind::Value)),
+            Ordering::Greater
+        );
     }
 
     #[test]
     fn textual_form() {
-        assert_eq!(InternalKey::new(b"key", 7, ValueKind::Value).to_string(), "key#7,SET");
-        assert_eq!(InternalKey::new(&[0, 0xab], 3, ValueKind::Delete).to_string(), "0x00ab#3,DEL");
+        assert_eq!(
+            InternalKey::new(b"key", 7, ValueKind::Value).to_string(),
+            "key#7,SET"
+        );
+        assert_eq!(
+            InternalKey::new(&[0, 0xab], 3, ValueKind::Delete).to_string(),
+            "0x00ab#3,DEL"
+        );
     }
 
     #[test]
     fn parse_rejects_short_and_unknown_kinds() {
         assert!(parse_internal_key(b"short").is_none());
-        let mut k = InternalKey::new(b"k", 1, ValueKind::Value).encoded().to_vec();
+        let mut k = InternalKey::new(b"k", 1, ValueKind::Value)
+            .encoded()
+            .to_vec();
         let n = k.len();
         k[n - 8] = 9;
         assert!(parse_internal_key(&k).is_none());

@@ -62,7 +62,11 @@ pub struct TableProperties {
 pub struct TableBuilder;
 
 impl TableBuilder {
-    pub fn new(writer: Box<dyn ObjectWriter>, path: PathBuf, opts: TableBuildOptions) -> TableBuilder {
+    pub fn new(
+        writer: Box<dyn ObjectWriter>,
+        path: PathBuf,
+        opts: TableBuildOptions,
+    ) -> TableBuilder {
         let _ = (writer, path, opts);
         todo!()
     }

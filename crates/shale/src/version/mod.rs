@@ -1,1 +1,234 @@
-//! Versions: the set of tables per level, and the manifest that records them.
+//! Versions: the set of tables per level, the edits that change it, and the
+//! manifest that records those edits.
+//!
+//! A [`Version`] is immutable; a change (flush, compaction) builds a new one by
+//! applying a [`VersionEdit`] and installs it. Readers hold an `Arc<Version>` for
+//! as long as they read, so tables they use are never deleted under them: a table
+//! file is deleted only when the last [`FileMeta`] reference drops after it was
+//! marked obsolete (see [`ObsoleteFiles`]).
+//!
+//! # Concurrency
+//!
+//! `Version` and `FileMeta` are immutable and shared. Edits are applied and the
+//! manifest appended by one thread at a time, under the database's state lock.
+
+mod edit;
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+pub(crate) use edit::{NewFile, VersionEdit};
+
+use crate::format::{compare_internal, InternalKey, SeqNo};
+use crate::options::NUM_LEVELS;
+
+/// Table file numbers whose last reference dropped after they left the version;
+/// the background thread deletes their files.
+#[derive(Default)]
+pub(crate) struct ObsoleteFiles {
+    numbers: Mutex<Vec<u64>>,
+}
+
+impl ObsoleteFiles {
+    /// Takes every pending number.
+    pub(crate) fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.numbers.lock())
+    }
+}
+
+/// Metadata of one table in a version.
+pub(crate) struct FileMeta {
+    pub number: u64,
+    pub size: u64,
+    pub smallest: InternalKey,
+    pub largest: InternalKey,
+    pub smallest_seqno: SeqNo,
+    pub largest_seqno: SeqNo,
+    pub num_entries: u64,
+    obsolete: AtomicBool,
+    sink: Weak<ObsoleteFiles>,
+}
+
+impl FileMeta {
+    pub(crate) fn new(f: &NewFile, sink: &Arc<ObsoleteFiles>) -> FileMeta {
+        FileMeta {
+            number: f.number,
+            size: f.size,
+            smallest: f.smallest.clone(),
+            largest: f.largest.clone(),
+            smallest_seqno: f.smallest_seqno,
+            largest_seqno: f.largest_seqno,
+            num_entries: f.num_entries,
+            obsolete: AtomicBool::new(false),
+            sink: Arc::downgrade(sink),
+        }
+    }
+
+    /// Marks the file for deletion once no version or iterator references it.
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, AtomicOrdering::Release);
+    }
+
+    /// True if `user_key` is within the file's key range.
+    pub(crate) fn contains(&self, user_key: &[u8]) -> bool {
+        self.smallest.user_key() <= user_key && user_key <= self.largest.user_key()
+    }
+
+    /// The edit record describing this file.
+    pub(crate) fn to_new_file(&self) -> NewFile {
+        NewFile {
+            number: self.number,
+            size: self.size,
+            smallest: self.smallest.clone(),
+            largest: self.largest.clone(),
+            smallest_seqno: self.smallest_seqno,
+            largest_seqno: self.largest_seqno,
+            num_entries: self.num_entries,
+        }
+    }
+}
+
+impl Drop for FileMeta {
+    fn drop(&mut self) {
+        // Only records the number; the file is deleted by the background thread.
+        if self.obsolete.load(AtomicOrdering::Acquire) {
+            if let Some(sink) = self.sink.upgrade() {
+                sink.numbers.lock().push(self.number);
+            }
+        }
+    }
+}
+
+/// The tables of every level at one point in time.
+///
+/// L0 tables may overlap and are ordered newest first (by largest sequence
+/// number). Tables of L1 and deeper do not overlap and are ordered by key.
+#[derive(Clone, Default)]
+pub(crate) struct Version {
+    pub levels: [Vec<Arc<FileMeta>>; NUM_LEVELS],
+}
+
+impl Version {
+    /// The version after `edit`. Files deleted by the edit are marked obsolete.
+    pub(crate) fn apply(&self, edit: &VersionEdit, sink: &Arc<ObsoleteFiles>) -> Version {
+        let mut next = self.clone();
+        for &(level, number) in &edit.deleted {
+            if let Some(files) = next.levels.get_mut(level) {
+                if let Some(pos) = files.iter().position(|f| f.number == number) {
+                    files.remove(pos).mark_obsolete();
+                }
+            }
+        }
+        for (level, f) in &edit.added {
+            if let Some(files) = next.levels.get_mut(*level) {
+                files.push(Arc::new(FileMeta::new(f, sink)));
+            }
+        }
+        for (level, files) in next.levels.iter_mut().enumerate() {
+            if level == 0 {
+                files.sort_by(|a, b| {
+                    b.largest_seqno
+                        .cmp(&a.largest_seqno)
+                        .then(b.number.cmp(&a.number))
+                });
+            } else {
+                files.sort_by(|a, b| compare_internal(a.smallest.encoded(), b.smallest.encoded()));
+            }
+        }
+        next
+    }
+
+    /// Tables of `level` that may hold `user_key`, in the order a Get must try
+    /// them (newest first in L0; at most one elsewhere).
+    pub(crate) fn candidates<'a>(
+        &'a self,
+        level: usize,
+        user_key: &'a [u8],
+    ) -> impl Iterator<Item = &'a Arc<FileMeta>> + 'a {
+        let files = &self.levels[level];
+        let range = if level == 0 {
+            0..files.len()
+        } else {
+            // First file whose largest user key >= user_key.
+            let i = files.partition_point(|f| f.largest.user_key().cmp(user_key) == Ordering::Less);
+            i..(i + 1).min(files.len())
+        };
+        files[range].iter().filter(move |f| f.contains(user_key))
+    }
+
+    /// Every file with its level.
+    pub(crate) fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
+    }
+
+    /// An edit that recreates this version from nothing (a manifest snapshot).
+    pub(crate) fn snapshot_edit(&self) -> VersionEdit {
+        let mut edit = VersionEdit::default();
+        for (level, f) in self.all_files() {
+            edit.added.push((level, f.to_new_file()));
+        }
+        edit
+    }
+
+    /// Number of the last non-empty level, if any.
+    pub(crate) fn last_nonempty_level(&self) -> Option<usize> {
+        (0..NUM_LEVELS).rev().find(|&l| !self.levels[l].is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::ValueKind;
+
+    fn nf(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> NewFile {
+        NewFile {
+            number,
+            size: 100,
+            smallest: InternalKey::new(lo, seq, ValueKind::Value),
+            largest: InternalKey::new(hi, seq, ValueKind::Value),
+            smallest_seqno: seq,
+            largest_seqno: seq,
+            num_entries: 1,
+        }
+    }
+
+    #[test]
+    fn apply_orders_levels_and_finds_candidates() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let mut edit = VersionEdit::default();
+        edit.added.push((0, nf(1, b"a", b"m", 5)));
+        edit.added.push((0, nf(2, b"c", b"z", 9)));
+        edit.added.push((6, nf(3, b"n", b"r", 1)));
+        edit.added.push((6, nf(4, b"a", b"f", 1)));
+        let v = Version::default().apply(&edit, &sink);
+        let l0: Vec<u64> = v.candidates(0, b"d").map(|f| f.number).collect();
+        assert_eq!(l0, vec![2, 1], "newest L0 table first");
+        let l6: Vec<u64> = v.candidates(6, b"p").map(|f| f.number).collect();
+        assert_eq!(l6, vec![3]);
+        assert_eq!(v.candidates(6, b"g").count(), 0, "gap between files");
+        assert_eq!(v.candidates(6, b"zz").count(), 0);
+        assert_eq!(v.last_nonempty_level(), Some(6));
+    }
+
+    #[test]
+    fn deleted_files_become_obsolete_when_unreferenced() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let mut add = VersionEdit::default();
+        add.added.push((0, nf(7, b"a", b"b", 1)));
+        let v1 = Version::default().apply(&add, &sink);
+        let mut del = VersionEdit::default();
+        del.deleted.push((0, 7));
+        let v2 = v1.apply(&del, &sink);
+        assert!(v2.levels[0].is_empty());
+        assert!(sink.take().is_empty(), "v1 still references the file");
+        drop(v1);
+        assert_eq!(sink.take(), vec![7]);
+    }
+}

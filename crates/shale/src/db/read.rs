@@ -1,0 +1,266 @@
+//! The read path: point lookups, snapshots and user-facing iterators.
+//!
+//! A Get is the study's read path: the mutable memtable, the immutable memtables
+//! newest first, then for each level the tables whose key range holds the key
+//! (every overlapping table in L0, newest first; at most one per deeper level).
+//! For each table, [`TableReader::get`](crate::table::TableReader::get) probes
+//! the filter (where the level has filters), then reads the top-level index, one
+//! index partition and one data block. The first entry found (a value or a
+//! deletion) ends the search.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
+use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
+use crate::memtable::MemGet;
+use crate::options::{ReadOptions, NUM_LEVELS};
+use crate::table::TableGet;
+use crate::version::FileMeta;
+
+impl DbInner {
+    pub(crate) fn get(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        let sv = self.sv.load();
+        let result = self.get_in(&sv, key, seq);
+        self.stats.gets.incr();
+        if matches!(result, Ok(Some(_))) {
+            self.stats.gets_found.incr();
+        }
+        result
+    }
+
+    fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            match mem.get(key, seq) {
+                MemGet::Value(v) => {
+                    self.stats.gets_memtable_hits.incr();
+                    return Ok(Some(v));
+                }
+                MemGet::Deleted => {
+                    self.stats.gets_memtable_hits.incr();
+                    return Ok(None);
+                }
+                MemGet::Absent => {}
+            }
+        }
+        let policy = self.opts.filter_policy;
+        for level in 0..NUM_LEVELS {
+            for f in sv.version.candidates(level, key) {
+                let table = self.table_cache.get(f.number, level)?;
+                match table.get(key, seq, policy.applies_to(level))? {
+                    TableGet::Found(ValueKind::Value, v) => return Ok(Some(v)),
+                    TableGet::Found(ValueKind::Delete, _) => return Ok(None),
+                    TableGet::FilteredOut | TableGet::Absent => {}
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A consistent read-only view of the database as of the moment it was taken.
+///
+/// Reads through a snapshot are repeatable: later writes are invisible to it,
+/// and compactions keep the versions it can see for as long as it lives.
+/// `Send + Sync`; dropping it releases those versions.
+pub struct Snapshot {
+    db: Arc<DbInner>,
+    seq: SeqNo,
+}
+
+impl Snapshot {
+    pub(crate) fn new(db: Arc<DbInner>) -> Snapshot {
+        let mut snaps = db.snapshots.lock();
+        // Read under the lock so a compaction listing snapshots sees this one
+        // before it could drop what the snapshot needs.
+        let seq = db.visible_seq.load(Ordering::Acquire);
+        *snaps.entry(seq).or_insert(0) += 1;
+        drop(snaps);
+        Snapshot { db, seq }
+    }
+
+    /// The sequence number the snapshot reads at.
+    pub fn seq(&self) -> SeqNo {
+        self.seq
+    }
+
+    /// The value of `key` as of the snapshot, `None` if absent or deleted then.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.get(key, self.seq)
+    }
+
+    /// An iterator over the snapshot's state within the bounds of `opts`
+    /// (`opts.snapshot` is ignored).
+    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        Ok(DbIterator::new(&self.db, self.seq, opts))
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.db.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seq);
+            }
+        }
+    }
+}
+
+/// A forward iterator over the user keys and values of the database (or of a
+/// snapshot), in key order, within optional bounds.
+///
+/// It reads a consistent state: the memtables and tables it started with stay
+/// alive (tables are not deleted) until it is dropped. Unpositioned until a seek.
+/// Errors (I/O, corruption) end the iteration and are reported by
+/// [`DbIterator::status`]. Backward iteration comes with the leveled LSM.
+pub struct DbIterator {
+    /// Keeps the tables of the iterator's version from being deleted.
+    _sv: Arc<SuperVersion>,
+    it: MergingIterator,
+    seq: SeqNo,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    valid: bool,
+    error: Option<Error>,
+}
+
+impl DbIterator {
+    pub(crate) fn new(db: &Arc<DbInner>, seq: SeqNo, opts: &ReadOptions) -> DbIterator {
+        let sv = db.sv.load_full();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut error = None;
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            children.push(Box::new(mem.iter()));
+        }
+        for f in &sv.version.levels[0] {
+            match db.table_cache.get(f.number, 0) {
+                Ok(t) => children.push(t.iter()),
+                Err(e) => error = Some(e),
+            }
+        }
+        for level in 1..NUM_LEVELS {
+            let files = sv.version.levels[level].clone();
+            if files.is_empty() {
+                continue;
+            }
+            let db = db.clone();
+            children.push(Box::new(ConcatIterator::new(
+                files,
+                Box::new(move |f: &Arc<FileMeta>| Ok(db.table_cache.get(f.number, level)?.iter())),
+                Box::new(|f: &Arc<FileMeta>| f.largest.encoded()),
+            )));
+        }
+        DbIterator {
+            _sv: sv,
+            it: MergingIterator::new(children),
+            seq,
+            lower: opts.lower_bound.clone(),
+            upper: opts.upper_bound.clone(),
+            key: Vec::new(),
+            value: Vec::new(),
+            valid: false,
+            error,
+        }
+    }
+
+    /// Positions on the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) {
+        match self.lower.clone() {
+            Some(lower) => self.seek(&lower),
+            None => {
+                self.it.seek_to_first();
+                self.find_entry(None);
+            }
+        }
+    }
+
+    /// Positions on the first key `>= key` (and within the bounds).
+    pub fn seek(&mut self, key: &[u8]) {
+        let target = match &self.lower {
+            Some(lower) if lower.as_slice() > key => lower.clone(),
+            _ => key.to_vec(),
+        };
+        self.it
+            .seek(InternalKey::seek_key(&target, self.seq).encoded());
+        self.find_entry(None);
+    }
+
+    /// True if positioned on a key.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// Moves to the next key. Does nothing when not valid.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        let skip = std::mem::take(&mut self.key);
+        self.find_entry(Some(skip));
+    }
+
+    /// The current key (empty when not valid).
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The current value (empty when not valid).
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// The error that ended the iteration, if any.
+    pub fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Advances the internal cursor to the newest visible version of the next
+    /// user key that is not `skip` and not deleted.
+    fn find_entry(&mut self, mut skip: Option<Vec<u8>>) {
+        self.valid = false;
+        if self.error.is_some() {
+            return;
+        }
+        loop {
+            if !self.it.valid() {
+                self.error = self.it.status().err();
+                return;
+            }
+            let Some(ik) = parse_internal_key(self.it.key()) else {
+                self.error = Some(Error::corruption(
+                    "(iterator)",
+                    0,
+                    format!("malformed internal key {:02x?}", self.it.key()),
+                ));
+                return;
+            };
+            if self.upper.as_deref().is_some_and(|u| ik.user_key >= u) {
+                return;
+            }
+            let skipped = ik.seq > self.seq || skip.as_deref() == Some(ik.user_key);
+            if !skipped {
+                match ik.value_kind() {
+                    Some(ValueKind::Value) => {
+                        self.key.clear();
+                        self.key.extend_from_slice(ik.user_key);
+                        self.value.clear();
+                        self.value.extend_from_slice(self.it.value());
+                        self.valid = true;
+                        return;
+                    }
+                    _ => skip = Some(ik.user_key.to_vec()),
+                }
+            }
+            self.it.next();
+        }
+    }
+}

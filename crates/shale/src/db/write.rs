@@ -1,0 +1,215 @@
+//! The write path: group commit into the WAL, then the memtable.
+//!
+//! Writers enqueue their batch and wait. The writer at the front of the queue,
+//! when no other leader is active, becomes the leader: it takes a group of queued
+//! batches (up to [`MAX_GROUP_BYTES`]), makes room in the memtable, assigns
+//! sequence numbers, appends one WAL record for the group (synced if any writer
+//! of the group asked for it), inserts into the memtable, publishes the new
+//! visible sequence number, and hands the result to every writer of the group.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use shale_env::WriteLifetime;
+
+use super::filenames::wal_name;
+use super::{DbInner, State, SuperVersion};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::wal::LogWriter;
+
+/// Upper bound on the bytes of one commit group.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// Writers waiting for a leader, and results handed back by leaders.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    next_ticket: u64,
+    waiting: VecDeque<(u64, WriteBatch, bool)>,
+    done: HashMap<u64, Result<()>>,
+    leader_active: bool,
+}
+
+impl DbInner {
+    pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        batch.validate()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut q = self.queue.lock();
+        let ticket = q.next_ticket;
+        q.next_ticket += 1;
+        q.waiting.push_back((ticket, batch, sync));
+        loop {
+            if let Some(result) = q.done.remove(&ticket) {
+                return result;
+            }
+            if !q.leader_active && q.waiting.front().map(|w| w.0) == Some(ticket) {
+                break;
+            }
+            self.queue_cv.wait(&mut q);
+        }
+        q.leader_active = true;
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        while let Some(front) = q.waiting.front() {
+            if !group.is_empty() && bytes + front.1.encoded_len() > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += front.1.encoded_len();
+            if let Some(w) = q.waiting.pop_front() {
+                group.push(w);
+            }
+        }
+        drop(q);
+
+        let result = self.commit_group(&mut group);
+
+        let mut q = self.queue.lock();
+        for (t, _, _) in &group[1..] {
+            q.done.insert(*t, result.clone());
+        }
+        q.leader_active = false;
+        self.queue_cv.notify_all();
+        result
+    }
+
+    fn commit_group(&self, group: &mut [(u64, WriteBatch, bool)]) -> Result<()> {
+        let sync = group.iter().any(|w| w.2);
+        let (first, rest) = group
+            .split_first_mut()
+            .ok_or(Error::InvalidArgument("empty group".into()))?;
+        let batch = &mut first.1;
+        for (_, b, _) in rest.iter() {
+            batch.append(b);
+        }
+        let count = batch.len() as u64;
+        let (seq, mem) = {
+            let mut st = self.state.lock();
+            self.make_room(&mut st, false)?;
+            let seq = st.last_sequence + 1;
+            st.last_sequence += count;
+            (seq, self.sv.load().mem.clone())
+        };
+        let user_bytes = batch.encoded_len() as u64;
+        let record = batch.encode(seq);
+        let wal_result = {
+            let mut wal = self.wal.lock();
+            let before = wal.len();
+            let r = wal
+                .add_record(record)
+                .and_then(|()| if sync { wal.sync() } else { wal.flush() });
+            self.stats.bytes_written_wal.add(wal.len() - before);
+            r
+        };
+        if let Err(e) = wal_result {
+            let mut st = self.state.lock();
+            self.poison(&mut st, &e);
+            return Err(e);
+        }
+        if sync {
+            self.stats.wal_syncs.incr();
+        }
+        for (i, op) in batch.ops().enumerate() {
+            // Validated before queueing, so every op decodes.
+            if let Ok(op) = op {
+                mem.add(seq + i as u64, op.kind, op.key, op.value);
+            }
+        }
+        self.stats.bytes_written_user.add(user_bytes);
+        self.visible_seq.store(seq + count - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Ensures the mutable memtable has room (or, with `force`, switches a
+    /// non-empty one). Waits while too many immutable memtables are queued.
+    /// Only the write leader (or `flush` holding the queue) calls this.
+    fn make_room(&self, st: &mut parking_lot::MutexGuard<'_, State>, force: bool) -> Result<()> {
+        loop {
+            st.check_poison()?;
+            let sv = self.sv.load();
+            let full = sv.mem.approximate_bytes() >= self.opts.write_buffer_size;
+            if !(full || (force && !sv.mem.is_empty())) {
+                return Ok(());
+            }
+            if sv.imms.len() >= self.opts.max_immutable_memtables.max(1) {
+                drop(sv);
+                self.cv.wait(st);
+                continue;
+            }
+            drop(sv);
+            return self.switch_memtable(st);
+        }
+    }
+
+    /// Makes the memtable immutable and starts a new WAL for its successor.
+    fn switch_memtable(&self, st: &mut State) -> Result<()> {
+        let number = st.new_file_number();
+        let path = self.path.join(wal_name(number));
+        let result = (|| {
+            let mut wal = self.wal.lock();
+            // The old log is complete: sync it so that only the newest log can
+            // end in a torn record.
+            wal.sync()?;
+            let file = self
+                .fs
+                .create_append(&path, WriteLifetime::Short)
+                .map_err(|e| Error::io("create wal", &path, e))?;
+            self.fs
+                .sync_dir(&self.path)
+                .map_err(|e| Error::io("sync directory", &self.path, e))?;
+            *wal = LogWriter::new(file, path.clone());
+            Ok(())
+        })();
+        if let Err(e) = result {
+            self.poison(st, &e);
+            return Err(e);
+        }
+        let sv = self.sv.load_full();
+        let mut imms = Vec::with_capacity(sv.imms.len() + 1);
+        imms.push(sv.mem.clone());
+        imms.extend(sv.imms.iter().cloned());
+        self.sv.store(Arc::new(SuperVersion {
+            mem: Arc::new(MemTable::new()),
+            imms,
+            version: sv.version.clone(),
+        }));
+        st.imm_logs.insert(0, st.mem_log);
+        st.mem_log = number;
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Switches a non-empty memtable and waits until every immutable memtable is
+    /// flushed.
+    pub(crate) fn flush(&self) -> Result<()> {
+        // Hold the write queue so that no leader switches memtables meanwhile.
+        {
+            let mut q = self.queue.lock();
+            while q.leader_active {
+                self.queue_cv.wait(&mut q);
+            }
+            q.leader_active = true;
+            drop(q);
+            let result = {
+                let mut st = self.state.lock();
+                self.make_room(&mut st, true)
+            };
+            let mut q = self.queue.lock();
+            q.leader_active = false;
+            self.queue_cv.notify_all();
+            drop(q);
+            result?;
+        }
+        let mut st = self.state.lock();
+        loop {
+            st.check_poison()?;
+            if self.sv.load().imms.is_empty() {
+                return Ok(());
+            }
+            self.cv.wait(&mut st);
+        }
+    }
+}
