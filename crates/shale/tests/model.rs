@@ -1,0 +1,298 @@
+//! Model-based randomized test: random puts, deletes, batches, gets, scans,
+//! snapshots, flushes, full compactions, reopens and simulated crashes against
+//! shale and a `BTreeMap`, under several option sets.
+//!
+//! After a crash, every write acknowledged as durable (a synced write, or any
+//! write before a completed flush or close) must be present, and the writes
+//! after that must survive as a prefix: the recovered state equals the durable
+//! state plus the first `p` later writes, for some `p`.
+//!
+//! Short by default; `SHALE_LONG_TESTS=1` runs many more steps and seeds.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use common::{long_tests, scan_all, Rng};
+use shale::env::CrashFs;
+use shale::{
+    Compression, Db, FilterLevels, FilterPolicy, Options, ReadOptions, Snapshot, WriteBatch,
+    WriteOptions,
+};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+type Write = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+fn apply(model: &mut Model, w: &Write) {
+    for (k, v) in w {
+        match v {
+            Some(v) => model.insert(k.clone(), v.clone()),
+            None => model.remove(k),
+        };
+    }
+}
+
+struct Harness {
+    fs: Arc<CrashFs>,
+    opts: Options,
+    db: Option<Db>,
+    model: Model,
+    /// State known to survive a crash.
+    durable: Model,
+    /// Acknowledged writes after `durable`, in order, with their sync flag.
+    pending: Vec<(Write, bool)>,
+    snapshots: Vec<(Snapshot, Model)>,
+    rng: Rng,
+}
+
+impl Harness {
+    fn new(opts: Options, fs: Arc<CrashFs>, seed: u64) -> Harness {
+        let db = Db::open("/db", opts.clone()).expect("open");
+        Harness {
+            fs,
+            opts,
+            db: Some(db),
+            model: Model::new(),
+            durable: Model::new(),
+            pending: Vec::new(),
+            snapshots: Vec::new(),
+            rng: Rng::new(seed),
+        }
+    }
+
+    fn db(&self) -> &Db {
+        self.db.as_ref().expect("db is open")
+    }
+
+    fn key(&mut self) -> Vec<u8> {
+        format!("key{:04}", self.rng.below(300)).into_bytes()
+    }
+
+    fn value(&mut self) -> Vec<u8> {
+        let len = if self.rng.chance(0.05) { 700 } else { self.rng.below(60) as usize };
+        self.rng.bytes(len)
+    }
+
+    fn mark_durable(&mut self) {
+        self.durable = self.model.clone();
+        self.pending.clear();
+    }
+
+    fn write(&mut self, w: Write, sync: bool) {
+        let mut batch = WriteBatch::new();
+        for (k, v) in &w {
+            match v {
+                Some(v) => batch.put(k, v),
+                None => batch.delete(k),
+            }
+        }
+        self.db().write(batch, &WriteOptions { sync }).expect("write");
+        apply(&mut self.model, &w);
+        if sync {
+            self.mark_durable();
+        } else {
+            self.pending.push((w, sync));
+        }
+    }
+
+    fn check_get(&mut self) {
+        let k = self.key();
+        assert_eq!(self.db().get(&k).expect("get"), self.model.get(&k).cloned(), "get {k:?}");
+    }
+
+    fn check_scan(&mut self) {
+        let a = self.key();
+        let b = self.key();
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let opts = ReadOptions {
+            lower_bound: self.rng.chance(0.5).then(|| lo.clone()),
+            upper_bound: self.rng.chance(0.5).then(|| hi.clone()),
+            ..Default::default()
+        };
+        let mut it = self.db().iter(&opts).expect("iter");
+        let start = if self.rng.chance(0.5) {
+            let s = self.key();
+            it.seek(&s);
+            Some(s)
+        } else {
+            it.seek_to_first();
+            None
+        };
+        let from = match (&start, &opts.lower_bound) {
+            (Some(s), Some(l)) => s.max(l).clone(),
+            (Some(s), None) => s.clone(),
+            (None, Some(l)) => l.clone(),
+            (None, None) => Vec::new(),
+        };
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = self
+            .model
+            .range(from..)
+            .take_while(|(k, _)| opts.upper_bound.as_ref().is_none_or(|u| *k < u))
+            .take(25)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut got = Vec::new();
+        while it.valid() && got.len() < 25 {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().expect("scan");
+        assert_eq!(got, expected, "scan from {start:?}, bounds {opts:?}");
+    }
+
+    fn reopen(&mut self) {
+        self.snapshots.clear();
+        let db = self.db.take().expect("open");
+        db.close().expect("close");
+        self.mark_durable();
+        self.db = Some(Db::open("/db", self.opts.clone()).expect("reopen"));
+        assert_eq!(scan_all(self.db()), self.model, "state after reopen");
+    }
+
+    fn crash(&mut self) {
+        self.snapshots.clear();
+        if self.rng.chance(0.5) {
+            self.fs.crash();
+        } else {
+            self.fs.crash_with_torn_tails(self.rng.next_u64());
+        }
+        drop(self.db.take());
+        let db = Db::open("/db", self.opts.clone()).expect("open after crash");
+        let state = scan_all(&db);
+        let mut candidate = self.durable.clone();
+        let mut matched = state == candidate;
+        for (w, _) in &self.pending {
+            if matched {
+                break;
+            }
+            apply(&mut candidate, w);
+            matched = state == candidate;
+        }
+        assert!(
+            matched,
+            "state after crash is not the durable state plus a prefix of later writes \
+             ({} pending writes, {} keys recovered, {} durable keys)",
+            self.pending.len(),
+            state.len(),
+            self.durable.len()
+        );
+        self.model = state;
+        self.mark_durable();
+        self.db = Some(db);
+    }
+
+    fn step(&mut self) {
+        let r = self.rng.below(1000);
+        match r {
+            0..=299 => {
+                let (k, v) = (self.key(), self.value());
+                let sync = self.rng.chance(0.05);
+                self.write(vec![(k, Some(v))], sync);
+            }
+            300..=399 => {
+                let k = self.key();
+                self.write(vec![(k, None)], false);
+            }
+            400..=479 => {
+                let n = 1 + self.rng.below(12);
+                let mut w = Write::new();
+                for _ in 0..n {
+                    let k = self.key();
+                    let v = if self.rng.chance(0.8) { Some(self.value()) } else { None };
+                    w.push((k, v));
+                }
+                let sync = self.rng.chance(0.1);
+                self.write(w, sync);
+            }
+            480..=749 => self.check_get(),
+            750..=849 => self.check_scan(),
+            850..=889 => {
+                if self.snapshots.len() < 3 && self.rng.chance(0.5) {
+                    let s = self.db().snapshot();
+                    self.snapshots.push((s, self.model.clone()));
+                } else if !self.snapshots.is_empty() {
+                    let i = self.rng.below(self.snapshots.len() as u64) as usize;
+                    let k = self.key();
+                    let (snap, model) = &self.snapshots[i];
+                    assert_eq!(snap.get(&k).expect("snapshot get"), model.get(&k).cloned());
+                    if self.rng.chance(0.3) {
+                        let mut it = snap.iter(&ReadOptions::default()).expect("iter");
+                        it.seek_to_first();
+                        let mut seen = Model::new();
+                        while it.valid() {
+                            seen.insert(it.key().to_vec(), it.value().to_vec());
+                            it.next();
+                        }
+                        assert_eq!(&seen, model, "snapshot scan");
+                        self.snapshots.remove(i);
+                    }
+                }
+            }
+            890..=929 => {
+                self.db().flush().expect("flush");
+                self.mark_durable();
+            }
+            930..=944 => {
+                self.db().compact_all().expect("compact");
+                self.mark_durable();
+            }
+            945..=969 => self.reopen(),
+            _ => self.crash(),
+        }
+    }
+}
+
+/// Option sets without their file system.
+fn option_sets() -> Vec<(&'static str, Options)> {
+    let base = Options {
+        write_buffer_size: 8 << 10,
+        block_size: 256,
+        index_partition_size: 128,
+        block_cache_bytes: 64 << 10,
+        ..Options::default()
+    };
+    vec![
+        ("small-blocks", base.clone()),
+        (
+            "lz4-all-filters-pinned-no-cache",
+            Options {
+                compression: Compression::Lz4,
+                filter_policy: FilterPolicy { bits_per_key: 8, levels: FilterLevels::All },
+                pin_table_metadata: true,
+                block_cache_bytes: 0,
+                max_open_files: 2,
+                ..base.clone()
+            },
+        ),
+        (
+            "no-filters-restart-1",
+            Options {
+                filter_policy: FilterPolicy { bits_per_key: 10, levels: FilterLevels::None },
+                block_restart_interval: 1,
+                write_buffer_size: 2 << 10,
+                max_immutable_memtables: 1,
+                ..base
+            },
+        ),
+    ]
+}
+
+#[test]
+fn randomized_against_a_btreemap_with_crashes() {
+    let (steps, seeds) = if long_tests() { (20_000, 8) } else { (1_500, 2) };
+    for seed in 0..seeds {
+        for (name, opts) in option_sets() {
+            let fs = Arc::new(CrashFs::new());
+            let opts = Options { fs: fs.clone(), ..opts };
+            let mut h = Harness::new(opts, fs, seed * 7919 + name.len() as u64);
+            for i in 0..steps {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.step()));
+                if let Err(e) = result {
+                    panic!("option set {name}, seed {seed}, step {i}: {e:?}");
+                }
+            }
+            assert_eq!(scan_all(h.db()), h.model, "final state, option set {name}");
+        }
+    }
+}

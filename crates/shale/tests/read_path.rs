@@ -1,0 +1,167 @@
+//! The Get path reads exactly what the study describes, and the counters add up.
+
+mod common;
+
+use std::sync::Arc;
+
+use shale::env::MemFs;
+use shale::{BlockKind, Db, FilterLevels, FilterPolicy, Metrics, Options};
+
+fn key(i: u64) -> Vec<u8> {
+    // Hash-like keys spread over the key space, as in the study.
+    let mut rng = common::Rng::new(i);
+    rng.bytes(32)
+}
+
+fn options(fs: Arc<MemFs>) -> Options {
+    Options {
+        fs,
+        write_buffer_size: 256 << 10,
+        block_cache_bytes: 64 << 20,
+        ..Options::default()
+    }
+}
+
+fn load(db: &Db, n: u64) {
+    for i in 0..n {
+        db.put(&key(i), &[i as u8; 110]).expect("put");
+    }
+    db.flush().expect("flush");
+}
+
+fn accesses(m: &Metrics, kind: BlockKind) -> u64 {
+    let b = m.block(kind);
+    b.cache_hits + b.cache_misses
+}
+
+#[test]
+fn filtered_out_get_reads_no_index_or_data_block() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs)).expect("open");
+    load(&db, 5000);
+    // Warm the table cache so table opening does not blur the picture.
+    assert!(db.get(&key(1)).expect("get").is_some());
+    let mut checked = 0;
+    for j in 0..200u64 {
+        let before = db.metrics();
+        assert_eq!(db.get(&key(1_000_000 + j)).expect("get"), None);
+        let d = db.metrics().delta(&before);
+        assert_eq!(d.gets, 1);
+        if d.filter_positives == 0 {
+            assert!(d.filter_negatives >= 1);
+            assert_eq!(accesses(&d, BlockKind::TopIndex), 0, "top index read after a negative filter");
+            assert_eq!(accesses(&d, BlockKind::IndexPartition), 0, "index read after a negative filter");
+            assert_eq!(accesses(&d, BlockKind::Data), 0, "data read after a negative filter");
+            checked += 1;
+        }
+    }
+    assert!(checked > 150, "almost every absent key is filtered out, got {checked}/200");
+}
+
+#[test]
+fn last_level_filter_is_never_read_by_default() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs)).expect("open");
+    load(&db, 5000);
+    db.compact_all().expect("compact");
+    let summary = db.summary().expect("summary");
+    assert!(summary.levels[6].tables > 0);
+    assert_eq!(summary.levels[6].filter_bytes, 0, "the last level is written without filters");
+    let before = db.metrics();
+    for i in (0..5000).step_by(7) {
+        assert!(db.get(&key(i)).expect("get").is_some());
+    }
+    for j in 0..100 {
+        assert_eq!(db.get(&key(2_000_000 + j)).expect("get"), None);
+    }
+    let d = db.metrics().delta(&before);
+    assert_eq!(accesses(&d, BlockKind::Filter), 0);
+    assert_eq!(d.filter_positives + d.filter_negatives, 0);
+}
+
+#[test]
+fn all_levels_policy_filters_the_last_level() {
+    let fs = Arc::new(MemFs::new());
+    let opts = Options {
+        filter_policy: FilterPolicy { bits_per_key: 10, levels: FilterLevels::All },
+        ..options(fs)
+    };
+    let db = Db::open("/db", opts).expect("open");
+    load(&db, 3000);
+    db.compact_all().expect("compact");
+    assert!(db.summary().expect("summary").levels[6].filter_bytes > 0);
+    let before = db.metrics();
+    for j in 0..100 {
+        assert_eq!(db.get(&key(3_000_000 + j)).expect("get"), None);
+    }
+    let d = db.metrics().delta(&before);
+    assert!(d.filter_negatives >= 90, "negatives: {}", d.filter_negatives);
+    assert!(accesses(&d, BlockKind::Data) <= 10);
+}
+
+#[test]
+fn a_get_in_the_last_level_reads_one_block_of_each_index_kind_and_one_data_block() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs)).expect("open");
+    load(&db, 20_000);
+    db.compact_all().expect("compact");
+    let before = db.metrics();
+    let n = 500;
+    for i in 0..n {
+        assert_eq!(db.get(&key(i * 37 % 20_000)).expect("get"), Some(vec![(i * 37 % 20_000) as u8; 110]));
+    }
+    let d = db.metrics().delta(&before);
+    assert_eq!(d.gets, n);
+    assert_eq!(d.gets_found, n);
+    assert_eq!(accesses(&d, BlockKind::TopIndex), n);
+    assert_eq!(accesses(&d, BlockKind::IndexPartition), n);
+    assert_eq!(accesses(&d, BlockKind::Data), n);
+    assert_eq!(accesses(&d, BlockKind::Filter), 0);
+}
+
+#[test]
+fn physical_reads_equal_cache_misses_when_caches_are_cold() {
+    let fs = Arc::new(MemFs::new());
+    {
+        let db = Db::open("/db", options(fs.clone())).expect("open");
+        load(&db, 20_000);
+        db.close().expect("close");
+    }
+    // A fresh open: empty block cache and table cache.
+    let db = Db::open("/db", options(fs)).expect("reopen");
+    let before = db.metrics();
+    for i in 0..300 {
+        assert!(db.get(&key(i * 11)).expect("get").is_some());
+    }
+    let d = db.metrics().delta(&before);
+    for kind in [BlockKind::Filter, BlockKind::TopIndex, BlockKind::IndexPartition, BlockKind::Data] {
+        let b = d.block(kind);
+        assert_eq!(b.physical_reads, b.cache_misses, "{kind:?}");
+        assert!(b.bytes_read >= b.physical_reads, "{kind:?}");
+    }
+    // Table opens read each table's footer and properties once.
+    let opens = d.table_cache_misses;
+    assert!(opens > 0);
+    assert_eq!(d.block(BlockKind::Footer).physical_reads, opens);
+    assert_eq!(d.block(BlockKind::Properties).physical_reads, opens);
+    assert_eq!(d.physical_reads(), d.cache_misses() + 2 * opens);
+    assert!(accesses(&d, BlockKind::Data) >= 300);
+}
+
+#[test]
+fn pinned_metadata_is_charged_to_the_block_cache() {
+    let fs = Arc::new(MemFs::new());
+    let opts = Options { pin_table_metadata: true, ..options(fs) };
+    let db = Db::open("/db", opts).expect("open");
+    load(&db, 20_000);
+    let before = db.metrics();
+    for i in 0..200 {
+        assert!(db.get(&key(i)).expect("get").is_some());
+    }
+    let m = db.metrics();
+    let d = m.delta(&before);
+    assert!(m.block_cache_pinned > 0);
+    assert!(m.block_cache_usage >= m.block_cache_pinned);
+    assert_eq!(d.block(BlockKind::TopIndex).cache_misses + d.block(BlockKind::TopIndex).cache_hits, 0);
+    assert_eq!(d.block(BlockKind::Filter).cache_misses + d.block(BlockKind::Filter).cache_hits, 0);
+}
