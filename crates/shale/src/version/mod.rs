@@ -138,7 +138,36 @@ impl Version {
                 files.sort_by(|a, b| compare_internal(a.smallest.encoded(), b.smallest.encoded()));
             }
         }
+        #[cfg(feature = "invariants")]
+        next.check_invariants();
         next
+    }
+
+    /// Panics if tables of a level below L0 overlap or a table's range is
+    /// inverted (an expensive check, compiled with the `invariants` feature).
+    #[cfg(feature = "invariants")]
+    fn check_invariants(&self) {
+        for (level, files) in self.levels.iter().enumerate() {
+            for f in files {
+                assert!(
+                    compare_internal(f.smallest.encoded(), f.largest.encoded()).is_le(),
+                    "table {} has smallest {} > largest {}",
+                    f.number,
+                    f.smallest,
+                    f.largest
+                );
+            }
+            if level > 0 {
+                for w in files.windows(2) {
+                    assert!(
+                        w[0].largest.user_key() < w[1].smallest.user_key(),
+                        "L{level} tables {} and {} overlap",
+                        w[0].number,
+                        w[1].number
+                    );
+                }
+            }
+        }
     }
 
     /// Tables of `level` that may hold `user_key`, in the order a Get must try
