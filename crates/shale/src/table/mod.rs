@@ -27,6 +27,8 @@ pub mod layout;
 pub mod reader;
 #[cfg(test)]
 mod test_util;
+#[cfg(test)]
+mod tests;
 
 pub use builder::TableBuilder;
 pub use reader::{inspect_table, TableReader};
