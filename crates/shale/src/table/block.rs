@@ -530,7 +530,7 @@ impl BlockBuilder {
         put_varint32(&mut self.buf, shared as u32);
         put_varint32(&mut self.buf, (key.len() - shared) as u32);
         put_varint32(&mut self.buf, value.len() as u32);
-        self.buf.extend_from_slice(&key[shared..]);
+        self.buf.extend_from_slice(key.get(shared..).unwrap_or(&[]));
         self.buf.extend_from_slice(value);
         self.end_entry(key);
     }
@@ -543,7 +543,8 @@ impl BlockBuilder {
         let (restart, shared) = self.start_entry(separator);
         put_varint32(&mut self.buf, shared as u32);
         put_varint32(&mut self.buf, (separator.len() - shared) as u32);
-        self.buf.extend_from_slice(&separator[shared..]);
+        self.buf
+            .extend_from_slice(separator.get(shared..).unwrap_or(&[]));
         put_varint64(&mut self.buf, size);
         if restart {
             put_varint64(&mut self.buf, offset);

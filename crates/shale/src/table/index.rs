@@ -23,10 +23,10 @@ pub fn shortest_separator(a: &[u8], b: &[u8]) -> Vec<u8> {
         return a.to_vec(); // equal, or a is a prefix of b
     };
     debug_assert!(ap < bp, "separator inputs out of order");
-    if ap < bp && ap + 1 < bp {
-        let mut s = a[..p].to_vec();
-        s.push(ap + 1);
-        return s;
+    if ap.checked_add(1).is_some_and(|next| next < bp) {
+        if let Some(s) = prefix_bumped(a, p) {
+            return s;
+        }
     }
     // S keeps a[..=p] (so S < b) and must be >= a: bump the first byte after p
     // that is not 0xff, if that makes S shorter than a.
@@ -37,9 +37,9 @@ pub fn shortest_separator(a: &[u8], b: &[u8]) -> Vec<u8> {
         .map(|j| j + p + 1)
     {
         if j + 1 < a.len() {
-            let mut s = a[..j].to_vec();
-            s.push(a[j] + 1);
-            return s;
+            if let Some(s) = prefix_bumped(a, j) {
+                return s;
+            }
         }
     }
     a.to_vec()
@@ -49,13 +49,18 @@ pub fn shortest_separator(a: &[u8], b: &[u8]) -> Vec<u8> {
 /// dropped, or `a` itself.
 pub fn short_successor(a: &[u8]) -> Vec<u8> {
     match a.iter().position(|&x| x != 0xff) {
-        Some(j) if j + 1 < a.len() => {
-            let mut s = a[..j].to_vec();
-            s.push(a[j] + 1);
-            s
-        }
+        Some(j) if j + 1 < a.len() => prefix_bumped(a, j).unwrap_or_else(|| a.to_vec()),
         _ => a.to_vec(),
     }
+}
+
+/// `a[..j]` followed by `a[j] + 1`; `None` if `j` is out of range or `a[j] == 0xff`.
+fn prefix_bumped(a: &[u8], j: usize) -> Option<Vec<u8>> {
+    let next = a.get(j)?.checked_add(1)?;
+    let mut s = Vec::with_capacity(j + 1);
+    s.extend_from_slice(a.get(..j)?);
+    s.push(next);
+    Some(s)
 }
 
 /// A finished index partition, waiting to be written after the filter.
