@@ -1,14 +1,37 @@
-//! STUB: interface only; implementation in progress.
-use std::path::PathBuf;
+//! Sorted string tables, format version 1: data blocks with restart points, one
+//! cache-line-blocked Bloom filter over user keys, a partitioned index with
+//! delta-encoded block handles, a tagged properties block and a fixed footer.
+//! The byte format is specified in `docs/format/table.md` and in grammar comments on
+//! the encoders ([`builder`], [`block`], [`filter`], [`layout`]).
+//!
+//! The reader's block accesses are exactly accounted (see [`reader`]): a point
+//! lookup touches the filter, the top-level index, one index partition and one data
+//! block, each counted as a cache hit or as a cache miss plus one physical read.
+//!
+//! # Concurrency
+//!
+//! [`TableBuilder`] is used by one thread. [`TableReader`] is immutable after
+//! `open` and shared by `Arc`; cached blocks are immutable and shared by `Arc`.
+
 use std::sync::Arc;
 
-use shale_env::{ObjectWriter, RandomAccessFile};
-
 use crate::cache::LruCache;
-use crate::error::Result;
 use crate::format::ValueKind;
-use crate::iter::InternalIterator;
-use crate::metrics::Stats;
+use crate::metrics::{BlockKind, Stats};
+
+pub mod block;
+pub mod builder;
+pub mod filter;
+pub mod index;
+pub mod layout;
+pub mod reader;
+#[cfg(test)]
+mod test_util;
+#[cfg(test)]
+mod tests;
+
+pub use builder::TableBuilder;
+pub use reader::{inspect_table, TableReader};
 
 /// Block compression. Persisted in every block trailer: DO NOT CHANGE the values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,123 +46,146 @@ pub enum Compression {
 /// How to build one table.
 #[derive(Clone, Debug)]
 pub struct TableBuildOptions {
-    /// Target uncompressed size of a data block.
+    /// Target uncompressed size of a data block: a block is cut before an entry
+    /// that would take it past this size (a block holds at least one entry).
     pub block_size: usize,
-    /// Keys between restart points in data blocks.
+    /// Keys between restart points in data blocks (at least 1).
     pub block_restart_interval: usize,
-    /// Target size of an index partition.
+    /// Target size of an index partition: a partition is cut after the entry that
+    /// reaches this size.
     pub index_partition_size: usize,
-    /// Compression of data blocks.
+    /// Compression of data blocks (applied per block when it saves at least 1/8).
     pub compression: Compression,
     /// Bits per key of the table's Bloom filter; `None` writes no filter.
     pub filter_bits_per_key: Option<u32>,
 }
 
-/// Summary written in a table's properties block.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TableProperties {
-    pub format_version: u32,
-    pub num_entries: u64,
-    pub num_deletions: u64,
-    pub raw_key_bytes: u64,
-    pub raw_value_bytes: u64,
-    pub data_bytes: u64,
-    pub data_blocks: u64,
-    pub index_partition_bytes: u64,
-    pub index_partitions: u64,
-    pub top_level_index_bytes: u64,
-    pub filter_bytes: u64,
-    pub filter_bits_per_key: u32,
-    pub smallest_key: Vec<u8>,
-    pub largest_key: Vec<u8>,
-    pub smallest_seqno: u64,
-    pub largest_seqno: u64,
-    pub file_size: u64,
-    pub compression: u8,
+impl Default for TableBuildOptions {
+    /// 4 KiB data blocks, restarts every 16 keys, 4 KiB index partitions, no
+    /// compression, 10 bits per key.
+    fn default() -> Self {
+        TableBuildOptions {
+            block_size: 4096,
+            block_restart_interval: 16,
+            index_partition_size: 4096,
+            compression: Compression::None,
+            filter_bits_per_key: Some(10),
+        }
+    }
 }
 
-/// Writes a table.
-pub struct TableBuilder;
-
-impl TableBuilder {
-    pub fn new(
-        writer: Box<dyn ObjectWriter>,
-        path: PathBuf,
-        opts: TableBuildOptions,
-    ) -> TableBuilder {
-        let _ = (writer, path, opts);
-        todo!()
-    }
-    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
-        let _ = (internal_key, value);
-        todo!()
-    }
-    pub fn num_entries(&self) -> u64 {
-        todo!()
-    }
-    pub fn estimated_size(&self) -> u64 {
-        todo!()
-    }
-    pub fn finish(self) -> Result<TableProperties> {
-        todo!()
-    }
-    pub fn abort(self) -> Result<()> {
-        todo!()
-    }
+/// Summary written in a table's properties block. Byte counts of blocks include
+/// their 5-byte trailers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableProperties {
+    /// Table format version (1).
+    pub format_version: u32,
+    /// Entries (values and tombstones).
+    pub num_entries: u64,
+    /// Tombstones among them.
+    pub num_deletions: u64,
+    /// Sum of the lengths of the encoded internal keys added.
+    pub raw_key_bytes: u64,
+    /// Sum of the lengths of the values added.
+    pub raw_value_bytes: u64,
+    /// Bytes of all data blocks as stored (compressed if so, with trailers).
+    pub data_bytes: u64,
+    /// Number of data blocks.
+    pub data_blocks: u64,
+    /// Bytes of all index partitions, with trailers.
+    pub index_partition_bytes: u64,
+    /// Number of index partitions.
+    pub index_partitions: u64,
+    /// Bytes of the top-level index, with its trailer.
+    pub top_level_index_bytes: u64,
+    /// Bytes of the filter block with its trailer; 0 without a filter.
+    pub filter_bytes: u64,
+    /// Bits per key the filter was built with; 0 without a filter.
+    pub filter_bits_per_key: u32,
+    /// First internal key of the table (empty for an empty table).
+    pub smallest_key: Vec<u8>,
+    /// Last internal key of the table (empty for an empty table).
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number (0 for an empty table).
+    pub smallest_seqno: u64,
+    /// Largest sequence number (0 for an empty table).
+    pub largest_seqno: u64,
+    /// Size of the whole file.
+    pub file_size: u64,
+    /// The [`Compression`] requested for data blocks (some may be stored raw).
+    pub compression: u8,
 }
 
 /// Cache key of a block: (table file number, block offset).
 pub type BlockCacheKey = (u64, u64);
-/// A decoded block in the cache.
-pub struct CachedBlock;
+
+/// A decoded block in the cache: stored decompressed, shared by `Arc`, immutable.
+#[derive(Debug)]
+pub enum CachedBlock {
+    /// A data block.
+    Data(block::Block),
+    /// An index partition or a top-level index.
+    Index(block::Block),
+    /// A Bloom filter.
+    Filter(filter::Filter),
+}
+
+impl CachedBlock {
+    /// The block of a data or index entry, `None` for a filter.
+    pub fn as_block(&self) -> Option<&block::Block> {
+        match self {
+            CachedBlock::Data(b) | CachedBlock::Index(b) => Some(b),
+            CachedBlock::Filter(_) => None,
+        }
+    }
+
+    /// True if this block can serve a read of `kind`.
+    pub fn is_kind(&self, kind: BlockKind) -> bool {
+        matches!(
+            (self, kind),
+            (CachedBlock::Data(_), BlockKind::Data)
+                | (
+                    CachedBlock::Index(_),
+                    BlockKind::TopIndex | BlockKind::IndexPartition
+                )
+                | (CachedBlock::Filter(_), BlockKind::Filter)
+        )
+    }
+
+    /// Bytes charged to the cache: the decoded contents plus a fixed overhead.
+    pub fn charge(&self) -> u64 {
+        let contents = match self {
+            CachedBlock::Data(b) | CachedBlock::Index(b) => b.size(),
+            CachedBlock::Filter(f) => f.size(),
+        };
+        (contents + std::mem::size_of::<CachedBlock>()) as u64
+    }
+}
+
 /// The block cache.
 pub type BlockCache = LruCache<BlockCacheKey, Arc<CachedBlock>>;
 
 /// What a table reader needs from its database.
 #[derive(Clone)]
 pub struct ReadContext {
+    /// The shared block cache (also charged with pinned metadata).
     pub cache: Arc<BlockCache>,
+    /// Where block reads are counted.
     pub stats: Arc<Stats>,
+    /// Verify block checksums on every read from the file.
     pub verify_checksums: bool,
 }
 
 /// Result of a point lookup in one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TableGet {
+    /// The newest visible entry: a value, or a tombstone (`ValueKind::Delete`,
+    /// empty value).
     Found(ValueKind, Vec<u8>),
     /// The filter excluded the table.
     FilteredOut,
     /// No entry for the key.
     Absent,
-}
-
-pub struct TableReader;
-
-impl TableReader {
-    pub fn open(
-        file: Arc<dyn RandomAccessFile>,
-        path: PathBuf,
-        file_number: u64,
-        ctx: ReadContext,
-        pin_top_index: bool,
-        pin_filter: bool,
-    ) -> Result<TableReader> {
-        let _ = (file, path, file_number, ctx, pin_top_index, pin_filter);
-        todo!()
-    }
-    pub fn properties(&self) -> &TableProperties {
-        todo!()
-    }
-    pub fn has_filter(&self) -> bool {
-        todo!()
-    }
-    pub fn get(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
-        let _ = (user_key, seq, consult_filter);
-        todo!()
-    }
-    pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
-        todo!()
-    }
 }
 
 /// One block of a table, as `shale sst` lists it.
@@ -156,12 +202,13 @@ pub struct BlockInfo {
 /// Layout of a table file.
 #[derive(Clone, Debug)]
 pub struct TableLayout {
+    /// The decoded properties block.
     pub properties: TableProperties,
+    /// Every block in file order: data blocks, the filter, index partitions, the
+    /// top-level index, the properties (the footer follows at `footer_offset`).
     pub blocks: Vec<BlockInfo>,
-}
-
-/// Reads a table's footer, properties and block list.
-pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<TableLayout> {
-    let _ = (file, path);
-    todo!()
+    /// Offset of the 64-byte footer.
+    pub footer_offset: u64,
+    /// Size of the file.
+    pub file_size: u64,
 }

@@ -1,0 +1,763 @@
+//! Blocks with restart points: the shared shape of data blocks and index blocks
+//! (index partitions and the top-level index), their builders and a cursor.
+//!
+//! Grammar (byte-exact; also in `docs/format/table.md`):
+//!
+//! ```text
+//! block          := entry* restart{num_restarts} num_restarts
+//! restart        := fixed32_le        // offset of a restart entry within the block
+//! num_restarts   := fixed32_le        // 0 only in an empty block
+//!
+//! data_entry     := shared:varint32 unshared:varint32 value_len:varint32
+//!                   key_delta:byte{unshared} value:byte{value_len}
+//! index_entry    := shared:varint32 unshared:varint32 key_delta:byte{unshared}
+//!                   size:varint64 [offset:varint64]     // offset only at restarts
+//! ```
+//!
+//! An entry's key is the first `shared` bytes of the previous entry's key followed by
+//! `key_delta`; a restart entry has `shared == 0`. Restart offsets start at 0 and
+//! strictly increase. Data keys are encoded internal keys in internal order; index
+//! keys are user-key separators in bytewise order. Index entries point at blocks
+//! that lie back to back in the file, so a non-restart index entry's block offset is
+//! the previous entry's `offset + size + BLOCK_TRAILER_LEN`.
+//!
+//! Decoding never trusts the bytes: every length and offset is bounds-checked and a
+//! violation is reported as [`Corrupt`], which the reader turns into
+//! `Error::Corruption` naming the block's offset.
+
+use std::cmp::Ordering;
+
+use crate::format::{
+    decode_fixed32, get_varint32, get_varint64, put_fixed32, put_varint32, put_varint64, ValueKind,
+    TRAILER_LEN,
+};
+
+/// Length of the trailer after every block: compression type byte + masked CRC32C.
+pub const BLOCK_TRAILER_LEN: u64 = 5;
+
+/// Restart interval of index blocks (partitions and the top-level index). Fixed by
+/// the format: readers find restarts through the restart array, so the value is not
+/// needed to decode, but writers of format version 1 always use it.
+pub const INDEX_RESTART_INTERVAL: usize = 16;
+
+/// Why a block did not decode. Converted to `Error::Corruption` by the reader, which
+/// knows the file and the block offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corrupt(pub &'static str);
+
+/// Which entry grammar a block uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryFormat {
+    /// `data_entry`: internal keys and values.
+    Data,
+    /// `index_entry`: user-key separators and delta-encoded block handles.
+    Index,
+}
+
+/// A decoded (uncompressed) block whose restart array has been validated.
+#[derive(Debug)]
+pub struct Block {
+    data: Vec<u8>,
+    restarts_off: usize,
+    num_restarts: usize,
+    format: EntryFormat,
+}
+
+impl Block {
+    /// Validates the restart array of `data` and wraps it.
+    pub fn new(data: Vec<u8>, format: EntryFormat) -> Result<Block, Corrupt> {
+        let len = data.len();
+        let count = data
+            .get(len.wrapping_sub(4)..)
+            .filter(|_| len >= 4)
+            .and_then(decode_fixed32)
+            .ok_or(Corrupt("block shorter than its restart count"))? as usize;
+        let array_len = count
+            .checked_mul(4)
+            .ok_or(Corrupt("restart count overflows"))?;
+        let restarts_off = (len - 4)
+            .checked_sub(array_len)
+            .ok_or(Corrupt("restart array longer than the block"))?;
+        let block = Block {
+            data,
+            restarts_off,
+            num_restarts: count,
+            format,
+        };
+        if count == 0 {
+            if restarts_off != 0 {
+                return Err(Corrupt("entries without restart points"));
+            }
+            return Ok(block);
+        }
+        let mut prev = None;
+        for i in 0..count {
+            let r = block.restart(i)?;
+            match prev {
+                None if r != 0 => return Err(Corrupt("first restart is not at offset 0")),
+                Some(p) if r <= p => return Err(Corrupt("restart offsets not increasing")),
+                _ => {}
+            }
+            if r >= restarts_off {
+                return Err(Corrupt("restart offset beyond the entries"));
+            }
+            prev = Some(r);
+        }
+        Ok(block)
+    }
+
+    /// Bytes held by the block (its decoded contents).
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// True if the block holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.num_restarts == 0
+    }
+
+    fn restart(&self, i: usize) -> Result<usize, Corrupt> {
+        let at = self.restarts_off + 4 * i;
+        self.data
+            .get(at..)
+            .and_then(decode_fixed32)
+            .map(|v| v as usize)
+            .ok_or(Corrupt("restart index out of range"))
+    }
+
+    /// The full key stored at restart `i` (restart entries share no prefix).
+    fn restart_key(&self, i: usize) -> Result<&[u8], Corrupt> {
+        let off = self.restart(i)?;
+        let mut src = self
+            .data
+            .get(off..self.restarts_off)
+            .ok_or(Corrupt("entry out of range"))?;
+        let shared = get_varint32(&mut src).ok_or(Corrupt("bad shared length"))?;
+        let unshared = get_varint32(&mut src).ok_or(Corrupt("bad key length"))? as usize;
+        if self.format == EntryFormat::Data {
+            get_varint32(&mut src).ok_or(Corrupt("bad value length"))?;
+        }
+        if shared != 0 {
+            return Err(Corrupt("restart entry shares a prefix"));
+        }
+        let key = src
+            .get(..unshared)
+            .ok_or(Corrupt("key extends past the entries"))?;
+        if self.format == EntryFormat::Data {
+            check_internal_key(key)?;
+        }
+        Ok(key)
+    }
+}
+
+fn check_internal_key(key: &[u8]) -> Result<(), Corrupt> {
+    if key.len() < TRAILER_LEN {
+        return Err(Corrupt("internal key shorter than its trailer"));
+    }
+    let kind = key.get(key.len() - TRAILER_LEN).copied().unwrap_or(u8::MAX);
+    ValueKind::from_u8(kind).ok_or(Corrupt("unknown value kind"))?;
+    Ok(())
+}
+
+/// A key being reassembled from prefix-compressed entries. Keys up to
+/// `INLINE` bytes live inline so that a point lookup does not allocate.
+#[derive(Clone)]
+pub struct KeyBuf {
+    inline: [u8; KeyBuf::INLINE],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl Default for KeyBuf {
+    fn default() -> Self {
+        KeyBuf {
+            inline: [0; KeyBuf::INLINE],
+            len: 0,
+            heap: Vec::new(),
+        }
+    }
+}
+
+impl KeyBuf {
+    const INLINE: usize = 64;
+
+    /// The key.
+    pub fn as_slice(&self) -> &[u8] {
+        if self.len <= Self::INLINE {
+            self.inline.get(..self.len).unwrap_or(&[])
+        } else {
+            &self.heap
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.heap.clear();
+    }
+
+    /// Keeps the first `n` bytes (`n <= len`) and appends `tail`.
+    fn splice(&mut self, n: usize, tail: &[u8]) {
+        let new_len = n + tail.len();
+        if new_len <= Self::INLINE {
+            if self.len > Self::INLINE {
+                // Move the kept prefix back inline.
+                let keep = self.heap.get(..n).unwrap_or(&[]);
+                if let Some(dst) = self.inline.get_mut(..n) {
+                    dst.copy_from_slice(keep);
+                }
+                self.heap.clear();
+            }
+            if let Some(dst) = self.inline.get_mut(n..new_len) {
+                dst.copy_from_slice(tail);
+            }
+        } else {
+            if self.len <= Self::INLINE {
+                self.heap.clear();
+                self.heap
+                    .extend_from_slice(self.inline.get(..n).unwrap_or(&[]));
+            } else {
+                self.heap.truncate(n);
+            }
+            self.heap.extend_from_slice(tail);
+        }
+        self.len = new_len;
+    }
+}
+
+/// A position in a [`Block`]. The cursor does not hold the block: every method takes
+/// it, so that an iterator can keep an `Arc` of the block next to its cursor.
+///
+/// After an error the cursor is invalid.
+#[derive(Clone, Default)]
+pub struct Cursor {
+    valid: bool,
+    /// Offset of the current entry.
+    cur: usize,
+    /// Offset just past the current entry.
+    next: usize,
+    /// Index of the last restart at or before `cur`.
+    restart_idx: usize,
+    key: KeyBuf,
+    val_start: usize,
+    val_len: usize,
+    handle_offset: u64,
+    handle_size: u64,
+}
+
+impl Cursor {
+    /// True if positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. Requires `valid()`.
+    pub fn key(&self) -> &[u8] {
+        self.key.as_slice()
+    }
+
+    /// The current value of a data block. Requires `valid()`.
+    pub fn value<'b>(&self, block: &'b Block) -> &'b [u8] {
+        block
+            .data
+            .get(self.val_start..self.val_start + self.val_len)
+            .unwrap_or(&[])
+    }
+
+    /// The block handle `(offset, size)` of the current index entry.
+    pub fn handle(&self) -> (u64, u64) {
+        (self.handle_offset, self.handle_size)
+    }
+
+    /// Makes the cursor invalid.
+    pub fn invalidate(&mut self) {
+        self.valid = false;
+    }
+
+    /// Decodes the entry at `off`, whose predecessor (if not a restart) is the
+    /// current entry.
+    fn parse_at(&mut self, b: &Block, off: usize, is_restart: bool) -> Result<(), Corrupt> {
+        self.valid = false;
+        let mut src = b
+            .data
+            .get(off..b.restarts_off)
+            .ok_or(Corrupt("entry out of range"))?;
+        let before = src.len();
+        let shared = get_varint32(&mut src).ok_or(Corrupt("bad shared length"))? as usize;
+        let unshared = get_varint32(&mut src).ok_or(Corrupt("bad key length"))? as usize;
+        let value_len = match b.format {
+            EntryFormat::Data => {
+                get_varint32(&mut src).ok_or(Corrupt("bad value length"))? as usize
+            }
+            EntryFormat::Index => 0,
+        };
+        if is_restart {
+            if shared != 0 {
+                return Err(Corrupt("restart entry shares a prefix"));
+            }
+            self.key.clear();
+        } else if shared > self.key.len {
+            return Err(Corrupt("shared prefix longer than the previous key"));
+        }
+        let delta = src
+            .get(..unshared)
+            .ok_or(Corrupt("key extends past the entries"))?;
+        src = src.get(unshared..).unwrap_or(&[]);
+        self.key.splice(shared, delta);
+        match b.format {
+            EntryFormat::Data => {
+                check_internal_key(self.key.as_slice())?;
+                if value_len > src.len() {
+                    return Err(Corrupt("value extends past the entries"));
+                }
+                self.val_start = off + (before - src.len());
+                self.val_len = value_len;
+                src = src.get(value_len..).unwrap_or(&[]);
+            }
+            EntryFormat::Index => {
+                let size = get_varint64(&mut src).ok_or(Corrupt("bad block size"))?;
+                let offset = if is_restart {
+                    get_varint64(&mut src).ok_or(Corrupt("bad block offset"))?
+                } else {
+                    self.handle_offset
+                        .checked_add(self.handle_size)
+                        .and_then(|v| v.checked_add(BLOCK_TRAILER_LEN))
+                        .ok_or(Corrupt("block offset overflows"))?
+                };
+                if offset.checked_add(size).is_none() {
+                    return Err(Corrupt("block handle overflows"));
+                }
+                self.handle_offset = offset;
+                self.handle_size = size;
+            }
+        }
+        self.cur = off;
+        self.next = off + (before - src.len());
+        self.valid = true;
+        Ok(())
+    }
+
+    fn seek_to_restart(&mut self, b: &Block, i: usize) -> Result<(), Corrupt> {
+        self.restart_idx = i;
+        let off = b.restart(i)?;
+        self.parse_at(b, off, true)
+    }
+
+    /// Positions on the first entry.
+    pub fn seek_to_first(&mut self, b: &Block) -> Result<(), Corrupt> {
+        if b.num_restarts == 0 {
+            self.valid = false;
+            return Ok(());
+        }
+        self.seek_to_restart(b, 0)
+    }
+
+    /// Positions on the last entry.
+    pub fn seek_to_last(&mut self, b: &Block) -> Result<(), Corrupt> {
+        if b.num_restarts == 0 {
+            self.valid = false;
+            return Ok(());
+        }
+        self.seek_to_restart(b, b.num_restarts - 1)?;
+        while self.next < b.restarts_off {
+            self.next(b)?;
+        }
+        Ok(())
+    }
+
+    /// Moves to the next entry (invalid past the last). Requires `valid()`.
+    pub fn next(&mut self, b: &Block) -> Result<(), Corrupt> {
+        let off = self.next;
+        if off >= b.restarts_off {
+            self.valid = false;
+            return Ok(());
+        }
+        let mut is_restart = false;
+        if self.restart_idx + 1 < b.num_restarts {
+            let r = b.restart(self.restart_idx + 1)?;
+            if off == r {
+                self.restart_idx += 1;
+                is_restart = true;
+            } else if off > r {
+                self.valid = false;
+                return Err(Corrupt("entry overlaps a restart point"));
+            }
+        }
+        self.parse_at(b, off, is_restart)
+    }
+
+    /// Moves to the previous entry (invalid before the first). Requires `valid()`.
+    pub fn prev(&mut self, b: &Block) -> Result<(), Corrupt> {
+        let target = self.cur;
+        let mut r = self.restart_idx;
+        if b.restart(r)? >= target {
+            if r == 0 {
+                self.valid = false;
+                return Ok(());
+            }
+            r -= 1;
+        }
+        self.seek_to_restart(b, r)?;
+        while self.next < target {
+            self.next(b)?;
+        }
+        if self.next != target {
+            self.valid = false;
+            return Err(Corrupt("entries do not chain to the current one"));
+        }
+        Ok(())
+    }
+
+    /// Positions on the first entry whose key is not less than the target, where
+    /// `cmp(key)` orders a key against the target. Invalid if every key is less.
+    pub fn seek_by(&mut self, b: &Block, cmp: impl Fn(&[u8]) -> Ordering) -> Result<(), Corrupt> {
+        if b.num_restarts == 0 {
+            self.valid = false;
+            return Ok(());
+        }
+        // Last restart whose key is less than the target (or restart 0).
+        let (mut lo, mut hi) = (0usize, b.num_restarts - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if cmp(b.restart_key(mid)?) == Ordering::Less {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        self.seek_to_restart(b, lo)?;
+        while self.valid && cmp(self.key.as_slice()) == Ordering::Less {
+            self.next(b)?;
+        }
+        Ok(())
+    }
+}
+
+/// Orders an encoded internal key against the target `(user_key, trailer)`, where a
+/// trailer is `seqno << 8 | kind` and larger trailers sort first. `key` must be at
+/// least [`TRAILER_LEN`] long (data block keys are checked when decoded).
+#[inline]
+pub fn cmp_internal_to(key: &[u8], user_key: &[u8], trailer: u64) -> Ordering {
+    let n = key.len().saturating_sub(TRAILER_LEN);
+    let (ku, kt) = key.split_at(n);
+    match ku.cmp(user_key) {
+        Ordering::Equal => {
+            let kt = crate::format::decode_fixed64(kt).unwrap_or(0);
+            trailer.cmp(&kt)
+        }
+        o => o,
+    }
+}
+
+/// Splits a caller-supplied internal key into `(user_key, trailer)`; a target
+/// shorter than a trailer is taken as a user key sorting before all its versions.
+pub fn split_target(target: &[u8]) -> (&[u8], u64) {
+    if target.len() < TRAILER_LEN {
+        return (target, u64::MAX);
+    }
+    let (u, t) = target.split_at(target.len() - TRAILER_LEN);
+    (u, crate::format::decode_fixed64(t).unwrap_or(u64::MAX))
+}
+
+/// Builds a block of either grammar.
+#[derive(Debug)]
+pub struct BlockBuilder {
+    format: EntryFormat,
+    restart_interval: usize,
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    counter: usize,
+    entries: usize,
+    last_key: Vec<u8>,
+}
+
+impl BlockBuilder {
+    /// An empty builder; `restart_interval` is clamped to at least 1.
+    pub fn new(format: EntryFormat, restart_interval: usize) -> BlockBuilder {
+        BlockBuilder {
+            format,
+            restart_interval: restart_interval.max(1),
+            buf: Vec::new(),
+            restarts: Vec::new(),
+            counter: 0,
+            entries: 0,
+            last_key: Vec::new(),
+        }
+    }
+
+    /// True if no entry was added since the last `finish`.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Size of the block if finished now.
+    pub fn estimated_size(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    /// The last key added.
+    pub fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    fn start_entry(&mut self, key: &[u8]) -> (bool, usize) {
+        let restart = self.counter == 0;
+        let shared = if restart {
+            self.restarts.push(self.buf.len() as u32);
+            0
+        } else {
+            key.iter()
+                .zip(self.last_key.iter())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        self.counter += 1;
+        if self.counter == self.restart_interval {
+            self.counter = 0;
+        }
+        self.entries += 1;
+        (restart, shared)
+    }
+
+    fn end_entry(&mut self, key: &[u8]) {
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+    }
+
+    /// Appends a data entry; keys must be added in increasing order.
+    pub fn add_data(&mut self, key: &[u8], value: &[u8]) {
+        debug_assert_eq!(self.format, EntryFormat::Data);
+        let (_, shared) = self.start_entry(key);
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(key.get(shared..).unwrap_or(&[]));
+        self.buf.extend_from_slice(value);
+        self.end_entry(key);
+    }
+
+    /// Appends an index entry for the block at `offset` of `size` bytes (without
+    /// trailer). Unless the entry is a restart, `offset` must equal the previous
+    /// entry's `offset + size + BLOCK_TRAILER_LEN`.
+    pub fn add_index(&mut self, separator: &[u8], offset: u64, size: u64) {
+        debug_assert_eq!(self.format, EntryFormat::Index);
+        let (restart, shared) = self.start_entry(separator);
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, (separator.len() - shared) as u32);
+        self.buf
+            .extend_from_slice(separator.get(shared..).unwrap_or(&[]));
+        put_varint64(&mut self.buf, size);
+        if restart {
+            put_varint64(&mut self.buf, offset);
+        }
+        self.end_entry(separator);
+    }
+
+    /// Returns the finished block contents and resets the builder.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        for &r in &self.restarts {
+            put_fixed32(&mut out, r);
+        }
+        put_fixed32(&mut out, self.restarts.len() as u32);
+        self.restarts.clear();
+        self.counter = 0;
+        self.entries = 0;
+        self.last_key.clear();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::InternalKey;
+    use crate::table::test_util::Rng;
+
+    fn ikey(i: u32, seq: u64) -> Vec<u8> {
+        InternalKey::new(format!("key{i:06}").as_bytes(), seq, ValueKind::Value)
+            .encoded()
+            .to_vec()
+    }
+
+    type Model = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn data_block(n: u32, interval: usize) -> (Block, Model) {
+        let mut b = BlockBuilder::new(EntryFormat::Data, interval);
+        let mut model = Vec::new();
+        for i in 0..n {
+            let k = ikey(i, 7);
+            let v = vec![i as u8; (i % 13) as usize];
+            b.add_data(&k, &v);
+            model.push((k, v));
+        }
+        (Block::new(b.finish(), EntryFormat::Data).unwrap(), model)
+    }
+
+    #[test]
+    fn data_block_roundtrip_forward_backward_and_seek() {
+        for interval in [1, 2, 16] {
+            let (block, model) = data_block(200, interval);
+            let mut c = Cursor::default();
+            c.seek_to_first(&block).unwrap();
+            for (k, v) in &model {
+                assert!(c.valid());
+                assert_eq!(c.key(), &k[..]);
+                assert_eq!(c.value(&block), &v[..]);
+                c.next(&block).unwrap();
+            }
+            assert!(!c.valid());
+            c.seek_to_last(&block).unwrap();
+            for (k, _) in model.iter().rev() {
+                assert_eq!(c.key(), &k[..]);
+                c.prev(&block).unwrap();
+            }
+            assert!(!c.valid());
+            for (i, (k, _)) in model.iter().enumerate() {
+                let (u, t) = split_target(k);
+                c.seek_by(&block, |key| cmp_internal_to(key, u, t)).unwrap();
+                assert_eq!(c.key(), &k[..], "seek {i}");
+                // A newer version of the same key lands on this entry too.
+                let seek = InternalKey::seek_key(u, 100);
+                let (u2, t2) = split_target(seek.encoded());
+                c.seek_by(&block, |key| cmp_internal_to(key, u2, t2))
+                    .unwrap();
+                assert_eq!(c.key(), &k[..]);
+            }
+            let past = InternalKey::seek_key(b"zzz", 1);
+            let (u, t) = split_target(past.encoded());
+            c.seek_by(&block, |key| cmp_internal_to(key, u, t)).unwrap();
+            assert!(!c.valid());
+        }
+    }
+
+    #[test]
+    fn index_block_roundtrip_reconstructs_offsets() {
+        let mut b = BlockBuilder::new(EntryFormat::Index, INDEX_RESTART_INTERVAL);
+        let mut model = Vec::new();
+        let mut off = 0u64;
+        for i in 0..100u64 {
+            let sep = format!("s{:05}", i * 3).into_bytes();
+            let size = 4000 + (i * 37) % 200;
+            b.add_index(&sep, off, size);
+            model.push((sep, off, size));
+            off += size + BLOCK_TRAILER_LEN;
+        }
+        let block = Block::new(b.finish(), EntryFormat::Index).unwrap();
+        let mut c = Cursor::default();
+        c.seek_to_first(&block).unwrap();
+        for (sep, off, size) in &model {
+            assert_eq!(c.key(), &sep[..]);
+            assert_eq!(c.handle(), (*off, *size));
+            c.next(&block).unwrap();
+        }
+        assert!(!c.valid());
+        c.seek_to_last(&block).unwrap();
+        for (sep, off, size) in model.iter().rev() {
+            assert_eq!((c.key(), c.handle()), (&sep[..], (*off, *size)));
+            c.prev(&block).unwrap();
+        }
+        for (i, (sep, off, size)) in model.iter().enumerate() {
+            c.seek_by(&block, |k| k.cmp(&sep[..])).unwrap();
+            assert_eq!(c.handle(), (*off, *size));
+            // A key between the previous separator and this one lands here too.
+            let mut below = if i == 0 {
+                Vec::new()
+            } else {
+                model[i - 1].0.clone()
+            };
+            below.push(0);
+            c.seek_by(&block, |k| k.cmp(&below[..])).unwrap();
+            assert_eq!(c.handle(), (*off, *size));
+        }
+        c.seek_by(&block, |k| k.cmp(&b"t"[..])).unwrap();
+        assert!(!c.valid());
+    }
+
+    #[test]
+    fn empty_block_is_valid_and_has_no_entries() {
+        let mut b = BlockBuilder::new(EntryFormat::Data, 16);
+        let block = Block::new(b.finish(), EntryFormat::Data).unwrap();
+        assert!(block.is_empty());
+        let mut c = Cursor::default();
+        c.seek_to_first(&block).unwrap();
+        assert!(!c.valid());
+        c.seek_to_last(&block).unwrap();
+        assert!(!c.valid());
+        c.seek_by(&block, |_| Ordering::Less).unwrap();
+        assert!(!c.valid());
+    }
+
+    #[test]
+    fn long_keys_spill_out_of_the_inline_buffer() {
+        let mut b = BlockBuilder::new(EntryFormat::Data, 4);
+        let mut keys = Vec::new();
+        for i in 0..50u32 {
+            let len = if i % 3 == 0 { 10 } else { 150 };
+            let mut u = vec![b'a'; len];
+            u.extend_from_slice(format!("{i:04}").as_bytes());
+            keys.push(InternalKey::new(&u, 1, ValueKind::Value).encoded().to_vec());
+        }
+        keys.sort_by(|a, b| crate::format::compare_internal(a, b));
+        for k in &keys {
+            b.add_data(k, b"v");
+        }
+        let block = Block::new(b.finish(), EntryFormat::Data).unwrap();
+        let mut c = Cursor::default();
+        c.seek_to_first(&block).unwrap();
+        for k in &keys {
+            assert_eq!(c.key(), &k[..]);
+            c.next(&block).unwrap();
+        }
+        c.seek_to_last(&block).unwrap();
+        for k in keys.iter().rev() {
+            assert_eq!(c.key(), &k[..]);
+            c.prev(&block).unwrap();
+        }
+    }
+
+    #[test]
+    fn damaged_blocks_error_and_never_panic() {
+        let (block, _) = data_block(100, 4);
+        let good = block.data.clone();
+        assert!(Block::new(vec![1, 2], EntryFormat::Data).is_err());
+        assert!(Block::new(vec![0, 0, 0, 9], EntryFormat::Data).is_err());
+        let mut rng = Rng::new(42);
+        let mut errors = 0;
+        for _ in 0..3000 {
+            let mut d = good.clone();
+            for _ in 0..1 + rng.below(3) {
+                let i = rng.below(d.len() as u64) as usize;
+                d[i] ^= 1 << rng.below(8);
+            }
+            if rng.below(10) == 0 {
+                d.truncate(rng.below(d.len() as u64) as usize);
+            }
+            let Ok(b) = Block::new(d, EntryFormat::Data) else {
+                errors += 1;
+                continue;
+            };
+            let mut c = Cursor::default();
+            let mut walk = || -> Result<(), Corrupt> {
+                c.seek_to_first(&b)?;
+                let mut n = 0;
+                while c.valid() && n < 1000 {
+                    let _ = c.value(&b);
+                    c.next(&b)?;
+                    n += 1;
+                }
+                c.seek_to_last(&b)?;
+                while c.valid() && n < 2000 {
+                    c.prev(&b)?;
+                    n += 1;
+                }
+                let t = ikey(50, 7);
+                let (u, tr) = split_target(&t);
+                c.seek_by(&b, |k| cmp_internal_to(k, u, tr))
+            };
+            if walk().is_err() {
+                errors += 1;
+            }
+        }
+        assert!(errors > 0, "some damage must be detected without checksums");
+    }
+}

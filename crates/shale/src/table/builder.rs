@@ -1,0 +1,277 @@
+//! Writing a table: data blocks as keys arrive, then at `finish` the filter, the
+//! index partitions, the top-level index, the properties and the footer.
+//!
+//! File grammar (also in `docs/format/table.md`):
+//!
+//! ```text
+//! table := data_block{data_blocks}            // offset 0, back to back
+//!          [filter_block]                      // iff filter_bits_per_key is Some
+//!          index_partition{index_partitions}   // back to back
+//!          top_index                           // one entry per partition
+//!          properties                          // tagged fields (see layout.rs)
+//!          footer                              // 64 bytes
+//! ```
+//!
+//! Every block is followed by its 5-byte trailer (see [`super::layout`]). Data
+//! blocks are cut before an entry that would take them past `block_size` (a block
+//! always holds at least one entry) and are LZ4-compressed when asked and when that
+//! saves at least 1/8. Index, filter and properties blocks are never compressed.
+
+use std::path::PathBuf;
+
+use shale_env::ObjectWriter;
+
+use super::block::{BlockBuilder, EntryFormat, BLOCK_TRAILER_LEN, INDEX_RESTART_INTERVAL};
+use super::filter::{build_filter, filter_hash};
+use super::index::{short_successor, shortest_separator, IndexBuilder};
+use super::layout::{
+    block_trailer, encode_properties, lz4_contents, BlockHandle, Footer, FOOTER_LEN,
+};
+use super::{Compression, TableBuildOptions, TableProperties};
+use crate::error::{Error, Result};
+use crate::format::{compare_internal, parse_internal_key, ValueKind, TABLE_FORMAT_VERSION};
+
+/// Writes one table through an [`ObjectWriter`].
+///
+/// Keys must be added in strictly increasing internal order. The builder is not
+/// shared between threads. After an error every later call returns it again; the
+/// caller should then `abort`. Nothing is durable until `finish` returns.
+pub struct TableBuilder {
+    writer: Option<Box<dyn ObjectWriter>>,
+    path: PathBuf,
+    opts: TableBuildOptions,
+    offset: u64,
+    data: BlockBuilder,
+    /// Handle of the last flushed data block whose index entry waits for the
+    /// next key (to compute its separator).
+    pending: Option<BlockHandle>,
+    pending_last_user_key: Vec<u8>,
+    last_key: Vec<u8>,
+    index: IndexBuilder,
+    filter_hashes: Vec<u64>,
+    props: TableProperties,
+    failed: Option<Error>,
+}
+
+impl TableBuilder {
+    /// A builder writing to `writer`; `path` only names the file in errors.
+    pub fn new(
+        writer: Box<dyn ObjectWriter>,
+        path: PathBuf,
+        opts: TableBuildOptions,
+    ) -> TableBuilder {
+        let props = TableProperties {
+            format_version: TABLE_FORMAT_VERSION,
+            filter_bits_per_key: opts.filter_bits_per_key.unwrap_or(0),
+            compression: opts.compression as u8,
+            smallest_seqno: u64::MAX,
+            ..TableProperties::default()
+        };
+        TableBuilder {
+            writer: Some(writer),
+            path,
+            data: BlockBuilder::new(EntryFormat::Data, opts.block_restart_interval),
+            index: IndexBuilder::new(opts.index_partition_size),
+            opts,
+            offset: 0,
+            pending: None,
+            pending_last_user_key: Vec::new(),
+            last_key: Vec::new(),
+            filter_hashes: Vec::new(),
+            props,
+            failed: None,
+        }
+    }
+
+    /// Appends an entry. `internal_key` must be a valid encoded internal key greater
+    /// than every key added before; otherwise `Error::InvalidArgument`.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let Some(parsed) = parse_internal_key(internal_key) else {
+            return Err(Error::InvalidArgument(
+                "table key is not an internal key".into(),
+            ));
+        };
+        if self.props.num_entries > 0
+            && compare_internal(&self.last_key, internal_key) != std::cmp::Ordering::Less
+        {
+            return Err(Error::InvalidArgument(
+                "table keys must be added in increasing order".into(),
+            ));
+        }
+        if u32::try_from(internal_key.len()).is_err() || u32::try_from(value.len()).is_err() {
+            return Err(Error::InvalidArgument(
+                "key or value longer than 4 GiB".into(),
+            ));
+        }
+        let user_key = parsed.user_key;
+        let entry_estimate = internal_key.len() + value.len() + 3 * 5 + 4;
+        if !self.data.is_empty()
+            && self.data.estimated_size() + entry_estimate > self.opts.block_size
+        {
+            self.flush_data_block()?;
+        }
+        if let Some(handle) = self.pending.take() {
+            let sep = shortest_separator(&self.pending_last_user_key, user_key);
+            self.index.add(&sep, handle.offset, handle.size);
+        }
+        let new_user_key = self.props.num_entries == 0 || last_user_key(&self.last_key) != user_key;
+        if new_user_key && self.opts.filter_bits_per_key.is_some() {
+            self.filter_hashes.push(filter_hash(user_key));
+        }
+        self.data.add_data(internal_key, value);
+
+        let p = &mut self.props;
+        if p.num_entries == 0 {
+            p.smallest_key = internal_key.to_vec();
+        }
+        p.num_entries += 1;
+        if parsed.kind == ValueKind::Delete as u8 {
+            p.num_deletions += 1;
+        }
+        p.raw_key_bytes += internal_key.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        p.smallest_seqno = p.smallest_seqno.min(parsed.seq);
+        p.largest_seqno = p.largest_seqno.max(parsed.seq);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Approximate size of the file if finished now (data written, the open data
+    /// block, the index and the filter).
+    pub fn estimated_size(&self) -> u64 {
+        let bits = u64::from(self.opts.filter_bits_per_key.unwrap_or(0));
+        self.offset
+            + self.data.estimated_size() as u64
+            + self.index.estimated_size()
+            + (self.filter_hashes.len() as u64 * bits).div_ceil(8)
+            + FOOTER_LEN
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        let res = match self.writer.as_mut() {
+            Some(w) => w.write(bytes),
+            None => Err(std::io::Error::other("table writer already closed")),
+        };
+        if let Err(e) = res {
+            let err = Error::io("write table", &self.path, e);
+            self.failed = Some(err.clone());
+            return Err(err);
+        }
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn write_block(&mut self, contents: &[u8], compression: Compression) -> Result<BlockHandle> {
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: contents.len() as u64,
+        };
+        self.write(contents)?;
+        self.write(&block_trailer(contents, compression))?;
+        Ok(handle)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        self.pending_last_user_key.clear();
+        self.pending_last_user_key
+            .extend_from_slice(last_user_key(self.data.last_key()));
+        let raw = self.data.finish();
+        let compressed = match self.opts.compression {
+            Compression::Lz4 => lz4_contents(&raw),
+            Compression::None => None,
+        };
+        let handle = match compressed {
+            Some(c) => self.write_block(&c, Compression::Lz4)?,
+            None => self.write_block(&raw, Compression::None)?,
+        };
+        self.props.data_blocks += 1;
+        self.props.data_bytes += handle.size + BLOCK_TRAILER_LEN;
+        self.pending = Some(handle);
+        Ok(())
+    }
+
+    /// Writes the rest of the table, makes it durable (`ObjectWriter::finish`) and
+    /// returns its properties. An empty table (no entries) is valid.
+    pub fn finish(mut self) -> Result<TableProperties> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if !self.data.is_empty() {
+            self.flush_data_block()?;
+        }
+        if let Some(handle) = self.pending.take() {
+            let sep = short_successor(&self.pending_last_user_key);
+            self.index.add(&sep, handle.offset, handle.size);
+        }
+        let filter = match self.opts.filter_bits_per_key {
+            Some(bits) => {
+                let contents = build_filter(&self.filter_hashes, bits);
+                let h = self.write_block(&contents, Compression::None)?;
+                self.props.filter_bytes = h.size + BLOCK_TRAILER_LEN;
+                Some(h)
+            }
+            None => None,
+        };
+        let partitions = std::mem::replace(&mut self.index, IndexBuilder::new(1)).finish();
+        let mut top = BlockBuilder::new(EntryFormat::Index, INDEX_RESTART_INTERVAL);
+        for part in &partitions {
+            let h = self.write_block(&part.contents, Compression::None)?;
+            self.props.index_partitions += 1;
+            self.props.index_partition_bytes += h.size + BLOCK_TRAILER_LEN;
+            top.add_index(&part.last_separator, h.offset, h.size);
+        }
+        let top_index = self.write_block(&top.finish(), Compression::None)?;
+        self.props.top_level_index_bytes = top_index.size + BLOCK_TRAILER_LEN;
+
+        if self.props.num_entries == 0 {
+            self.props.smallest_seqno = 0;
+        }
+        self.props.largest_key = self.last_key.clone();
+        let props_len = encode_properties(&self.props).len() as u64;
+        self.props.file_size = self.offset + props_len + BLOCK_TRAILER_LEN + FOOTER_LEN;
+        let props = encode_properties(&self.props);
+        let properties = self.write_block(&props, Compression::None)?;
+        let footer = Footer {
+            properties,
+            top_index,
+            filter,
+            format_version: TABLE_FORMAT_VERSION,
+        };
+        self.write(&footer.encode())?;
+        debug_assert_eq!(self.offset, self.props.file_size);
+        if let Some(w) = self.writer.take() {
+            w.finish()
+                .map_err(|e| Error::io("finish table", &self.path, e))?;
+        }
+        Ok(self.props)
+    }
+
+    /// Abandons the table and removes what was written.
+    pub fn abort(mut self) -> Result<()> {
+        match self.writer.take() {
+            Some(w) => w
+                .abort()
+                .map_err(|e| Error::io("abort table", &self.path, e)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn last_user_key(internal_key: &[u8]) -> &[u8] {
+    internal_key
+        .get(
+            ..internal_key
+                .len()
+                .saturating_sub(crate::format::TRAILER_LEN),
+        )
+        .unwrap_or(&[])
+}

@@ -1,0 +1,959 @@
+//! Table-level tests: roundtrips, iteration against a model, accounting,
+//! corruption, and the golden fixture.
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::test_util::{MemFile, MemWriter, Rng};
+use super::*;
+use crate::cache::LruCache;
+use crate::error::Error;
+use crate::format::{compare_internal, InternalKey, ValueKind};
+use crate::iter::InternalIterator;
+use crate::metrics::{BlockKind, Metrics, Stats};
+
+type Entry = (Vec<u8>, Vec<u8>);
+
+fn ikey(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
+    InternalKey::new(user_key, seq, kind).encoded().to_vec()
+}
+
+fn build(entries: &[Entry], opts: TableBuildOptions) -> (Vec<u8>, TableProperties) {
+    let (writer, buf) = MemWriter::new();
+    let mut b = TableBuilder::new(Box::new(writer), PathBuf::from("test.sst"), opts);
+    for (k, v) in entries {
+        b.add(k, v).unwrap();
+    }
+    let props = b.finish().unwrap();
+    let data = buf.lock().unwrap().clone();
+    assert_eq!(props.file_size, data.len() as u64);
+    (data, props)
+}
+
+fn ctx() -> ReadContext {
+    ReadContext {
+        cache: Arc::new(LruCache::new(64 << 20, 1)),
+        stats: Arc::new(Stats::default()),
+        verify_checksums: true,
+    }
+}
+
+fn open_with(
+    data: Vec<u8>,
+    ctx: &ReadContext,
+    pin: bool,
+) -> crate::error::Result<Arc<TableReader>> {
+    let file = MemFile::new(data);
+    TableReader::open(file, PathBuf::from("test.sst"), 7, ctx.clone(), pin, pin).map(Arc::new)
+}
+
+fn open(data: Vec<u8>, ctx: &ReadContext) -> Arc<TableReader> {
+    open_with(data, ctx, false).unwrap()
+}
+
+/// `n` random 32-byte user keys, sorted, each with one value of `value_len` bytes.
+fn random_entries(seed: u64, n: usize, value_len: usize) -> Vec<Entry> {
+    let mut rng = Rng::new(seed);
+    let mut keys: Vec<[u8; 32]> = (0..n).map(|_| rng.bytes32()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let v: Vec<u8> = (0..value_len).map(|j| (i * 31 + j) as u8).collect();
+            (ikey(k, 1 + i as u64, ValueKind::Value), v)
+        })
+        .collect()
+}
+
+fn small_opts() -> TableBuildOptions {
+    TableBuildOptions {
+        block_size: 256,
+        block_restart_interval: 4,
+        index_partition_size: 64,
+        compression: Compression::None,
+        filter_bits_per_key: Some(10),
+    }
+}
+
+fn user(k: &[u8]) -> &[u8] {
+    &k[..k.len() - 8]
+}
+
+fn seq_of(k: &[u8]) -> u64 {
+    u64::from_le_bytes(k[k.len() - 8..].try_into().unwrap()) >> 8
+}
+
+fn kind_of(k: &[u8]) -> ValueKind {
+    ValueKind::from_u8(k[k.len() - 8]).unwrap()
+}
+
+/// What a get must return according to the sorted entries.
+fn model_get(entries: &[Entry], user_key: &[u8], seq: u64) -> TableGet {
+    entries
+        .iter()
+        .find(|(k, _)| user(k) == user_key && seq_of(k) <= seq)
+        .map_or(TableGet::Absent, |(k, v)| {
+            TableGet::Found(kind_of(k), v.clone())
+        })
+}
+
+fn delta(stats: &Stats, before: &Metrics) -> Metrics {
+    stats.snapshot().delta(before)
+}
+
+#[test]
+fn roundtrip_many_keys_with_each_option_set() {
+    let entries = random_entries(1, 20_000, 40);
+    for (name, opts) in [
+        ("default", TableBuildOptions::default()),
+        ("small blocks and partitions", small_opts()),
+        (
+            "lz4",
+            TableBuildOptions {
+                compression: Compression::Lz4,
+                ..TableBuildOptions::default()
+            },
+        ),
+        (
+            "no filter",
+            TableBuildOptions {
+                filter_bits_per_key: None,
+                ..small_opts()
+            },
+        ),
+    ] {
+        let (data, props) = build(&entries, opts.clone());
+        assert_eq!(props.num_entries, entries.len() as u64, "{name}");
+        assert_eq!(props.smallest_key, entries[0].0);
+        assert_eq!(props.largest_key, entries.last().unwrap().0);
+        assert_eq!(
+            (props.smallest_seqno, props.largest_seqno),
+            (1, entries.len() as u64)
+        );
+        assert!(props.data_blocks > 1 && props.index_partitions >= 1);
+        if opts.compression == Compression::Lz4 {
+            assert!(
+                props.data_bytes < props.raw_key_bytes + props.raw_value_bytes,
+                "lz4 saved nothing"
+            );
+        }
+        if name == "small blocks and partitions" {
+            assert!(props.index_partitions > 10, "{}", props.index_partitions);
+        }
+        let c = ctx();
+        let t = open(data, &c);
+        assert_eq!(t.properties(), &props);
+        assert_eq!(t.has_filter(), opts.filter_bits_per_key.is_some());
+        for (k, v) in &entries {
+            let got = t.get(user(k), u64::MAX, true).unwrap();
+            assert_eq!(got, TableGet::Found(ValueKind::Value, v.clone()), "{name}");
+            // Older than the entry: invisible.
+            assert_eq!(
+                t.get(user(k), seq_of(k) - 1, false).unwrap(),
+                TableGet::Absent
+            );
+        }
+        let mut rng = Rng::new(99);
+        let mut filtered = 0;
+        for _ in 0..2000 {
+            match t.get(&rng.bytes32(), u64::MAX, true).unwrap() {
+                TableGet::FilteredOut => filtered += 1,
+                TableGet::Absent => {}
+                other => panic!("absent key found: {other:?}"),
+            }
+        }
+        if t.has_filter() {
+            assert!(filtered > 1900, "filter excluded only {filtered}");
+        } else {
+            assert_eq!(filtered, 0);
+        }
+        // Keys below the first and above the last.
+        assert_eq!(t.get(b"", u64::MAX, false).unwrap(), TableGet::Absent);
+        assert_eq!(
+            t.get(&[0xff; 40], u64::MAX, false).unwrap(),
+            TableGet::Absent
+        );
+    }
+}
+
+/// One user key with many versions (values and tombstones) spanning several small
+/// blocks, between neighbours.
+fn straddling_entries() -> Vec<Entry> {
+    let mut entries = vec![(ikey(b"a", 5, ValueKind::Value), b"a5".to_vec())];
+    for seq in (10..=200u64).rev().step_by(3) {
+        let kind = if seq % 7 == 0 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Value
+        };
+        let v = if kind == ValueKind::Delete {
+            Vec::new()
+        } else {
+            format!("k@{seq}").repeat(4).into_bytes()
+        };
+        entries.push((ikey(b"k", seq, kind), v));
+    }
+    entries.push((ikey(b"z", 1, ValueKind::Value), b"z1".to_vec()));
+    entries
+}
+
+#[test]
+fn versions_straddling_blocks_honour_sequence_numbers_and_deletes() {
+    let entries = straddling_entries();
+    let opts = TableBuildOptions {
+        block_size: 128,
+        index_partition_size: 32,
+        ..small_opts()
+    };
+    let (data, props) = build(&entries, opts);
+    assert!(
+        props.data_blocks >= 10,
+        "versions must span blocks: {}",
+        props.data_blocks
+    );
+    assert!(
+        props.index_partitions >= 3,
+        "and partitions: {}",
+        props.index_partitions
+    );
+    assert!(props.num_deletions > 0);
+    let t = open(data, &ctx());
+    for seq in 0..=210u64 {
+        for uk in [&b"a"[..], b"k", b"z", b"j", b"ka", b"zz"] {
+            let want = model_get(&entries, uk, seq);
+            assert_eq!(t.get(uk, seq, false).unwrap(), want, "{uk:?}@{seq}");
+            let filtered = t.get(uk, seq, true).unwrap();
+            assert!(
+                filtered == want || (filtered == TableGet::FilteredOut && want == TableGet::Absent)
+            );
+        }
+    }
+    assert!(
+        matches!(t.get(b"k", 14, true).unwrap(), TableGet::Found(ValueKind::Delete, ref v) if v.is_empty())
+    );
+}
+
+#[test]
+fn a_get_reads_past_a_block_only_when_the_key_straddles() {
+    let entries = straddling_entries();
+    let opts = TableBuildOptions {
+        block_size: 128,
+        ..small_opts()
+    };
+    let (data, _) = build(&entries, opts);
+    let c = ctx();
+    let t = open(data, &c);
+    // The oldest version of "k" sits in the last block holding "k": the lookup walks
+    // every block of "k" up to it.
+    let before = c.stats.snapshot();
+    assert_eq!(
+        t.get(b"k", 10, false).unwrap(),
+        model_get(&entries, b"k", 10)
+    );
+    let walked = delta(&c.stats, &before).block(BlockKind::Data).cache_misses;
+    assert!(walked > 3, "walked {walked} blocks");
+    // The newest version is in the first block holding "k": one data block.
+    let before = c.stats.snapshot();
+    assert_eq!(
+        t.get(b"k", 1000, false).unwrap(),
+        model_get(&entries, b"k", 1000)
+    );
+    let d = delta(&c.stats, &before).block(BlockKind::Data);
+    assert_eq!(d.cache_hits + d.cache_misses, 1);
+}
+
+#[test]
+fn absent_keys_between_blocks_read_one_data_block() {
+    let entries = random_entries(5, 2000, 40);
+    let (data, _) = build(
+        &entries,
+        TableBuildOptions {
+            filter_bits_per_key: None,
+            ..small_opts()
+        },
+    );
+    let c = ctx();
+    let t = open(data, &c);
+    let mut rng = Rng::new(6);
+    for _ in 0..500 {
+        let before = c.stats.snapshot();
+        assert_eq!(
+            t.get(&rng.bytes32(), u64::MAX, true).unwrap(),
+            TableGet::Absent
+        );
+        let d = delta(&c.stats, &before).block(BlockKind::Data);
+        assert!(d.cache_hits + d.cache_misses <= 1, "{d:?}");
+    }
+}
+
+/// Entries with several versions per key and deletions, sorted.
+fn versioned_entries(seed: u64, users: usize) -> Vec<Entry> {
+    let mut rng = Rng::new(seed);
+    let mut entries = Vec::new();
+    for _ in 0..users {
+        let uk = rng.bytes32()[..4 + rng.below(8) as usize].to_vec();
+        for _ in 0..1 + rng.below(4) {
+            let seq = rng.below(1000);
+            let kind = if rng.below(5) == 0 {
+                ValueKind::Delete
+            } else {
+                ValueKind::Value
+            };
+            let v = vec![rng.below(256) as u8; rng.below(60) as usize];
+            entries.push((ikey(&uk, seq, kind), v));
+        }
+    }
+    entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    entries.dedup_by(|a, b| a.0 == b.0);
+    entries
+}
+
+fn lower_bound(entries: &[Entry], target: &[u8]) -> usize {
+    entries.partition_point(|(k, _)| compare_internal(k, target) == Ordering::Less)
+}
+
+fn check_at(it: &dyn InternalIterator, entries: &[Entry], pos: Option<usize>, what: &str) {
+    it.status().unwrap();
+    match pos {
+        Some(i) => {
+            assert!(it.valid(), "{what}: expected entry {i}");
+            assert_eq!(it.key(), &entries[i].0[..], "{what}");
+            assert_eq!(it.value(), &entries[i].1[..], "{what}");
+        }
+        None => assert!(!it.valid(), "{what}: expected exhausted"),
+    }
+}
+
+#[test]
+fn iterator_matches_a_sorted_model() {
+    let entries = versioned_entries(11, 1500);
+    for opts in [
+        small_opts(),
+        TableBuildOptions {
+            compression: Compression::Lz4,
+            ..TableBuildOptions::default()
+        },
+    ] {
+        let (data, props) = build(&entries, opts);
+        assert!(props.data_blocks > 3);
+        let t = open(data, &ctx());
+        let mut it = t.iter();
+        let n = entries.len();
+
+        it.seek_to_first();
+        for i in 0..n {
+            check_at(it.as_ref(), &entries, Some(i), "forward");
+            it.next();
+        }
+        check_at(it.as_ref(), &entries, None, "forward end");
+
+        it.seek_to_last();
+        for i in (0..n).rev() {
+            check_at(it.as_ref(), &entries, Some(i), "backward");
+            it.prev();
+        }
+        check_at(it.as_ref(), &entries, None, "backward end");
+
+        let mut rng = Rng::new(3);
+        for round in 0..3000 {
+            // Targets: existing keys, neighbours with other seqnos, random keys.
+            let target = match round % 3 {
+                0 => entries[rng.below(n as u64) as usize].0.clone(),
+                1 => {
+                    let k = &entries[rng.below(n as u64) as usize].0;
+                    InternalKey::seek_key(user(k), rng.below(1100))
+                        .encoded()
+                        .to_vec()
+                }
+                _ => ikey(
+                    &rng.bytes32()[..1 + rng.below(6) as usize],
+                    rng.below(1000),
+                    ValueKind::Value,
+                ),
+            };
+            let lb = lower_bound(&entries, &target);
+            it.seek(&target);
+            check_at(it.as_ref(), &entries, (lb < n).then_some(lb), "seek");
+            // Walk a few steps either way from there.
+            let mut pos = (lb < n).then_some(lb);
+            for _ in 0..rng.below(6) {
+                let Some(p) = pos else { break };
+                if rng.below(2) == 0 {
+                    it.next();
+                    pos = (p + 1 < n).then_some(p + 1);
+                } else {
+                    it.prev();
+                    pos = p.checked_sub(1);
+                }
+                check_at(it.as_ref(), &entries, pos, "walk");
+            }
+            // seek_for_prev: last entry <= target.
+            let ub =
+                entries.partition_point(|(k, _)| compare_internal(k, &target) != Ordering::Greater);
+            it.seek_for_prev(&target);
+            check_at(it.as_ref(), &entries, ub.checked_sub(1), "seek_for_prev");
+        }
+        // Seeks outside the table.
+        it.seek(&ikey(&[0xff; 40], 0, ValueKind::Delete));
+        check_at(it.as_ref(), &entries, None, "seek past end");
+        it.seek_for_prev(&ikey(b"", u64::MAX >> 8, ValueKind::Value));
+        check_at(it.as_ref(), &entries, None, "seek_for_prev before start");
+        it.seek(b"");
+        check_at(it.as_ref(), &entries, Some(0), "seek to empty target");
+    }
+}
+
+#[test]
+fn index_costs_at_most_10_bytes_per_data_block() {
+    // The study's shape: 32-byte hash keys, 110-byte values, default options.
+    let entries = random_entries(2024, 120_000, 110);
+    let (data, props) = build(&entries, TableBuildOptions::default());
+    let per_block = (props.index_partition_bytes + props.top_level_index_bytes) as f64
+        / props.data_blocks as f64;
+    eprintln!(
+        "index bytes per data block: {per_block:.2} ({} partitions, {} data blocks, {} B index)",
+        props.index_partitions,
+        props.data_blocks,
+        props.index_partition_bytes + props.top_level_index_bytes
+    );
+    assert!(props.data_blocks > 3000);
+    assert!(per_block <= 10.0, "{per_block}");
+    // The index still finds everything.
+    let t = open(data, &ctx());
+    for (k, v) in entries.iter().step_by(97) {
+        assert_eq!(
+            t.get(user(k), u64::MAX, true).unwrap(),
+            TableGet::Found(ValueKind::Value, v.clone())
+        );
+    }
+}
+
+fn block_sizes(data: &[u8]) -> TableLayout {
+    inspect_table(MemFile::new(data.to_vec()), PathBuf::from("test.sst")).unwrap()
+}
+
+fn bytes_of(layout: &TableLayout, kind: &str, offset: u64) -> u64 {
+    let b = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == kind && b.offset == offset)
+        .unwrap();
+    b.size + 5
+}
+
+#[test]
+fn a_cold_get_costs_one_miss_and_one_read_per_block_kind_then_hits() {
+    let entries = random_entries(8, 5000, 110);
+    let (data, _) = build(&entries, TableBuildOptions::default());
+    let layout = block_sizes(&data);
+    let c = ctx();
+    let file = MemFile::new(data);
+    let before = c.stats.snapshot();
+    let t = TableReader::open(file.clone(), "t.sst".into(), 1, c.clone(), false, false).unwrap();
+    let d = delta(&c.stats, &before);
+    assert_eq!(d.block(BlockKind::Footer).physical_reads, 1);
+    assert_eq!(d.block(BlockKind::Footer).bytes_read, 64);
+    assert_eq!(d.block(BlockKind::Properties).physical_reads, 1);
+    assert_eq!(d.physical_reads(), 2);
+    assert_eq!(d.cache_misses() + d.cache_hits(), 0);
+    assert_eq!(file.reads(), 2);
+
+    let (k, v) = &entries[1234];
+    let before = c.stats.snapshot();
+    assert_eq!(
+        t.get(user(k), u64::MAX, true).unwrap(),
+        TableGet::Found(ValueKind::Value, v.clone())
+    );
+    let d = delta(&c.stats, &before);
+    for kind in [
+        BlockKind::Filter,
+        BlockKind::TopIndex,
+        BlockKind::IndexPartition,
+        BlockKind::Data,
+    ] {
+        let m = d.block(kind);
+        assert_eq!(
+            (m.cache_misses, m.physical_reads, m.cache_hits),
+            (1, 1, 0),
+            "{kind:?}"
+        );
+    }
+    assert_eq!(d.physical_reads(), 4);
+    assert_eq!(file.reads(), 6);
+    assert_eq!(d.filter_positives, 1);
+    let filter = layout.blocks.iter().find(|b| b.kind == "filter").unwrap();
+    assert_eq!(d.block(BlockKind::Filter).bytes_read, filter.size + 5);
+    let top = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == "top_index")
+        .unwrap();
+    assert_eq!(d.block(BlockKind::TopIndex).bytes_read, top.size + 5);
+    let data_bytes = d.block(BlockKind::Data).bytes_read;
+    assert!(data_bytes > 3000 && data_bytes <= 4096 + 5, "{data_bytes}");
+
+    let before = c.stats.snapshot();
+    t.get(user(k), u64::MAX, true).unwrap();
+    let d = delta(&c.stats, &before);
+    for kind in [
+        BlockKind::Filter,
+        BlockKind::TopIndex,
+        BlockKind::IndexPartition,
+        BlockKind::Data,
+    ] {
+        let m = d.block(kind);
+        assert_eq!(
+            (m.cache_hits, m.cache_misses, m.physical_reads),
+            (1, 0, 0),
+            "{kind:?}"
+        );
+    }
+    assert_eq!(file.reads(), 6);
+    // The cache holds the four blocks.
+    assert!(c.cache.usage() >= bytes_of(&layout, "top_index", top.offset));
+}
+
+#[test]
+fn a_filtered_out_get_touches_only_the_filter() {
+    let entries = random_entries(9, 3000, 20);
+    let (data, _) = build(&entries, TableBuildOptions::default());
+    let c = ctx();
+    let t = open(data, &c);
+    let mut rng = Rng::new(10);
+    let mut seen = 0;
+    for _ in 0..200 {
+        let before = c.stats.snapshot();
+        let got = t.get(&rng.bytes32(), u64::MAX, true).unwrap();
+        let d = delta(&c.stats, &before);
+        if got == TableGet::FilteredOut {
+            seen += 1;
+            assert_eq!(d.filter_negatives, 1);
+            let f = d.block(BlockKind::Filter);
+            assert_eq!(f.cache_hits + f.cache_misses, 1);
+            for kind in [
+                BlockKind::TopIndex,
+                BlockKind::IndexPartition,
+                BlockKind::Data,
+            ] {
+                assert_eq!(d.block(kind), Default::default(), "{kind:?}");
+            }
+        } else {
+            assert_eq!(got, TableGet::Absent);
+            assert_eq!(d.filter_positives, 1);
+        }
+    }
+    assert!(seen > 190);
+}
+
+#[test]
+fn consult_filter_false_never_reads_the_filter() {
+    let entries = random_entries(12, 3000, 20);
+    let (data, _) = build(&entries, TableBuildOptions::default());
+    let c = ctx();
+    let t = open(data, &c);
+    let mut rng = Rng::new(13);
+    for (i, (k, _)) in entries.iter().take(200).enumerate() {
+        let uk = if i % 2 == 0 {
+            rng.bytes32().to_vec()
+        } else {
+            user(k).to_vec()
+        };
+        let got = t.get(&uk, u64::MAX, false).unwrap();
+        assert_ne!(got, TableGet::FilteredOut);
+    }
+    let m = c.stats.snapshot();
+    assert_eq!(m.block(BlockKind::Filter), Default::default());
+    assert_eq!(m.filter_negatives + m.filter_positives, 0);
+    assert!(m.block(BlockKind::Data).cache_misses > 0);
+}
+
+#[test]
+fn pinned_metadata_is_read_at_open_and_reserved_in_the_cache() {
+    let entries = random_entries(14, 5000, 110);
+    let (data, _) = build(&entries, TableBuildOptions::default());
+    let layout = block_sizes(&data);
+    let c = ctx();
+    let t = open_with(data, &c, true).unwrap();
+    let m = c.stats.snapshot();
+    for kind in [
+        BlockKind::Footer,
+        BlockKind::Properties,
+        BlockKind::TopIndex,
+        BlockKind::Filter,
+    ] {
+        let b = m.block(kind);
+        assert_eq!(
+            (b.physical_reads, b.cache_misses, b.cache_hits),
+            (1, 0, 0),
+            "{kind:?}"
+        );
+    }
+    let filter = layout.blocks.iter().find(|b| b.kind == "filter").unwrap();
+    assert_eq!(m.block(BlockKind::Filter).bytes_read, filter.size + 5);
+    assert!(t.pinned_bytes() > filter.size);
+    assert_eq!(c.cache.pinned(), t.pinned_bytes());
+
+    let before = c.stats.snapshot();
+    let (k, v) = &entries[77];
+    assert_eq!(
+        t.get(user(k), u64::MAX, true).unwrap(),
+        TableGet::Found(ValueKind::Value, v.clone())
+    );
+    let d = delta(&c.stats, &before);
+    assert_eq!(d.block(BlockKind::Filter), Default::default());
+    assert_eq!(d.block(BlockKind::TopIndex), Default::default());
+    assert_eq!(d.filter_positives, 1);
+    assert_eq!(d.block(BlockKind::IndexPartition).cache_misses, 1);
+    assert_eq!(d.block(BlockKind::Data).cache_misses, 1);
+    drop(t);
+    assert_eq!(c.cache.pinned(), 0);
+}
+
+#[test]
+fn iterators_count_their_block_reads() {
+    let entries = random_entries(15, 3000, 110);
+    let (data, props) = build(&entries, TableBuildOptions::default());
+    let c = ctx();
+    let t = open(data, &c);
+    let mut it = t.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, entries.len());
+    let m = c.stats.snapshot();
+    assert_eq!(m.block(BlockKind::Data).cache_misses, props.data_blocks);
+    assert_eq!(
+        m.block(BlockKind::IndexPartition).cache_misses,
+        props.index_partitions
+    );
+    assert_eq!(m.block(BlockKind::TopIndex).cache_misses, 1);
+    assert_eq!(m.block(BlockKind::Filter), Default::default());
+}
+
+/// Damages one byte of `data` and returns the first error of opening the table,
+/// reading every key, and iterating, checking that nothing wrong is returned.
+fn first_error(data: Vec<u8>, entries: &[Entry], verify: bool) -> Option<Error> {
+    let c = ReadContext {
+        verify_checksums: verify,
+        ..ctx()
+    };
+    let t = match open_with(data, &c, false) {
+        Ok(t) => t,
+        Err(e) => return Some(e),
+    };
+    for (k, v) in entries {
+        match t.get(user(k), u64::MAX, true) {
+            Ok(got) if verify => assert_eq!(got, TableGet::Found(kind_of(k), v.clone())),
+            Ok(_) => {}
+            Err(e) => return Some(e),
+        }
+    }
+    let mut it = t.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() && n <= entries.len() {
+        n += 1;
+        it.next();
+    }
+    it.status().err()
+}
+
+#[test]
+fn a_damaged_byte_in_each_block_kind_is_corruption_at_that_block() {
+    let entries = random_entries(16, 3000, 50);
+    let (data, _) = build(&entries, TableBuildOptions::default());
+    let layout = block_sizes(&data);
+    let mut targets: Vec<(&str, u64, u64)> = layout
+        .blocks
+        .iter()
+        .map(|b| (b.kind, b.offset, b.offset + b.size / 2))
+        .collect();
+    // Also the trailer of a data block, and the footer (a handle and the magic).
+    let first = &layout.blocks[0];
+    targets.push(("data trailer", first.offset, first.offset + first.size + 2));
+    targets.push(("footer", layout.footer_offset, layout.footer_offset + 20));
+    targets.push((
+        "footer magic",
+        layout.footer_offset,
+        layout.footer_offset + 60,
+    ));
+    let mut kinds = std::collections::BTreeSet::new();
+    for (kind, block_offset, at) in targets {
+        let mut bad = data.clone();
+        bad[at as usize] ^= 0x40;
+        match first_error(bad, &entries, true) {
+            Some(Error::Corruption {
+                offset,
+                file,
+                reason,
+            }) => {
+                assert_eq!(offset, block_offset, "{kind} at {at}: {reason}");
+                assert_eq!(file, PathBuf::from("test.sst"));
+                kinds.insert(kind);
+            }
+            other => panic!("{kind} at {at}: expected corruption, got {other:?}"),
+        }
+    }
+    for k in [
+        "data",
+        "filter",
+        "index",
+        "top_index",
+        "properties",
+        "footer",
+    ] {
+        assert!(kinds.contains(k), "{k} not tested");
+    }
+}
+
+#[test]
+fn random_damage_without_checksums_never_panics() {
+    let entries = versioned_entries(17, 300);
+    let (data, _) = build(&entries, small_opts());
+    let mut rng = Rng::new(18);
+    let mut errors = 0;
+    for _ in 0..400 {
+        let mut bad = data.clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(bad.len() as u64) as usize;
+            bad[at] ^= 1 << rng.below(8);
+        }
+        if first_error(bad, &entries, false).is_some() {
+            errors += 1;
+        }
+    }
+    assert!(errors > 0);
+}
+
+#[test]
+fn truncated_or_foreign_files_are_corruption() {
+    let entries = random_entries(19, 500, 20);
+    let (data, _) = build(&entries, TableBuildOptions::default());
+    for len in [
+        0,
+        1,
+        63,
+        64,
+        100,
+        data.len() / 2,
+        data.len() - 64,
+        data.len() - 1,
+    ] {
+        let err = open_with(data[..len].to_vec(), &ctx(), false)
+            .err()
+            .expect("must fail");
+        let Error::Corruption { offset, .. } = err else {
+            panic!("{len}: {err:?}")
+        };
+        let expected = if len < 64 { 0 } else { len as u64 - 64 };
+        assert_eq!(offset, expected, "{len}");
+    }
+    // Bytes appended after a table: the footer is not where the properties say.
+    let mut longer = data.clone();
+    longer.extend_from_slice(&[0; 100]);
+    assert!(open_with(longer, &ctx(), false)
+        .err()
+        .unwrap()
+        .is_corruption());
+}
+
+#[test]
+fn an_unknown_format_version_is_corruption() {
+    let (mut data, _) = build(&random_entries(20, 100, 20), TableBuildOptions::default());
+    let footer_offset = data.len() - 64;
+    data[footer_offset + 48..footer_offset + 52].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crate::format::masked_crc(&data[footer_offset..footer_offset + 52]);
+    data[footer_offset + 52..footer_offset + 56].copy_from_slice(&crc.to_le_bytes());
+    match open_with(data, &ctx(), false) {
+        Err(Error::Corruption { offset, reason, .. }) => {
+            assert_eq!(offset, footer_offset as u64);
+            assert!(reason.contains("version 2"), "{reason}");
+        }
+        other => panic!("{:?}", other.err()),
+    }
+}
+
+#[test]
+fn an_empty_table_reads_as_empty() {
+    let (data, props) = build(&[], TableBuildOptions::default());
+    assert_eq!(
+        (props.num_entries, props.data_blocks, props.index_partitions),
+        (0, 0, 0)
+    );
+    let t = open(data.clone(), &ctx());
+    assert_eq!(t.get(b"x", u64::MAX, true).unwrap(), TableGet::FilteredOut);
+    assert_eq!(t.get(b"x", u64::MAX, false).unwrap(), TableGet::Absent);
+    let mut it = t.iter();
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.seek_to_last();
+    assert!(!it.valid());
+    it.seek(b"anything");
+    assert!(!it.valid());
+    it.status().unwrap();
+    let layout = block_sizes(&data);
+    assert_eq!(
+        layout.blocks.iter().map(|b| b.kind).collect::<Vec<_>>(),
+        ["filter", "top_index", "properties"]
+    );
+}
+
+#[test]
+fn the_builder_rejects_bad_keys() {
+    let (writer, _) = MemWriter::new();
+    let mut b = TableBuilder::new(
+        Box::new(writer),
+        "x.sst".into(),
+        TableBuildOptions::default(),
+    );
+    b.add(&ikey(b"b", 5, ValueKind::Value), b"v").unwrap();
+    assert!(
+        b.add(&ikey(b"b", 5, ValueKind::Value), b"v").is_err(),
+        "duplicate"
+    );
+    assert!(
+        b.add(&ikey(b"b", 6, ValueKind::Value), b"v").is_err(),
+        "newer after older"
+    );
+    assert!(
+        b.add(&ikey(b"a", 9, ValueKind::Value), b"v").is_err(),
+        "smaller user key"
+    );
+    assert!(b.add(b"short", b"v").is_err(), "not an internal key");
+    b.add(&ikey(b"b", 4, ValueKind::Delete), b"").unwrap();
+    assert_eq!(b.num_entries(), 2);
+    assert!(b.estimated_size() > 0);
+    b.abort().unwrap();
+}
+
+#[test]
+fn inspect_lists_every_block_back_to_back() {
+    let entries = random_entries(21, 20_000, 110);
+    let (data, props) = build(&entries, TableBuildOptions::default());
+    let layout = block_sizes(&data);
+    let count = |k: &str| layout.blocks.iter().filter(|b| b.kind == k).count() as u64;
+    assert_eq!(count("data"), props.data_blocks);
+    assert_eq!(count("index"), props.index_partitions);
+    assert!(props.index_partitions > 1);
+    assert_eq!(
+        (count("filter"), count("top_index"), count("properties")),
+        (1, 1, 1)
+    );
+    let mut expect = 0;
+    for b in &layout.blocks {
+        assert_eq!(b.offset, expect, "{b:?}");
+        expect = b.offset + b.size + 5;
+    }
+    assert_eq!(expect, layout.footer_offset);
+    assert_eq!(layout.footer_offset + 64, layout.file_size);
+    assert_eq!(layout.properties, props);
+}
+
+// ---- Golden fixture -------------------------------------------------------------
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/table-v1.sst");
+
+/// The fixture's contents: 500 user keys, every 10th with an older version, every
+/// 7th newest version a tombstone; compressible values so that LZ4 is used.
+fn fixture_entries() -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for i in 0..500u64 {
+        let uk = format!("user{i:05}").into_bytes();
+        let seq = 1000 + i;
+        if i % 7 == 3 {
+            entries.push((ikey(&uk, seq, ValueKind::Delete), Vec::new()));
+        } else {
+            entries.push((
+                ikey(&uk, seq, ValueKind::Value),
+                format!("value-{i}-")
+                    .repeat(1 + (i % 5) as usize)
+                    .into_bytes(),
+            ));
+        }
+        if i % 10 == 0 {
+            entries.push((
+                ikey(&uk, i + 1, ValueKind::Value),
+                format!("old-{i}").into_bytes(),
+            ));
+        }
+    }
+    entries
+}
+
+fn fixture_opts() -> TableBuildOptions {
+    TableBuildOptions {
+        block_size: 1024,
+        block_restart_interval: 8,
+        index_partition_size: 128,
+        compression: Compression::Lz4,
+        filter_bits_per_key: Some(10),
+    }
+}
+
+#[test]
+fn regenerate_golden_fixture() {
+    if std::env::var("SHALE_REGENERATE_FIXTURES").as_deref() != Ok("1") {
+        return;
+    }
+    let (data, _) = build(&fixture_entries(), fixture_opts());
+    std::fs::create_dir_all(std::path::Path::new(FIXTURE).parent().unwrap()).unwrap();
+    std::fs::write(FIXTURE, data).unwrap();
+}
+
+#[test]
+fn golden_fixture_v1_still_reads() {
+    let data = std::fs::read(FIXTURE).expect("committed fixture tests/fixtures/table-v1.sst");
+    let entries = fixture_entries();
+    let c = ctx();
+    let t = open(data.clone(), &c);
+    let p = t.properties().clone();
+    assert_eq!(p.format_version, 1);
+    assert_eq!(p.num_entries, entries.len() as u64);
+    assert_eq!(
+        p.num_deletions,
+        entries
+            .iter()
+            .filter(|(k, _)| kind_of(k) == ValueKind::Delete)
+            .count() as u64
+    );
+    assert_eq!(p.compression, Compression::Lz4 as u8);
+    assert!(p.index_partitions > 1 && p.data_blocks > 5 && p.filter_bits_per_key == 10);
+    for (k, _) in &entries {
+        let uk = user(k);
+        for seq in [u64::MAX, seq_of(k), seq_of(k).saturating_sub(1)] {
+            assert_eq!(
+                t.get(uk, seq, true).unwrap(),
+                model_get(&entries, uk, seq),
+                "{uk:?}@{seq}"
+            );
+            assert_eq!(
+                t.get(uk, seq, false).unwrap(),
+                model_get(&entries, uk, seq),
+                "{uk:?}@{seq}"
+            );
+        }
+    }
+    let mut it = t.iter();
+    it.seek_to_first();
+    for i in 0..entries.len() {
+        check_at(it.as_ref(), &entries, Some(i), "fixture scan");
+        it.next();
+    }
+    check_at(it.as_ref(), &entries, None, "fixture end");
+    // Some blocks really are LZ4 (trailer byte 1).
+    let layout = block_sizes(&data);
+    let lz4 = layout
+        .blocks
+        .iter()
+        .filter(|b| {
+            b.kind == "data" && data[(b.offset + b.size) as usize] == Compression::Lz4 as u8
+        })
+        .count();
+    assert!(lz4 > 0);
+}
