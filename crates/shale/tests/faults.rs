@@ -50,7 +50,11 @@ fn check_recovers(mem: Arc<MemFs>, acked: &Model, what: &str) {
     let db = Db::open("/db", options(mem)).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     let state = scan_all(&db);
     for (k, v) in acked {
-        assert_eq!(state.get(k), Some(v), "{what}: acknowledged write of {k:?} lost");
+        assert_eq!(
+            state.get(k),
+            Some(v),
+            "{what}: acknowledged write of {k:?} lost"
+        );
     }
     // Nothing that was never written appears.
     for k in state.keys() {
@@ -67,9 +71,16 @@ fn an_error_at_every_step_loses_nothing_acknowledged() {
     let mut acked = Model::new();
     workload(fault.clone(), &mut acked).expect("clean run");
     let steps = fault.ops_seen(OpKind::Any);
-    assert!(steps > 50, "the workload performs many file-system operations ({steps})");
+    assert!(
+        steps > 50,
+        "the workload performs many file-system operations ({steps})"
+    );
 
-    let stride = if common::long_tests() { 1 } else { (steps / 120).max(1) };
+    let stride = if common::long_tests() {
+        1
+    } else {
+        (steps / 120).max(1)
+    };
     let mut failures_seen = 0;
     for skip in (0..steps).step_by(stride as usize) {
         let mem = Arc::new(MemFs::new());
@@ -78,7 +89,10 @@ fn an_error_at_every_step_loses_nothing_acknowledged() {
         let mut acked = Model::new();
         let result = workload(fault.clone(), &mut acked);
         if fault.faults_triggered() > 0 {
-            assert!(result.is_err(), "step {skip}: an injected fault was swallowed");
+            assert!(
+                result.is_err(),
+                "step {skip}: an injected fault was swallowed"
+            );
             failures_seen += 1;
         }
         check_recovers(mem, &acked, &format!("fault at step {skip}"));
@@ -119,7 +133,10 @@ fn a_full_disk_during_flush_is_an_error_and_the_database_reopens_intact() {
     }
     fault.inject(FaultRule::no_space(OpKind::WriteObject, 0).persistent());
     let err = db.flush().expect_err("flush must fail on a full disk");
-    assert!(matches!(err, Error::Poisoned { .. } | Error::Io { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Poisoned { .. } | Error::Io { .. }),
+        "{err}"
+    );
     drop(db);
     fault.clear();
     check_recovers(mem, &acked, "after ENOSPC");

@@ -70,7 +70,11 @@ impl Harness {
     }
 
     fn value(&mut self) -> Vec<u8> {
-        let len = if self.rng.chance(0.05) { 700 } else { self.rng.below(60) as usize };
+        let len = if self.rng.chance(0.05) {
+            700
+        } else {
+            self.rng.below(60) as usize
+        };
         self.rng.bytes(len)
     }
 
@@ -87,7 +91,9 @@ impl Harness {
                 None => batch.delete(k),
             }
         }
-        self.db().write(batch, &WriteOptions { sync }).expect("write");
+        self.db()
+            .write(batch, &WriteOptions { sync })
+            .expect("write");
         apply(&mut self.model, &w);
         if sync {
             self.mark_durable();
@@ -98,7 +104,11 @@ impl Harness {
 
     fn check_get(&mut self) {
         let k = self.key();
-        assert_eq!(self.db().get(&k).expect("get"), self.model.get(&k).cloned(), "get {k:?}");
+        assert_eq!(
+            self.db().get(&k).expect("get"),
+            self.model.get(&k).cloned(),
+            "get {k:?}"
+        );
     }
 
     fn check_scan(&mut self) {
@@ -199,7 +209,11 @@ impl Harness {
                 let mut w = Write::new();
                 for _ in 0..n {
                     let k = self.key();
-                    let v = if self.rng.chance(0.8) { Some(self.value()) } else { None };
+                    let v = if self.rng.chance(0.8) {
+                        Some(self.value())
+                    } else {
+                        None
+                    };
                     w.push((k, v));
                 }
                 let sync = self.rng.chance(0.1);
@@ -258,7 +272,10 @@ fn option_sets() -> Vec<(&'static str, Options)> {
             "lz4-all-filters-pinned-no-cache",
             Options {
                 compression: Compression::Lz4,
-                filter_policy: FilterPolicy { bits_per_key: 8, levels: FilterLevels::All },
+                filter_policy: FilterPolicy {
+                    bits_per_key: 8,
+                    levels: FilterLevels::All,
+                },
                 pin_table_metadata: true,
                 block_cache_bytes: 0,
                 max_open_files: 2,
@@ -268,7 +285,10 @@ fn option_sets() -> Vec<(&'static str, Options)> {
         (
             "no-filters-restart-1",
             Options {
-                filter_policy: FilterPolicy { bits_per_key: 10, levels: FilterLevels::None },
+                filter_policy: FilterPolicy {
+                    bits_per_key: 10,
+                    levels: FilterLevels::None,
+                },
                 block_restart_interval: 1,
                 write_buffer_size: 2 << 10,
                 max_immutable_memtables: 1,
@@ -280,11 +300,18 @@ fn option_sets() -> Vec<(&'static str, Options)> {
 
 #[test]
 fn randomized_against_a_btreemap_with_crashes() {
-    let (steps, seeds) = if long_tests() { (20_000, 8) } else { (1_500, 2) };
+    let (steps, seeds) = if long_tests() {
+        (20_000, 8)
+    } else {
+        (1_500, 2)
+    };
     for seed in 0..seeds {
         for (name, opts) in option_sets() {
             let fs = Arc::new(CrashFs::new());
-            let opts = Options { fs: fs.clone(), ..opts };
+            let opts = Options {
+                fs: fs.clone(),
+                ..opts
+            };
             let mut h = Harness::new(opts, fs, seed * 7919 + name.len() as u64);
             for i in 0..steps {
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.step()));

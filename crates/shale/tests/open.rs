@@ -10,12 +10,20 @@ use shale::env::{FileSystem, MemFs, WriteLifetime};
 use shale::{Db, Error, Options};
 
 fn options(fs: Arc<MemFs>) -> Options {
-    Options { fs, write_buffer_size: 16 << 10, ..Options::default() }
+    Options {
+        fs,
+        write_buffer_size: 16 << 10,
+        ..Options::default()
+    }
 }
 
 fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
-    let mut v: Vec<String> =
-        fs.list(Path::new("/db")).expect("list").into_iter().filter(|n| n.ends_with(suffix)).collect();
+    let mut v: Vec<String> = fs
+        .list(Path::new("/db"))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(suffix))
+        .collect();
     v.sort();
     v
 }
@@ -27,7 +35,9 @@ fn flip_byte(fs: &MemFs, name: &str, offset: u64) {
     let mut data = fs.read_all(&path).expect("read");
     data[offset as usize] ^= 0x40;
     fs.remove(&path).expect("remove");
-    let mut w = fs.create_object(&path, WriteLifetime::NotSet).expect("create");
+    let mut w = fs
+        .create_object(&path, WriteLifetime::NotSet)
+        .expect("create");
     w.write(&data).expect("write");
     w.finish().expect("finish");
 }
@@ -37,12 +47,16 @@ fn writes_survive_close_and_reopen() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
     for i in 0..2000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes()).expect("put");
+        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
+            .expect("put");
     }
     db.delete(b"k00007").expect("delete");
     db.close().expect("close");
     let db = Db::open("/db", options(fs)).expect("reopen");
-    assert_eq!(db.get(b"k01999").expect("get"), Some(1999u32.to_le_bytes().to_vec()));
+    assert_eq!(
+        db.get(b"k01999").expect("get"),
+        Some(1999u32.to_le_bytes().to_vec())
+    );
     assert_eq!(db.get(b"k00007").expect("get"), None);
     assert_eq!(common::scan_all(&db).len(), 1999);
 }
@@ -51,7 +65,9 @@ fn writes_survive_close_and_reopen() {
 fn a_second_open_is_refused_while_locked() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
-    let err = Db::open("/db", options(fs.clone())).err().expect("second open must fail");
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("second open must fail");
     assert!(matches!(err, Error::Locked { .. }), "{err}");
     db.close().expect("close");
     Db::open("/db", options(fs)).expect("open after close");
@@ -61,12 +77,19 @@ fn a_second_open_is_refused_while_locked() {
 fn a_foreign_directory_is_not_a_database() {
     let fs = Arc::new(MemFs::new());
     fs.create_dir_all(Path::new("/db")).expect("mkdir");
-    let mut w = fs.create_object(Path::new("/db/notes.txt"), WriteLifetime::NotSet).expect("create");
+    let mut w = fs
+        .create_object(Path::new("/db/notes.txt"), WriteLifetime::NotSet)
+        .expect("create");
     w.write(b"hello").expect("write");
     w.finish().expect("finish");
-    let err = Db::open("/db", options(fs.clone())).err().expect("must fail");
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
     assert!(matches!(err, Error::NotADatabase { .. }), "{err}");
-    let missing = Options { create_if_missing: false, ..options(fs) };
+    let missing = Options {
+        create_if_missing: false,
+        ..options(fs)
+    };
     let err = Db::open("/nothing", missing).err().expect("must fail");
     assert!(matches!(err, Error::NotADatabase { .. }), "{err}");
 }
@@ -79,13 +102,24 @@ fn corrupt_current_and_manifest_are_reported() {
     db.flush().expect("flush");
     db.close().expect("close");
 
-    let manifest = files(&fs, "").into_iter().find(|n| n.starts_with("MANIFEST-")).expect("manifest");
+    let manifest = files(&fs, "")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST-"))
+        .expect("manifest");
     flip_byte(&fs, &manifest, 10);
-    let err = Db::open("/db", options(fs.clone())).err().expect("must fail");
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
     assert!(err.is_corruption(), "{err}");
-    assert!(err.to_string().contains(&manifest), "error names the manifest: {err}");
+    assert!(
+        err.to_string().contains(&manifest),
+        "error names the manifest: {err}"
+    );
     flip_byte(&fs, &manifest, 10);
-    Db::open("/db", options(fs.clone())).expect("restored manifest opens").close().expect("close");
+    Db::open("/db", options(fs.clone()))
+        .expect("restored manifest opens")
+        .close()
+        .expect("close");
 
     flip_byte(&fs, "CURRENT", 0);
     let err = Db::open("/db", options(fs)).err().expect("must fail");
@@ -97,7 +131,8 @@ fn a_flipped_byte_in_a_table_is_corruption_naming_the_file() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
     for i in 0..500u32 {
-        db.put(format!("k{i:05}").as_bytes(), &[7u8; 100]).expect("put");
+        db.put(format!("k{i:05}").as_bytes(), &[7u8; 100])
+            .expect("put");
     }
     db.compact_all().expect("compact");
     db.close().expect("close");
@@ -106,7 +141,10 @@ fn a_flipped_byte_in_a_table_is_corruption_naming_the_file() {
     let db = Db::open("/db", options(fs)).expect("open does not read data blocks");
     let err = db.get(b"k00000").err().expect("must fail");
     assert!(err.is_corruption(), "{err}");
-    assert!(err.to_string().contains(&table), "error names the table: {err}");
+    assert!(
+        err.to_string().contains(&table),
+        "error names the table: {err}"
+    );
     let mut it = db.iter(&Default::default()).expect("iter");
     it.seek_to_first();
     assert!(!it.valid());

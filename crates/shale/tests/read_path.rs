@@ -49,13 +49,28 @@ fn filtered_out_get_reads_no_index_or_data_block() {
         assert_eq!(d.gets, 1);
         if d.filter_positives == 0 {
             assert!(d.filter_negatives >= 1);
-            assert_eq!(accesses(&d, BlockKind::TopIndex), 0, "top index read after a negative filter");
-            assert_eq!(accesses(&d, BlockKind::IndexPartition), 0, "index read after a negative filter");
-            assert_eq!(accesses(&d, BlockKind::Data), 0, "data read after a negative filter");
+            assert_eq!(
+                accesses(&d, BlockKind::TopIndex),
+                0,
+                "top index read after a negative filter"
+            );
+            assert_eq!(
+                accesses(&d, BlockKind::IndexPartition),
+                0,
+                "index read after a negative filter"
+            );
+            assert_eq!(
+                accesses(&d, BlockKind::Data),
+                0,
+                "data read after a negative filter"
+            );
             checked += 1;
         }
     }
-    assert!(checked > 150, "almost every absent key is filtered out, got {checked}/200");
+    assert!(
+        checked > 150,
+        "almost every absent key is filtered out, got {checked}/200"
+    );
 }
 
 #[test]
@@ -66,7 +81,10 @@ fn last_level_filter_is_never_read_by_default() {
     db.compact_all().expect("compact");
     let summary = db.summary().expect("summary");
     assert!(summary.levels[6].tables > 0);
-    assert_eq!(summary.levels[6].filter_bytes, 0, "the last level is written without filters");
+    assert_eq!(
+        summary.levels[6].filter_bytes, 0,
+        "the last level is written without filters"
+    );
     let before = db.metrics();
     for i in (0..5000).step_by(7) {
         assert!(db.get(&key(i)).expect("get").is_some());
@@ -83,7 +101,10 @@ fn last_level_filter_is_never_read_by_default() {
 fn all_levels_policy_filters_the_last_level() {
     let fs = Arc::new(MemFs::new());
     let opts = Options {
-        filter_policy: FilterPolicy { bits_per_key: 10, levels: FilterLevels::All },
+        filter_policy: FilterPolicy {
+            bits_per_key: 10,
+            levels: FilterLevels::All,
+        },
         ..options(fs)
     };
     let db = Db::open("/db", opts).expect("open");
@@ -95,7 +116,11 @@ fn all_levels_policy_filters_the_last_level() {
         assert_eq!(db.get(&key(3_000_000 + j)).expect("get"), None);
     }
     let d = db.metrics().delta(&before);
-    assert!(d.filter_negatives >= 90, "negatives: {}", d.filter_negatives);
+    assert!(
+        d.filter_negatives >= 90,
+        "negatives: {}",
+        d.filter_negatives
+    );
     assert!(accesses(&d, BlockKind::Data) <= 10);
 }
 
@@ -108,7 +133,10 @@ fn a_get_in_the_last_level_reads_one_block_of_each_index_kind_and_one_data_block
     let before = db.metrics();
     let n = 500;
     for i in 0..n {
-        assert_eq!(db.get(&key(i * 37 % 20_000)).expect("get"), Some(vec![(i * 37 % 20_000) as u8; 110]));
+        assert_eq!(
+            db.get(&key(i * 37 % 20_000)).expect("get"),
+            Some(vec![(i * 37 % 20_000) as u8; 110])
+        );
     }
     let d = db.metrics().delta(&before);
     assert_eq!(d.gets, n);
@@ -134,7 +162,12 @@ fn physical_reads_equal_cache_misses_when_caches_are_cold() {
         assert!(db.get(&key(i * 11)).expect("get").is_some());
     }
     let d = db.metrics().delta(&before);
-    for kind in [BlockKind::Filter, BlockKind::TopIndex, BlockKind::IndexPartition, BlockKind::Data] {
+    for kind in [
+        BlockKind::Filter,
+        BlockKind::TopIndex,
+        BlockKind::IndexPartition,
+        BlockKind::Data,
+    ] {
         let b = d.block(kind);
         assert_eq!(b.physical_reads, b.cache_misses, "{kind:?}");
         assert!(b.bytes_read >= b.physical_reads, "{kind:?}");
@@ -151,7 +184,10 @@ fn physical_reads_equal_cache_misses_when_caches_are_cold() {
 #[test]
 fn pinned_metadata_is_charged_to_the_block_cache() {
     let fs = Arc::new(MemFs::new());
-    let opts = Options { pin_table_metadata: true, ..options(fs) };
+    let opts = Options {
+        pin_table_metadata: true,
+        ..options(fs)
+    };
     let db = Db::open("/db", opts).expect("open");
     load(&db, 20_000);
     let before = db.metrics();
@@ -162,6 +198,12 @@ fn pinned_metadata_is_charged_to_the_block_cache() {
     let d = m.delta(&before);
     assert!(m.block_cache_pinned > 0);
     assert!(m.block_cache_usage >= m.block_cache_pinned);
-    assert_eq!(d.block(BlockKind::TopIndex).cache_misses + d.block(BlockKind::TopIndex).cache_hits, 0);
-    assert_eq!(d.block(BlockKind::Filter).cache_misses + d.block(BlockKind::Filter).cache_hits, 0);
+    assert_eq!(
+        d.block(BlockKind::TopIndex).cache_misses + d.block(BlockKind::TopIndex).cache_hits,
+        0
+    );
+    assert_eq!(
+        d.block(BlockKind::Filter).cache_misses + d.block(BlockKind::Filter).cache_hits,
+        0
+    );
 }
