@@ -1,3 +1,239 @@
-//! STUB
-/// STUB
-pub struct CrashFs;
+//! A file system that can simulate a machine crash.
+//!
+//! [`CrashFs`] is a [`MemFs`] with two more operations. [`CrashFs::crash`] cuts
+//! the state down to what the durability contract of [`crate::FileSystem`]
+//! promises: names as of the last `sync_dir` of their directory, each file
+//! truncated to its synced length. [`CrashFs::crash_with_torn_tails`] keeps, in
+//! addition, a random prefix of each file's unsynced bytes, the last few of them
+//! possibly garbage, as a disk that wrote part of the cached pages would.
+//!
+//! After a crash the file system is *down*: every call fails, so the crashed
+//! process (a `Db` still running its threads) cannot change the state any more;
+//! every handle opened before the crash fails for ever. [`CrashFs::restart`]
+//! brings it back up, as a reboot would, with all locks released.
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::mem::MemFs;
+use crate::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
+
+/// A [`MemFs`] that can crash. See the module documentation.
+#[derive(Default)]
+pub struct CrashFs {
+    mem: MemFs,
+}
+
+impl CrashFs {
+    /// An empty file system.
+    pub fn new() -> CrashFs {
+        CrashFs { mem: MemFs::new() }
+    }
+
+    /// Crashes: only durable names and synced bytes remain. The file system is
+    /// down until [`CrashFs::restart`].
+    pub fn crash(&self) {
+        self.cut(None);
+    }
+
+    /// Crashes, keeping for each file a random prefix (chosen from `seed`) of its
+    /// unsynced bytes, of which the last up to 8 may be overwritten with garbage.
+    pub fn crash_with_torn_tails(&self, seed: u64) {
+        self.cut(Some(seed));
+    }
+
+    /// Ends the downtime after a crash: the durable state becomes the live state
+    /// and every lock is released.
+    pub fn restart(&self) {
+        let mut g = self.mem.core.names.lock();
+        g.down = false;
+        g.locks.clear();
+    }
+
+    /// True between a crash and the next restart.
+    pub fn is_down(&self) -> bool {
+        self.mem.core.names.lock().down
+    }
+
+    fn cut(&self, torn_seed: Option<u64>) {
+        let mut g = self.mem.core.names.lock();
+        self.mem.core.epoch.fetch_add(1, Ordering::AcqRel);
+        g.down = true;
+        g.locks.clear();
+        let mut rng = torn_seed.unwrap_or(0);
+        let mut durable: Vec<_> = g
+            .durable
+            .iter()
+            .map(|(p, n)| (p.clone(), n.clone()))
+            .collect();
+        // A fixed order so that a seed reproduces the same cut.
+        durable.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, node) in &durable {
+            let mut n = node.write();
+            let synced = n.synced.min(n.data.len());
+            let unsynced = n.data.len() - synced;
+            let keep = match torn_seed {
+                Some(_) if unsynced > 0 => {
+                    let r = splitmix(&mut rng);
+                    synced + (r % (unsynced as u64 + 1)) as usize
+                }
+                _ => synced,
+            };
+            n.data.truncate(keep);
+            if torn_seed.is_some() && keep > synced && splitmix(&mut rng) % 2 == 0 {
+                let garbage = (keep - synced).min(8);
+                for b in &mut n.data[keep - garbage..keep] {
+                    *b = splitmix(&mut rng) as u8;
+                }
+            }
+            n.synced = n.data.len();
+        }
+        g.live = durable.into_iter().collect();
+    }
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl FileSystem for CrashFs {
+    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
+        self.mem.create_append(path, hint)
+    }
+    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
+        self.mem.create_object(path, hint)
+    }
+    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.mem.open_random(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.mem.list(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.mem.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.mem.remove(path)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.mem.create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.mem.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        self.mem.file_size(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.mem.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.mem.lock(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> CrashFs {
+        let fs = CrashFs::new();
+        fs.create_dir_all(Path::new("/d")).expect("mkdir");
+        fs
+    }
+
+    #[test]
+    fn a_crash_keeps_synced_bytes_of_durable_names_only() {
+        let fs = setup();
+        let mut log = fs
+            .create_append(Path::new("/d/log"), WriteLifetime::Short)
+            .expect("create");
+        log.append(b"synced").expect("append");
+        log.sync().expect("sync");
+        log.append(b"-lost").expect("append");
+        fs.sync_dir(Path::new("/d")).expect("sync dir");
+        let mut o = fs
+            .create_object(Path::new("/d/new.sst"), WriteLifetime::Long)
+            .expect("create");
+        o.write(b"never named durably").expect("write");
+        o.finish().expect("finish");
+        fs.crash();
+        assert!(fs.is_down());
+        assert!(fs.list(Path::new("/d")).is_err(), "down until restart");
+        assert!(log.append(b"x").is_err(), "old handles are dead");
+        fs.restart();
+        assert_eq!(fs.read_all(Path::new("/d/log")).expect("read"), b"synced");
+        assert!(!fs.exists(Path::new("/d/new.sst")).expect("exists"));
+    }
+
+    #[test]
+    fn renames_and_removes_need_a_directory_sync() {
+        let fs = setup();
+        let mut o = fs
+            .create_object(Path::new("/d/a"), WriteLifetime::NotSet)
+            .expect("create");
+        o.write(b"A").expect("write");
+        o.finish().expect("finish");
+        fs.sync_dir(Path::new("/d")).expect("sync dir");
+        fs.rename(Path::new("/d/a"), Path::new("/d/b"))
+            .expect("rename");
+        fs.crash();
+        fs.restart();
+        assert!(fs.exists(Path::new("/d/a")).expect("exists"));
+        assert!(!fs.exists(Path::new("/d/b")).expect("exists"));
+        fs.rename(Path::new("/d/a"), Path::new("/d/b"))
+            .expect("rename");
+        fs.sync_dir(Path::new("/d")).expect("sync dir");
+        fs.crash();
+        fs.restart();
+        assert!(!fs.exists(Path::new("/d/a")).expect("exists"));
+        assert_eq!(fs.read_all(Path::new("/d/b")).expect("read"), b"A");
+    }
+
+    #[test]
+    fn torn_tails_keep_a_prefix_of_unsynced_bytes() {
+        let mut saw_partial = false;
+        for seed in 0..64 {
+            let fs = setup();
+            let mut log = fs
+                .create_append(Path::new("/d/log"), WriteLifetime::Short)
+                .expect("create");
+            log.append(b"0123456789").expect("append");
+            log.sync().expect("sync");
+            fs.sync_dir(Path::new("/d")).expect("sync dir");
+            log.append(&[7u8; 100]).expect("append");
+            fs.crash_with_torn_tails(seed);
+            fs.restart();
+            let data = fs.read_all(Path::new("/d/log")).expect("read");
+            assert!(data.len() >= 10 && data.len() <= 110);
+            assert_eq!(&data[..10], b"0123456789", "synced bytes are intact");
+            let tail = &data[10..];
+            let clean = tail.len().saturating_sub(8);
+            assert!(
+                tail[..clean].iter().all(|&b| b == 7),
+                "kept bytes are a prefix"
+            );
+            saw_partial |= data.len() > 10 && data.len() < 110;
+        }
+        assert!(saw_partial);
+    }
+
+    #[test]
+    fn locks_are_released_by_a_crash() {
+        let fs = setup();
+        let held = fs.lock(Path::new("/d/LOCK")).expect("lock");
+        fs.crash();
+        fs.restart();
+        let again = fs.lock(Path::new("/d/LOCK")).expect("lock after restart");
+        drop(held);
+        let err = fs.lock(Path::new("/d/LOCK")).err().expect("still held");
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        drop(again);
+    }
+}
