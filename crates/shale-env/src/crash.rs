@@ -82,7 +82,7 @@ impl CrashFs {
                 _ => synced,
             };
             n.data.truncate(keep);
-            if torn_seed.is_some() && keep > synced && splitmix(&mut rng) % 2 == 0 {
+            if torn_seed.is_some() && keep > synced && splitmix(&mut rng).is_multiple_of(2) {
                 let garbage = (keep - synced).min(8);
                 for b in &mut n.data[keep - garbage..keep] {
                     *b = splitmix(&mut rng) as u8;

@@ -217,7 +217,7 @@ impl RandomAccessFile for MemRandom {
         self.core.check(self.epoch)?;
         let n = self.node.read();
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        let end = start.checked_add(buf.len()).unwrap_or(usize::MAX);
+        let end = start.saturating_add(buf.len());
         match n.data.get(start..end) {
             Some(src) => {
                 buf.copy_from_slice(src);
