@@ -171,12 +171,17 @@ impl InternalIterator for MergingIterator {
     }
 }
 
+/// Opens the iterator of one file of a level.
+pub(crate) type OpenFn<F> = Box<dyn Fn(&F) -> Result<Box<dyn InternalIterator>> + Send>;
+/// The largest internal key of one file of a level.
+pub(crate) type LargestFn<F> = Box<dyn Fn(&F) -> &[u8] + Send>;
+
 /// Iterates over the key-ordered, non-overlapping tables of one level, opening
 /// each table only when the cursor reaches it.
 pub(crate) struct ConcatIterator<F> {
     files: Vec<F>,
-    open: Box<dyn Fn(&F) -> Result<Box<dyn InternalIterator>> + Send>,
-    largest: Box<dyn Fn(&F) -> &[u8] + Send>,
+    open: OpenFn<F>,
+    largest: LargestFn<F>,
     index: usize,
     current: Option<Box<dyn InternalIterator>>,
     error: Option<crate::error::Error>,
@@ -184,11 +189,7 @@ pub(crate) struct ConcatIterator<F> {
 
 impl<F: Send> ConcatIterator<F> {
     /// `files` in key order; `largest(f)` is the file's largest internal key.
-    pub(crate) fn new(
-        files: Vec<F>,
-        open: Box<dyn Fn(&F) -> Result<Box<dyn InternalIterator>> + Send>,
-        largest: Box<dyn Fn(&F) -> &[u8] + Send>,
-    ) -> Self {
+    pub(crate) fn new(files: Vec<F>, open: OpenFn<F>, largest: LargestFn<F>) -> Self {
         ConcatIterator {
             files,
             open,

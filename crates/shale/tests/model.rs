@@ -149,6 +149,66 @@ impl Harness {
         }
         it.status().expect("scan");
         assert_eq!(got, expected, "scan from {start:?}, bounds {opts:?}");
+        // Turning around: prev from where the forward scan stopped.
+        if got.len() >= 2 && it.valid() {
+            it.prev();
+            assert_eq!(
+                (it.key().to_vec(), it.value().to_vec()),
+                got[got.len() - 1],
+                "prev after next, bounds {opts:?}"
+            );
+        }
+    }
+
+    fn check_reverse_scan(&mut self) {
+        let a = self.key();
+        let b = self.key();
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let opts = ReadOptions {
+            lower_bound: self.rng.chance(0.5).then(|| lo.clone()),
+            upper_bound: self.rng.chance(0.5).then(|| hi.clone()),
+            ..Default::default()
+        };
+        let mut it = self.db().iter(&opts).expect("iter");
+        let start = if self.rng.chance(0.5) {
+            let s = self.key();
+            it.seek_for_prev(&s);
+            Some(s)
+        } else {
+            it.seek_to_last();
+            None
+        };
+        let in_bounds = |k: &Vec<u8>| {
+            opts.lower_bound.as_ref().is_none_or(|l| k >= l)
+                && opts.upper_bound.as_ref().is_none_or(|u| k < u)
+                && start.as_ref().is_none_or(|s| k <= s)
+        };
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = self
+            .model
+            .iter()
+            .rev()
+            .filter(|(k, _)| in_bounds(k))
+            .take(25)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut got = Vec::new();
+        while it.valid() && got.len() < 25 {
+            got.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        it.status().expect("reverse scan");
+        assert_eq!(
+            got, expected,
+            "reverse scan from {start:?}, bounds {opts:?}"
+        );
+        if got.len() >= 2 && it.valid() {
+            it.next();
+            assert_eq!(
+                (it.key().to_vec(), it.value().to_vec()),
+                got[got.len() - 1],
+                "next after prev, bounds {opts:?}"
+            );
+        }
     }
 
     fn reopen(&mut self) {
@@ -167,7 +227,10 @@ impl Harness {
         } else {
             self.fs.crash_with_torn_tails(self.rng.next_u64());
         }
+        // The crashed process's threads stop; the file system stays down (every
+        // call fails) until the machine "reboots".
         drop(self.db.take());
+        self.fs.restart();
         let db = Db::open("/db", self.opts.clone()).expect("open after crash");
         let state = scan_all(&db);
         let mut candidate = self.durable.clone();
@@ -220,7 +283,8 @@ impl Harness {
                 self.write(w, sync);
             }
             480..=749 => self.check_get(),
-            750..=849 => self.check_scan(),
+            750..=799 => self.check_scan(),
+            800..=849 => self.check_reverse_scan(),
             850..=889 => {
                 if self.snapshots.len() < 3 && self.rng.chance(0.5) {
                     let s = self.db().snapshot();

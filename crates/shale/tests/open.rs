@@ -139,7 +139,7 @@ fn a_flipped_byte_in_a_table_is_corruption_naming_the_file() {
     let table = files(&fs, ".sst").pop().expect("a table");
     flip_byte(&fs, &table, 100); // inside the first data block
     let db = Db::open("/db", options(fs)).expect("open does not read data blocks");
-    let err = db.get(b"k00000").err().expect("must fail");
+    let err = db.get(b"k00000").expect_err("must fail");
     assert!(err.is_corruption(), "{err}");
     assert!(
         err.to_string().contains(&table),

@@ -275,9 +275,11 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
         st.pending_outputs.remove(n);
     }
     result?;
-    let mut edit = VersionEdit::default();
-    edit.deleted = inputs;
-    edit.added = outputs.into_iter().map(|f| (last, f)).collect();
+    let edit = VersionEdit {
+        deleted: inputs,
+        added: outputs.into_iter().map(|f| (last, f)).collect(),
+        ..Default::default()
+    };
     db.log_and_apply(&mut st, edit, 0)?;
     db.stats.compactions.incr();
     drop(st);

@@ -36,6 +36,16 @@ pub(crate) fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
 }
 
+impl FileType {
+    /// The file number of a numbered file.
+    pub(crate) fn number(self) -> Option<u64> {
+        match self {
+            FileType::Manifest(n) | FileType::Wal(n) | FileType::Table(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
 /// Recognizes a shale file name; `None` for anything else.
 pub(crate) fn parse(name: &str) -> Option<FileType> {
     if name == CURRENT {

@@ -178,8 +178,9 @@ pub struct LevelSummary {
 pub struct DbSummary {
     /// Per-level totals, index = level.
     pub levels: Vec<LevelSummary>,
-    /// Filter bytes of every level except the last non-empty one: what the
-    /// study's first inflection point caches.
+    /// Filter bytes of every level except the last (L6): the filters a Get
+    /// consults under the default policy, which the study's first inflection
+    /// point caches.
     pub filter_bytes_except_last_level: u64,
 }
 
@@ -349,10 +350,9 @@ impl Db {
             l.raw_key_bytes += p.raw_key_bytes;
             l.raw_value_bytes += p.raw_value_bytes;
         }
-        let last = levels.iter().rposition(|l| l.tables > 0);
         let filter_bytes_except_last_level = levels
             .iter()
-            .filter(|l| Some(l.level) != last)
+            .filter(|l| l.level != NUM_LEVELS - 1)
             .map(|l| l.filter_bytes)
             .sum();
         Ok(DbSummary {
@@ -445,10 +445,25 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
         }
         recover_manifest(path, &*fs, &obsolete)?
     } else {
-        let foreign: Vec<&String> = names
-            .iter()
-            .filter(|n| parse(n) != Some(FileType::Lock))
-            .collect();
+        // An earlier creation that failed before writing CURRENT may have left
+        // its lock, temporary file, manifest and an empty WAL: no write was ever
+        // acknowledged without CURRENT, so they hold nothing and are reused or
+        // deleted. Anything else (a table, a non-empty log, a foreign file) means
+        // this is not a database we may initialise.
+        let mut foreign = Vec::new();
+        for n in &names {
+            let leftover = match parse(n) {
+                Some(FileType::Lock | FileType::Temp | FileType::Manifest(_)) => true,
+                Some(FileType::Wal(_)) => {
+                    let p = path.join(n);
+                    fs.file_size(&p).map_err(|e| Error::io("stat", &p, e))? == 0
+                }
+                _ => false,
+            };
+            if !leftover {
+                foreign.push(n);
+            }
+        }
         if let Some(first) = foreign.first() {
             return Err(Error::NotADatabase {
                 path: path.into(),
@@ -489,9 +504,14 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
         })
         .collect();
     wals.sort_unstable();
-    let mut next_file_number = recovered
-        .next_file_number
-        .max(wals.last().map_or(0, |n| n + 1));
+    // Never reuse the number of a file left behind by a failed flush, open or
+    // compaction: it is deleted below, but may still be in the directory.
+    let highest_in_dir = names
+        .iter()
+        .filter_map(|n| parse(n).and_then(FileType::number))
+        .max()
+        .unwrap_or(0);
+    let mut next_file_number = recovered.next_file_number.max(highest_in_dir + 1);
     let mut last_sequence = recovered.last_sequence;
     let mut version = recovered.version;
     let mut edit = VersionEdit::default();
@@ -503,11 +523,12 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
             .map_err(|e| Error::io("open wal", &wal_path, e))?;
         let mut reader = LogReader::new(file, wal_path.clone());
         while let Some(record) = reader.read_record()? {
+            let at = reader.last_record_offset();
             let (seq, batch) = WriteBatch::decode(&record).map_err(|reason| {
-                Error::corruption(&wal_path, 0, format!("bad write batch: {reason}"))
+                Error::corruption(&wal_path, at, format!("bad write batch: {reason}"))
             })?;
             for (j, op) in batch.ops().enumerate() {
-                let op = op.map_err(|reason| Error::corruption(&wal_path, 0, reason))?;
+                let op = op.map_err(|reason| Error::corruption(&wal_path, at, reason))?;
                 mem.add(seq + j as u64, op.kind, op.key, op.value);
             }
             last_sequence =
@@ -631,7 +652,7 @@ fn recover_manifest(
         let edit = VersionEdit::decode(&record).map_err(|reason| {
             Error::corruption(
                 &manifest_path,
-                0,
+                reader.last_record_offset(),
                 format!("version edit {records}: {reason}"),
             )
         })?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
-use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
+use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO};
 use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
 use crate::memtable::MemGet;
 use crate::options::{ReadOptions, NUM_LEVELS};
@@ -110,13 +110,14 @@ impl Drop for Snapshot {
     }
 }
 
-/// A forward iterator over the user keys and values of the database (or of a
-/// snapshot), in key order, within optional bounds.
+/// An iterator over the user keys and values of the database (or of a
+/// snapshot), in key order, within optional bounds (lower inclusive, upper
+/// exclusive), forward and backward.
 ///
 /// It reads a consistent state: the memtables and tables it started with stay
 /// alive (tables are not deleted) until it is dropped. Unpositioned until a seek.
 /// Errors (I/O, corruption) end the iteration and are reported by
-/// [`DbIterator::status`]. Backward iteration comes with the leveled LSM.
+/// [`DbIterator::status`]. Owned by one thread at a time (`Send`).
 pub struct DbIterator {
     /// Keeps the tables of the iterator's version from being deleted.
     _sv: Arc<SuperVersion>,
@@ -127,6 +128,10 @@ pub struct DbIterator {
     key: Vec<u8>,
     value: Vec<u8>,
     valid: bool,
+    /// Where the internal cursor is relative to the current entry: on its
+    /// newest visible version (forward) or on the entry before all of its
+    /// versions (reverse).
+    reverse: bool,
     error: Option<Error>,
 }
 
@@ -165,8 +170,92 @@ impl DbIterator {
             key: Vec::new(),
             value: Vec::new(),
             valid: false,
+            reverse: false,
             error,
         }
+    }
+
+    /// Positions on the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) {
+        match self.upper.clone() {
+            Some(upper) => self
+                .it
+                .seek_for_prev(InternalKey::seek_key(&upper, MAX_SEQNO).encoded()),
+            None => self.it.seek_to_last(),
+        }
+        self.find_prev_entry();
+    }
+
+    /// Positions on the last key `<= key` (and within the bounds).
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        match &self.upper {
+            Some(upper) if key >= upper.as_slice() => {
+                let target = InternalKey::seek_key(upper, MAX_SEQNO);
+                self.it.seek_for_prev(target.encoded());
+            }
+            // Sorts after every version of `key`.
+            _ => self
+                .it
+                .seek_for_prev(InternalKey::new(key, 0, ValueKind::Delete).encoded()),
+        }
+        self.find_prev_entry();
+    }
+
+    /// Moves to the previous key. Does nothing when not valid.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if !self.reverse {
+            // Step before every version of the current key.
+            let target = InternalKey::seek_key(&self.key, MAX_SEQNO);
+            self.it.seek_for_prev(target.encoded());
+        }
+        self.find_prev_entry();
+    }
+
+    /// Moves the internal cursor backward to the newest visible version of the
+    /// previous user key that is not deleted, leaving the cursor on the entry
+    /// before all of that key's versions.
+    fn find_prev_entry(&mut self) {
+        self.valid = false;
+        self.reverse = true;
+        if self.error.is_some() {
+            return;
+        }
+        // Versions of one user key come oldest first when walking backward; the
+        // last visible one seen before the user key changes is the newest.
+        let mut found = false;
+        loop {
+            if !self.it.valid() {
+                self.error = self.it.status().err();
+                break;
+            }
+            let Some(ik) = parse_internal_key(self.it.key()) else {
+                self.error = Some(malformed(self.it.key()));
+                return;
+            };
+            if self.lower.as_deref().is_some_and(|l| ik.user_key < l) {
+                break;
+            }
+            if found && ik.user_key < self.key.as_slice() {
+                break;
+            }
+            if ik.seq <= self.seq {
+                match ik.value_kind() {
+                    Some(ValueKind::Value) => {
+                        self.key.clear();
+                        self.key.extend_from_slice(ik.user_key);
+                        self.value.clear();
+                        self.value.extend_from_slice(self.it.value());
+                        found = true;
+                    }
+                    _ => found = false,
+                }
+            }
+            self.it.prev();
+        }
+        self.valid = found && self.error.is_none();
     }
 
     /// Positions on the first key (at or after the lower bound).
@@ -201,6 +290,11 @@ impl DbIterator {
         if !self.valid {
             return;
         }
+        if self.reverse {
+            // Back onto the current key's newest visible version.
+            let target = InternalKey::seek_key(&self.key, self.seq);
+            self.it.seek(target.encoded());
+        }
         let skip = std::mem::take(&mut self.key);
         self.find_entry(Some(skip));
     }
@@ -227,6 +321,7 @@ impl DbIterator {
     /// user key that is not `skip` and not deleted.
     fn find_entry(&mut self, mut skip: Option<Vec<u8>>) {
         self.valid = false;
+        self.reverse = false;
         if self.error.is_some() {
             return;
         }
@@ -236,11 +331,7 @@ impl DbIterator {
                 return;
             }
             let Some(ik) = parse_internal_key(self.it.key()) else {
-                self.error = Some(Error::corruption(
-                    "(iterator)",
-                    0,
-                    format!("malformed internal key {:02x?}", self.it.key()),
-                ));
+                self.error = Some(malformed(self.it.key()));
                 return;
             };
             if self.upper.as_deref().is_some_and(|u| ik.user_key >= u) {
@@ -263,4 +354,14 @@ impl DbIterator {
             self.it.next();
         }
     }
+}
+
+/// The error for an entry whose key cannot be decoded (tables check their
+/// blocks' checksums, so this is a bug or memory corruption, never a bad disk).
+fn malformed(key: &[u8]) -> Error {
+    Error::corruption(
+        "(iterator)",
+        0,
+        format!("malformed internal key {key:02x?}"),
+    )
 }

@@ -91,6 +91,14 @@ impl InternalKey {
         Some(InternalKey { encoded })
     }
 
+    /// Wraps a seek target: any encoded key at least a trailer long, seek kind
+    /// included. Never stored.
+    pub(crate) fn seek_target(encoded: &[u8]) -> Option<InternalKey> {
+        (encoded.len() >= TRAILER_LEN).then(|| InternalKey {
+            encoded: encoded.to_vec(),
+        })
+    }
+
     /// The encoded bytes.
     pub fn encoded(&self) -> &[u8] {
         &self.encoded

@@ -1,10 +1,35 @@
-//! STUB: interface only; implementation in progress.
+//! The memtable: a concurrent sorted map of internal keys to values.
+//!
+//! Entries are never removed or changed; a delete adds a tombstone with a newer
+//! sequence number. Lookups find the newest entry at or below a sequence number,
+//! so a memtable serves every snapshot at once.
+//!
+//! # Concurrency
+//!
+//! Built on a lock-free skiplist (`crossbeam_skiplist::SkipMap`): any number of
+//! threads may `add` and `get` at the same time, and readers never wait for
+//! writers. The write path still adds the entries of one batch from one thread,
+//! and publishes the batch's sequence numbers only after all of them are in, so a
+//! reader never observes half a batch.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::format::{SeqNo, ValueKind};
+use crossbeam_skiplist::SkipMap;
+
+use crate::format::{InternalKey, SeqNo, ValueKind};
+
+/// Bytes charged per entry beyond its key and value: skiplist node, tower and the
+/// two heap allocations (a rough figure, so that `write_buffer_size` tracks real
+/// memory).
+const ENTRY_OVERHEAD: usize = 80;
 
 /// A concurrent sorted in-memory table.
-pub struct MemTable;
+pub struct MemTable {
+    map: SkipMap<InternalKey, Vec<u8>>,
+    bytes: AtomicUsize,
+}
 
 /// Result of a memtable lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,70 +42,219 @@ pub enum MemGet {
     Absent,
 }
 
+impl Default for MemTable {
+    fn default() -> Self {
+        MemTable::new()
+    }
+}
+
 impl MemTable {
     /// An empty memtable.
     pub fn new() -> MemTable {
-        todo!()
+        MemTable {
+            map: SkipMap::new(),
+            bytes: AtomicUsize::new(0),
+        }
     }
-    /// Adds an entry. Safe to call from several threads at once.
+
+    /// Adds an entry. Safe to call from several threads at once. `(key, seq)`
+    /// must be new to this memtable (sequence numbers are unique).
     pub fn add(&self, seq: SeqNo, kind: ValueKind, key: &[u8], value: &[u8]) {
-        let _ = (seq, kind, key, value);
-        todo!()
+        let ikey = InternalKey::new(key, seq, kind);
+        let charge = ikey.encoded().len() + value.len() + ENTRY_OVERHEAD;
+        self.map.insert(ikey, value.to_vec());
+        self.bytes.fetch_add(charge, Ordering::Relaxed);
     }
+
     /// The newest entry for `key` with sequence number `<= seq`.
     pub fn get(&self, key: &[u8], seq: SeqNo) -> MemGet {
-        let _ = (key, seq);
-        todo!()
+        let target = InternalKey::seek_key(key, seq);
+        let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
+            return MemGet::Absent;
+        };
+        let found = entry.key().as_ref();
+        if found.user_key != key {
+            return MemGet::Absent;
+        }
+        match found.value_kind() {
+            Some(ValueKind::Value) => MemGet::Value(entry.value().clone()),
+            Some(ValueKind::Delete) => MemGet::Deleted,
+            // `add` only stores valid kinds.
+            None => MemGet::Absent,
+        }
     }
+
     /// Approximate memory used, in bytes.
     pub fn approximate_bytes(&self) -> usize {
-        todo!()
+        self.bytes.load(Ordering::Relaxed)
     }
+
     /// Number of entries.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
-        todo!()
+        self.map.len()
     }
+
     /// True if empty.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.map.is_empty()
     }
-    /// An iterator over a shared memtable.
+
+    /// An iterator over a shared memtable. It sees entries added after its
+    /// creation too; callers bound what they read by sequence number.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
-        todo!()
+        MemTableIterator {
+            mem: self.clone(),
+            current: None,
+        }
     }
 }
 
 /// Iterator over a memtable (implements [`crate::iter::InternalIterator`]).
-pub struct MemTableIterator;
+///
+/// Holds a copy of the current entry; each step is a skiplist search from the
+/// copied key, which keeps the iterator free of borrows so that it can be stored
+/// next to the `Arc` it reads.
+pub struct MemTableIterator {
+    mem: Arc<MemTable>,
+    current: Option<(InternalKey, Vec<u8>)>,
+}
+
+type Entry<'a> = crossbeam_skiplist::map::Entry<'a, InternalKey, Vec<u8>>;
+
+fn copy(e: Option<Entry<'_>>) -> Option<(InternalKey, Vec<u8>)> {
+    e.map(|e| (e.key().clone(), e.value().clone()))
+}
+
+/// An internal key to compare against, if `target` is long enough to be one.
+fn target_key(target: &[u8]) -> Option<InternalKey> {
+    InternalKey::seek_target(target)
+}
+
 impl crate::iter::InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        todo!()
+        self.current.is_some()
     }
     fn seek_to_first(&mut self) {
-        todo!()
+        self.current = copy(self.mem.map.front());
     }
     fn seek_to_last(&mut self) {
-        todo!()
+        self.current = copy(self.mem.map.back());
     }
-    fn seek(&mut self, _: &[u8]) {
-        todo!()
+    fn seek(&mut self, target: &[u8]) {
+        self.current =
+            target_key(target).and_then(|t| copy(self.mem.map.lower_bound(Bound::Included(&t))));
     }
-    fn seek_for_prev(&mut self, _: &[u8]) {
-        todo!()
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.current =
+            target_key(target).and_then(|t| copy(self.mem.map.upper_bound(Bound::Included(&t))));
     }
     fn next(&mut self) {
-        todo!()
+        self.current = match &self.current {
+            Some((k, _)) => copy(self.mem.map.lower_bound(Bound::Excluded(k))),
+            None => None,
+        };
     }
     fn prev(&mut self) {
-        todo!()
+        self.current = match &self.current {
+            Some((k, _)) => copy(self.mem.map.upper_bound(Bound::Excluded(k))),
+            None => None,
+        };
     }
     fn key(&self) -> &[u8] {
-        todo!()
+        self.current.as_ref().map_or(&[], |(k, _)| k.encoded())
     }
     fn value(&self) -> &[u8] {
-        todo!()
+        self.current.as_ref().map_or(&[], |(_, v)| v.as_slice())
     }
     fn status(&self) -> crate::error::Result<()> {
-        todo!()
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iter::InternalIterator;
+
+    #[test]
+    fn get_sees_the_newest_entry_at_or_below_a_sequence() {
+        let m = MemTable::new();
+        m.add(1, ValueKind::Value, b"a", b"a1");
+        m.add(2, ValueKind::Value, b"b", b"b2");
+        m.add(3, ValueKind::Delete, b"a", b"");
+        m.add(4, ValueKind::Value, b"a", b"a4");
+        assert_eq!(m.get(b"a", 0), MemGet::Absent);
+        assert_eq!(m.get(b"a", 1), MemGet::Value(b"a1".to_vec()));
+        assert_eq!(m.get(b"a", 2), MemGet::Value(b"a1".to_vec()));
+        assert_eq!(m.get(b"a", 3), MemGet::Deleted);
+        assert_eq!(m.get(b"a", 9), MemGet::Value(b"a4".to_vec()));
+        assert_eq!(m.get(b"b", 9), MemGet::Value(b"b2".to_vec()));
+        assert_eq!(m.get(b"c", 9), MemGet::Absent);
+        assert_eq!(m.get(b"", 9), MemGet::Absent);
+        assert_eq!(m.len(), 4);
+        assert!(m.approximate_bytes() > 4 * ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn iterator_walks_both_ways_in_internal_order() {
+        let m = Arc::new(MemTable::new());
+        for (seq, k) in [(5, "c"), (1, "a"), (3, "b"), (4, "a"), (2, "c")] {
+            m.add(seq, ValueKind::Value, k.as_bytes(), k.as_bytes());
+        }
+        let mut it = m.iter();
+        it.seek_to_first();
+        let mut fwd = Vec::new();
+        while it.valid() {
+            fwd.push(
+                InternalKey::from_encoded(it.key().to_vec())
+                    .expect("key")
+                    .to_string(),
+            );
+            it.next();
+        }
+        let expect = ["a#4,SET", "a#1,SET", "b#3,SET", "c#5,SET", "c#2,SET"];
+        assert_eq!(fwd, expect);
+        it.seek_to_last();
+        let mut bwd = Vec::new();
+        while it.valid() {
+            bwd.push(
+                InternalKey::from_encoded(it.key().to_vec())
+                    .expect("key")
+                    .to_string(),
+            );
+            it.prev();
+        }
+        bwd.reverse();
+        assert_eq!(fwd, bwd);
+        it.seek(InternalKey::seek_key(b"b", 9).encoded());
+        assert_eq!(it.value(), b"b");
+        it.seek_for_prev(InternalKey::seek_key(b"b", 9).encoded());
+        assert_eq!(it.value(), b"a", "last entry before b's newest");
+        it.status().expect("no error");
+    }
+
+    #[test]
+    fn concurrent_adds_are_all_visible() {
+        let m = Arc::new(MemTable::new());
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let m = m.clone();
+                s.spawn(move || {
+                    for i in 0..1000u64 {
+                        let k = format!("k{:05}", i * 4 + t);
+                        m.add(i * 4 + t + 1, ValueKind::Value, k.as_bytes(), b"v");
+                    }
+                });
+            }
+        });
+        assert_eq!(m.len(), 4000);
+        for i in 0..4000u64 {
+            let k = format!("k{i:05}");
+            assert_eq!(
+                m.get(k.as_bytes(), u64::MAX >> 8),
+                MemGet::Value(b"v".to_vec())
+            );
+        }
     }
 }

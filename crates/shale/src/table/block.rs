@@ -112,6 +112,7 @@ impl Block {
     }
 
     /// True if the block holds no entry.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.num_restarts == 0
     }

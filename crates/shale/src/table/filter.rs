@@ -142,11 +142,13 @@ impl Filter {
     }
 
     /// Number of 64-byte lines.
+    #[cfg(test)]
     pub fn num_lines(&self) -> usize {
         self.num_lines
     }
 
     /// Number of probes per key.
+    #[cfg(test)]
     pub fn num_probes(&self) -> u8 {
         self.k
     }

@@ -206,11 +206,13 @@ impl TableReader {
     }
 
     /// True if the table has a Bloom filter.
+    #[cfg(test)]
     pub fn has_filter(&self) -> bool {
         self.meta.footer.filter.is_some()
     }
 
     /// Bytes of metadata this reader pins (charged to the block cache).
+    #[cfg(test)]
     pub fn pinned_bytes(&self) -> u64 {
         self.pinned_bytes
     }

@@ -204,11 +204,6 @@ impl Version {
         }
         edit
     }
-
-    /// Number of the last non-empty level, if any.
-    pub(crate) fn last_nonempty_level(&self) -> Option<usize> {
-        (0..NUM_LEVELS).rev().find(|&l| !self.levels[l].is_empty())
-    }
 }
 
 #[cfg(test)]
@@ -243,7 +238,6 @@ mod tests {
         assert_eq!(l6, vec![3]);
         assert_eq!(v.candidates(6, b"g").count(), 0, "gap between files");
         assert_eq!(v.candidates(6, b"zz").count(), 0);
-        assert_eq!(v.last_nonempty_level(), Some(6));
     }
 
     #[test]
