@@ -150,3 +150,41 @@ fn a_flipped_byte_in_a_table_is_corruption_naming_the_file() {
     assert!(!it.valid());
     assert!(it.status().err().is_some_and(|e| e.is_corruption()));
 }
+
+#[test]
+fn a_damaged_wal_record_is_corruption_but_a_torn_tail_is_not() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    for i in 0..20u32 {
+        db.put(format!("k{i:02}").as_bytes(), b"value")
+            .expect("put");
+    }
+    // Dropping without close syncs nothing, but MemFs keeps every byte, as the
+    // page cache does after a process crash.
+    drop(db);
+    let wal = files(&fs, ".log").pop().expect("a wal");
+    let len = fs.file_size(&Path::new("/db").join(&wal)).expect("size");
+
+    // A damaged last byte: a torn tail, the last write is dropped.
+    flip_byte(&fs, &wal, len - 1);
+    let db = Db::open("/db", options(fs.clone())).expect("a torn tail opens");
+    assert_eq!(db.get(b"k18").expect("get"), Some(b"value".to_vec()));
+    assert_eq!(db.get(b"k19").expect("get"), None, "the torn write is gone");
+    drop(db);
+
+    // Damage in the first record with valid records after it: corruption at 0.
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    db.put(b"x", b"1").expect("put");
+    db.put(b"y", b"2").expect("put");
+    drop(db);
+    let wal = files(&fs, ".log").pop().expect("a wal");
+    flip_byte(&fs, &wal, 9);
+    let err = Db::open("/db", options(fs)).err().expect("must fail");
+    match &err {
+        Error::Corruption { file, offset, .. } => {
+            assert!(file.ends_with(&wal), "{err}");
+            assert_eq!(*offset, 0, "{err}");
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+}
