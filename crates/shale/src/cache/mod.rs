@@ -2,8 +2,63 @@
 //! that metadata (filters, top-level indexes, index partitions) is evicted after
 //! data blocks.
 //!
+//! [`LruCache`] holds clones of `V` (the block cache stores `Arc`s) under keys
+//! `K`, each with a caller-given *charge* (bytes for the block cache, 1 per reader
+//! for the table cache). The sum of the charges plus the bytes pinned outside the
+//! cache ([`LruCache::reserve_pinned`]) is kept within the capacity.
+//!
+//! # Layout
+//!
+//! The cache is split into a power-of-two number of shards; a key's shard comes
+//! from bits 32..48 of an xxh3 hash of the key (the low bits and the top seven bits
+//! are what the shard's own hash table uses, so they are left independent). Each
+//! shard has a hash map from key to a slot of a slab, and the slab's slots are
+//! linked (by index, no pointers) into one circular doubly-linked LRU list per
+//! [`Priority`], each with its own sentinel slot.
+//!
+//! # Budgets and eviction
+//!
+//! The capacity left after pinned bytes, `capacity - pinned` (zero if pinned
+//! bytes exceed the capacity), is split evenly across the shards, the remainder
+//! going to the first shard; that share is the shard's *budget*. While a shard's
+//! charges exceed its budget it evicts the least recently used entry of its
+//! lowest non-empty pool: every Low entry goes before any Medium one, every Medium
+//! one before any High one. Hence, once no call is in flight, `usage() <=
+//! capacity()` whenever the pinned bytes fit in the capacity, and every entry is
+//! evicted when they do not.
+//!
+//! An entry whose charge alone exceeds its shard's budget is not cached at all
+//! (and any entry already under its key is dropped), rather than flushing the
+//! shard and then being evicted anyway. With many shards and a small capacity
+//! this rejects entries smaller than the whole capacity, so callers should keep
+//! `capacity / shards` well above their largest charge (a cache of capacity
+//! below the shard count leaves some shards with no room at all).
+//!
+//! # Concurrency
+//!
+//! `LruCache` is `Send + Sync` when `K` and `V` are `Send`. Each shard sits
+//! behind its own [`parking_lot::Mutex`] (padded to a cache line), held only for
+//! the map and list updates of one call; values that leave the cache (evicted,
+//! replaced, erased or rejected) are dropped after the lock is released, so a
+//! block's memory is never freed under a shard lock. `get` clones `V` under the
+//! lock, so `V` should be cheap to clone.
+//!
+//! The capacity and the pinned bytes are atomics. Every shard reads them under
+//! its lock when it evicts, and [`LruCache::reserve_pinned`] and
+//! [`LruCache::set_capacity`] update them and then lock and trim every shard in
+//! turn. An insert racing with a reservation may briefly leave a shard over its
+//! new budget, but the reservation's sweep reaches that shard after the insert
+//! releases it and trims it, so the bound holds once both calls return.
+//! [`LruCache::usage`] locks the shards one at a time, so under concurrent
+//! writes it is a sum of per-shard snapshots, not an atomic snapshot.
 
-use std::hash::Hash;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 /// Priority of a cached entry. Entries of a lower priority are always evicted
 /// before entries of a higher one; within a priority, least recently used first.
@@ -17,108 +72,848 @@ pub enum Priority {
     High,
 }
 
-/// A cache of `V` values keyed by `K`, bounded by the sum of the charges of its
-/// entries plus the bytes pinned outside it.
-///
-/// PLACEHOLDER: one lock, eviction by priority then insertion order; being
-/// replaced by the sharded LRU.
-pub struct LruCache<K, V> {
-    inner: parking_lot::Mutex<Inner<K, V>>,
+/// Number of priority pools (and of sentinel slots at the start of a slab).
+const POOLS: usize = 3;
+
+/// Shard counts are capped here (before rounding to a power of two) so that the
+/// shard index fits the 16 hash bits used to pick it.
+const MAX_SHARDS: usize = 1 << 16;
+
+impl Priority {
+    /// Pool index, which is also the slab index of the pool's sentinel. Eviction
+    /// scans pools in increasing index.
+    fn pool(self) -> usize {
+        match self {
+            Priority::Low => 0,
+            Priority::Medium => 1,
+            Priority::High => 2,
+        }
+    }
 }
 
-struct Inner<K, V> {
-    capacity: u64,
-    pinned: u64,
-    usage: u64,
-    tick: u64,
-    map: std::collections::HashMap<K, (V, u64, Priority, u64)>,
+/// A cache of `V` values keyed by `K`, bounded by the sum of the charges of its
+/// entries plus the bytes pinned outside it. See the [module docs](self) for
+/// sharding, eviction order and concurrency.
+pub struct LruCache<K, V> {
+    shards: Box<[ShardLock<K, V>]>,
+    hasher: KeyHashBuilder,
+    capacity: AtomicU64,
+    pinned: AtomicU64,
 }
 
 impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
-    /// A cache of `capacity` charge units.
-    pub fn new(capacity: u64, _shards: usize) -> Self {
+    /// A cache of `capacity` charge units split over `shards` shards (rounded up
+    /// to a power of two; at least 1, at most 65536).
+    pub fn new(capacity: u64, shards: usize) -> Self {
+        let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
+        let shards = (0..n)
+            .map(|_| CachePadded::new(Mutex::new(Shard::new())))
+            .collect();
         LruCache {
-            inner: parking_lot::Mutex::new(Inner {
-                capacity,
-                pinned: 0,
-                usage: 0,
-                tick: 0,
-                map: Default::default(),
-            }),
+            shards,
+            hasher: KeyHashBuilder,
+            capacity: AtomicU64::new(capacity),
+            pinned: AtomicU64::new(0),
         }
     }
-    /// Looks `key` up; a hit makes it most recently used.
+
+    /// Looks `key` up; a hit makes it the most recently used entry of its pool.
     pub fn get(&self, key: &K) -> Option<V> {
-        let mut g = self.inner.lock();
-        g.tick += 1;
-        let t = g.tick;
-        let e = g.map.get_mut(key)?;
-        e.3 = t;
-        Some(e.0.clone())
+        let (_, shard) = self.shard_of(key);
+        shard.lock().get(key)
     }
-    /// Inserts (or replaces) `key`, then evicts until within capacity.
+
+    /// Inserts `value` under `key` with `charge` and `priority`, replacing (value,
+    /// charge and priority of) any entry already there and making it the most
+    /// recently used of its pool, then evicts until the shard is within its
+    /// budget. If `charge` alone exceeds the shard's budget, nothing is cached
+    /// and any previous entry under `key` is removed.
     pub fn insert(&self, key: K, value: V, charge: u64, priority: Priority) {
-        let mut g = self.inner.lock();
-        g.tick += 1;
-        let t = g.tick;
-        if let Some(old) = g.map.insert(key, (value, charge, priority, t)) {
-            g.usage -= old.1;
+        let (i, shard) = self.shard_of(&key);
+        let mut garbage = Vec::new();
+        {
+            let mut s = shard.lock();
+            let budget = self.budget(i);
+            s.insert(key, value, charge, priority, budget, &mut garbage);
         }
-        g.usage += charge;
-        g.evict();
+        drop(garbage);
     }
+
     /// Removes `key` if present.
     pub fn erase(&self, key: &K) {
-        let mut g = self.inner.lock();
-        if let Some(old) = g.map.remove(key) {
-            g.usage -= old.1;
+        let (_, shard) = self.shard_of(key);
+        let removed = shard.lock().remove(key);
+        drop(removed);
+    }
+
+    /// Charges `bytes` held outside the cache (pinned table metadata) against its
+    /// capacity, evicting from every shard as needed.
+    pub fn reserve_pinned(&self, bytes: u64) {
+        update_saturating(&self.pinned, |p| p.saturating_add(bytes));
+        self.trim_all();
+    }
+
+    /// Returns bytes reserved with [`reserve_pinned`](Self::reserve_pinned)
+    /// (saturating at zero). Nothing is evicted; the room becomes available to
+    /// later inserts.
+    pub fn release_pinned(&self, bytes: u64) {
+        update_saturating(&self.pinned, |p| p.saturating_sub(bytes));
+    }
+
+    /// Sum of the charges of the cached entries plus the pinned bytes.
+    pub fn usage(&self) -> u64 {
+        let charges = self
+            .shards
+            .iter()
+            .fold(0u64, |acc, s| acc.saturating_add(s.lock().usage));
+        charges.saturating_add(self.pinned())
+    }
+
+    /// Bytes currently reserved with [`reserve_pinned`](Self::reserve_pinned).
+    pub fn pinned(&self) -> u64 {
+        self.pinned.load(Ordering::Relaxed)
+    }
+
+    /// The capacity, in charge units.
+    pub fn capacity(&self) -> u64 {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Changes the capacity, evicting from every shard as needed.
+    pub fn set_capacity(&self, capacity: u64) {
+        self.capacity.store(capacity, Ordering::Relaxed);
+        self.trim_all();
+    }
+
+    fn shard_of(&self, key: &K) -> (usize, &Mutex<Shard<K, V>>) {
+        let hash = self.hasher.hash_one(key);
+        // The slab length is a power of two, so the mask keeps `i` in range.
+        let i = ((hash >> 32) as usize) & (self.shards.len() - 1);
+        (i, &self.shards[i])
+    }
+
+    /// Budget of shard `i`: its share of `capacity - pinned`. Called with shard
+    /// `i` locked, so that a concurrent `reserve_pinned` or `set_capacity` either
+    /// is seen here or trims this shard after we unlock it (Relaxed is enough:
+    /// the shard mutex orders the atomics' updates before that trim).
+    fn budget(&self, i: usize) -> u64 {
+        let total = self.capacity().saturating_sub(self.pinned());
+        let n = self.shards.len() as u64;
+        let share = total / n;
+        if i == 0 {
+            share + total % n
+        } else {
+            share
         }
     }
-    /// Charges `bytes` pinned outside the cache against its capacity.
-    pub fn reserve_pinned(&self, bytes: u64) {
-        let mut g = self.inner.lock();
-        g.pinned += bytes;
-        g.evict();
-    }
-    /// Returns bytes reserved with `reserve_pinned`.
-    pub fn release_pinned(&self, bytes: u64) {
-        let mut g = self.inner.lock();
-        g.pinned = g.pinned.saturating_sub(bytes);
-    }
-    /// Sum of charges plus pinned bytes.
-    pub fn usage(&self) -> u64 {
-        let g = self.inner.lock();
-        g.usage + g.pinned
-    }
-    /// Pinned bytes.
-    pub fn pinned(&self) -> u64 {
-        self.inner.lock().pinned
-    }
-    /// Capacity.
-    pub fn capacity(&self) -> u64 {
-        self.inner.lock().capacity
-    }
-    /// Changes the capacity, evicting as needed.
-    pub fn set_capacity(&self, capacity: u64) {
-        let mut g = self.inner.lock();
-        g.capacity = capacity;
-        g.evict();
+
+    /// Evicts every shard down to its current budget.
+    fn trim_all(&self) {
+        for (i, shard) in self.shards.iter().enumerate() {
+            let mut garbage = Vec::new();
+            {
+                let mut s = shard.lock();
+                let budget = self.budget(i);
+                s.evict_to(budget, &mut garbage);
+            }
+            drop(garbage);
+        }
     }
 }
 
-impl<K: Hash + Eq + Clone, V> Inner<K, V> {
-    fn evict(&mut self) {
-        while self.usage + self.pinned > self.capacity && !self.map.is_empty() {
-            let victim = self
-                .map
-                .iter()
-                .min_by_key(|(_, e)| (e.2, e.3))
-                .map(|(k, _)| k.clone());
-            if let Some(k) = victim {
-                if let Some(old) = self.map.remove(&k) {
-                    self.usage -= old.1;
-                }
+/// A shard behind its lock, padded so that neighbouring locks do not share a
+/// cache line.
+type ShardLock<K, V> = CachePadded<Mutex<Shard<K, V>>>;
+
+/// Atomically replaces `a` by `f(a)`.
+fn update_saturating(a: &AtomicU64, f: impl Fn(u64) -> u64) {
+    // The closure always returns `Some`, so `fetch_update` cannot fail.
+    let _ = a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| Some(f(p)));
+}
+
+/// One cached entry.
+struct Entry<K, V> {
+    key: K,
+    value: V,
+    charge: u64,
+    priority: Priority,
+}
+
+/// A slab slot: its links in a pool's circular list (to itself when unlinked)
+/// and its entry. Sentinel and free slots have no entry.
+struct Slot<K, V> {
+    prev: usize,
+    next: usize,
+    entry: Option<Entry<K, V>>,
+}
+
+/// Values leaving a shard, dropped once its lock is released.
+type Garbage<K, V> = Vec<(K, V)>;
+
+/// One shard: slots `0..POOLS` are the sentinels of the Low, Medium and High
+/// lists; `sentinel.next` is the pool's least recently used entry and
+/// `sentinel.prev` its most recently used.
+struct Shard<K, V> {
+    map: HashMap<K, usize, KeyHashBuilder>,
+    slots: Vec<Slot<K, V>>,
+    free: Vec<usize>,
+    /// Sum of the charges of the entries.
+    usage: u64,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
+    fn new() -> Self {
+        let slots = (0..POOLS)
+            .map(|i| Slot {
+                prev: i,
+                next: i,
+                entry: None,
+            })
+            .collect();
+        Shard {
+            map: HashMap::with_hasher(KeyHashBuilder),
+            slots,
+            free: Vec::new(),
+            usage: 0,
+        }
+    }
+
+    fn get(&mut self, key: &K) -> Option<V> {
+        let i = *self.map.get(key)?;
+        let entry = self.slots.get(i)?.entry.as_ref()?;
+        let (value, pool) = (entry.value.clone(), entry.priority.pool());
+        self.unlink(i);
+        self.push_mru(i, pool);
+        Some(value)
+    }
+
+    fn insert(
+        &mut self,
+        key: K,
+        value: V,
+        charge: u64,
+        priority: Priority,
+        budget: u64,
+        garbage: &mut Garbage<K, V>,
+    ) {
+        if charge > budget {
+            // Too big to ever fit: caching it would only flush the shard. Drop a
+            // previous entry too, since its value is being superseded.
+            if let Some(old) = self.remove(&key) {
+                garbage.push(old);
+            }
+            garbage.push((key, value));
+            return;
+        }
+        if let Some(&i) = self.map.get(&key) {
+            if let Some(entry) = self.slots.get_mut(i).and_then(|s| s.entry.as_mut()) {
+                let old = std::mem::replace(&mut entry.value, value);
+                self.usage = self.usage - entry.charge + charge;
+                entry.charge = charge;
+                entry.priority = priority;
+                garbage.push((key, old));
+                self.unlink(i);
+                self.push_mru(i, priority.pool());
+                self.evict_to(budget, garbage);
+                return;
+            }
+            // A map entry without a slot entry would be a bug; repair by
+            // forgetting it and inserting afresh.
+            debug_assert!(false, "cache map points at an empty slot");
+            self.map.remove(&key);
+        }
+        let entry = Entry {
+            key: key.clone(),
+            value,
+            charge,
+            priority,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i].entry = Some(entry);
+                i
+            }
+            None => {
+                let i = self.slots.len();
+                self.slots.push(Slot {
+                    prev: i,
+                    next: i,
+                    entry: Some(entry),
+                });
+                i
+            }
+        };
+        self.map.insert(key, i);
+        self.usage += charge;
+        self.push_mru(i, priority.pool());
+        self.evict_to(budget, garbage);
+    }
+
+    /// Removes `key`'s entry, returning its key and value.
+    fn remove(&mut self, key: &K) -> Option<(K, V)> {
+        let i = self.map.remove(key)?;
+        self.release_slot(i)
+    }
+
+    /// Evicts least-recently-used entries of the lowest non-empty pool until the
+    /// charges fit `budget`.
+    fn evict_to(&mut self, budget: u64, garbage: &mut Garbage<K, V>) {
+        while self.usage > budget {
+            let Some(i) = (0..POOLS)
+                .map(|pool| self.slots[pool].next)
+                .find(|&i| i >= POOLS)
+            else {
+                debug_assert!(false, "cache usage {} with no entries", self.usage);
+                self.usage = 0;
+                return;
+            };
+            let Some((key, value)) = self.release_slot(i) else {
+                debug_assert!(false, "cache list links an empty slot");
+                self.unlink(i);
+                continue;
+            };
+            self.map.remove(&key);
+            garbage.push((key, value));
+        }
+    }
+
+    /// Unlinks slot `i`, takes its entry, subtracts its charge and frees the
+    /// slot. The caller removes the map entry.
+    fn release_slot(&mut self, i: usize) -> Option<(K, V)> {
+        self.unlink(i);
+        let entry = self.slots.get_mut(i)?.entry.take()?;
+        self.free.push(i);
+        self.usage -= entry.charge;
+        Some((entry.key, entry.value))
+    }
+
+    fn unlink(&mut self, i: usize) {
+        let (prev, next) = (self.slots[i].prev, self.slots[i].next);
+        self.slots[prev].next = next;
+        self.slots[next].prev = prev;
+        self.slots[i].prev = i;
+        self.slots[i].next = i;
+    }
+
+    /// Links (unlinked) slot `i` at the most recently used end of `pool`.
+    fn push_mru(&mut self, i: usize, pool: usize) {
+        let last = self.slots[pool].prev;
+        self.slots[i].prev = last;
+        self.slots[i].next = pool;
+        self.slots[last].next = i;
+        self.slots[pool].prev = i;
+    }
+}
+
+/// Builds [`KeyHasher`]s. Unseeded: keys are block addresses and file numbers
+/// chosen by the engine, not by an adversary.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyHashBuilder;
+
+impl BuildHasher for KeyHashBuilder {
+    type Hasher = KeyHasher;
+
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher {
+            state: 0,
+            len: 0,
+            buf: [0; KEY_HASH_BUF],
+        }
+    }
+}
+
+const KEY_HASH_BUF: usize = 32;
+
+/// A [`Hasher`] that buffers small writes and hashes them with one xxh3 call
+/// (a `(u64, u64)` key is one 16-byte hash), chaining 32-byte chunks through
+/// the seed for longer keys.
+struct KeyHasher {
+    state: u64,
+    len: usize,
+    buf: [u8; KEY_HASH_BUF],
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.len == 0 && bytes.len() >= KEY_HASH_BUF {
+                self.state = xxh3_64_with_seed(bytes, self.state);
+                return;
+            }
+            let n = (KEY_HASH_BUF - self.len).min(bytes.len());
+            let (head, rest) = bytes.split_at(n);
+            if let Some(dst) = self.buf.get_mut(self.len..self.len + n) {
+                dst.copy_from_slice(head);
+            }
+            self.len += n;
+            bytes = rest;
+            if self.len == KEY_HASH_BUF {
+                self.state = xxh3_64_with_seed(&self.buf, self.state);
+                self.len = 0;
             }
         }
+    }
+
+    fn finish(&self) -> u64 {
+        let tail = self.buf.get(..self.len).unwrap_or(&[]);
+        xxh3_64_with_seed(tail, self.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Deterministic PRNG for the tests.
+    struct SplitMix64(u64);
+
+    impl SplitMix64 {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn priority(r: u64) -> Priority {
+        match r % 3 {
+            0 => Priority::Low,
+            1 => Priority::Medium,
+            _ => Priority::High,
+        }
+    }
+
+    impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
+        /// Keys present, without touching recency.
+        fn keys(&self) -> Vec<K> {
+            let mut keys = Vec::new();
+            for s in self.shards.iter() {
+                keys.extend(s.lock().map.keys().cloned());
+            }
+            keys
+        }
+
+        /// Checks every shard's map, lists and charge sum, and that no shard is
+        /// over its budget.
+        fn check(&self) {
+            for (i, s) in self.shards.iter().enumerate() {
+                let s = s.lock();
+                let mut linked = 0;
+                let mut charges = 0;
+                for pool in 0..POOLS {
+                    let mut prev = pool;
+                    let mut at = s.slots[pool].next;
+                    while at != pool {
+                        assert_eq!(s.slots[at].prev, prev, "back link");
+                        let e = s.slots[at].entry.as_ref().expect("linked slot has entry");
+                        assert_eq!(e.priority.pool(), pool, "entry in its pool");
+                        assert_eq!(s.map.get(&e.key), Some(&at), "map points at slot");
+                        linked += 1;
+                        charges += e.charge;
+                        prev = at;
+                        at = s.slots[at].next;
+                    }
+                    assert_eq!(s.slots[pool].prev, prev, "sentinel back link");
+                }
+                assert_eq!(linked, s.map.len(), "every entry linked once");
+                assert_eq!(linked + s.free.len() + POOLS, s.slots.len(), "slots");
+                assert_eq!(charges, s.usage, "usage is the sum of charges");
+                assert!(s.usage <= self.budget(i), "shard {i} over budget");
+            }
+        }
+    }
+
+    fn cache(capacity: u64) -> LruCache<u32, u32> {
+        LruCache::new(capacity, 1)
+    }
+
+    fn present(c: &LruCache<u32, u32>) -> Vec<u32> {
+        let mut k = c.keys();
+        k.sort_unstable();
+        k
+    }
+
+    #[test]
+    fn send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<LruCache<u64, u64>>();
+        check::<crate::table::BlockCache>();
+    }
+
+    #[test]
+    fn shard_count_is_a_power_of_two() {
+        for (asked, got) in [(0, 1), (1, 1), (3, 4), (16, 16), (17, 32)] {
+            assert_eq!(cache_with_shards(asked).shards.len(), got);
+        }
+        assert_eq!(cache_with_shards(usize::MAX).shards.len(), MAX_SHARDS);
+    }
+
+    fn cache_with_shards(n: usize) -> LruCache<u32, u32> {
+        LruCache::new(100, n)
+    }
+
+    #[test]
+    fn budgets_split_capacity_minus_pinned() {
+        let c: LruCache<u32, u32> = LruCache::new(103, 4);
+        assert_eq!(
+            (0..4).map(|i| c.budget(i)).collect::<Vec<_>>(),
+            [28, 25, 25, 25]
+        );
+        c.reserve_pinned(10);
+        assert_eq!((0..4).map(|i| c.budget(i)).sum::<u64>(), 93);
+        c.reserve_pinned(1000);
+        assert!((0..4).all(|i| c.budget(i) == 0));
+    }
+
+    #[test]
+    fn lru_order_within_a_pool() {
+        let c = cache(3);
+        for k in 1..=3 {
+            c.insert(k, k * 10, 1, Priority::Low);
+        }
+        assert_eq!(c.get(&1), Some(10));
+        c.insert(4, 40, 1, Priority::Low);
+        assert_eq!(present(&c), [1, 3, 4], "2 was least recently used");
+        c.insert(5, 50, 1, Priority::Low);
+        assert_eq!(present(&c), [1, 4, 5], "then 3");
+        // Replacing refreshes recency too.
+        c.insert(1, 11, 1, Priority::Low);
+        c.insert(6, 60, 1, Priority::Low);
+        assert_eq!(present(&c), [1, 5, 6]);
+        assert_eq!(c.get(&1), Some(11));
+        c.check();
+    }
+
+    #[test]
+    fn high_survives_many_low_inserts() {
+        let c = cache(10);
+        c.insert(0, 0, 3, Priority::High);
+        for k in 1..1000 {
+            c.insert(k, k, 1, Priority::Low);
+            assert!(c.keys().contains(&0), "high entry evicted at {k}");
+        }
+        assert_eq!(c.get(&0), Some(0));
+        assert_eq!(c.usage(), 10);
+        c.check();
+    }
+
+    #[test]
+    fn pools_are_evicted_low_then_medium_then_high() {
+        let c = cache(4);
+        c.insert(1, 1, 1, Priority::High);
+        c.insert(2, 2, 1, Priority::Medium);
+        c.insert(3, 3, 1, Priority::Low);
+        c.insert(4, 4, 1, Priority::Low);
+        // Even the oldest Medium and High stay while a Low is left.
+        c.insert(5, 5, 1, Priority::Medium);
+        assert_eq!(present(&c), [1, 2, 4, 5]);
+        c.insert(6, 6, 1, Priority::High);
+        assert_eq!(present(&c), [1, 2, 5, 6]);
+        // A new Low entry is itself the only Low, so it goes first.
+        c.insert(7, 7, 1, Priority::Low);
+        assert_eq!(present(&c), [1, 2, 5, 6]);
+        // With no Low left, Medium goes next; a hit on 2 makes 5 its LRU.
+        assert_eq!(c.get(&2), Some(2));
+        c.insert(8, 8, 1, Priority::High);
+        assert_eq!(present(&c), [1, 2, 6, 8]);
+        c.insert(9, 9, 1, Priority::High);
+        assert_eq!(present(&c), [1, 6, 8, 9]);
+        c.insert(10, 10, 1, Priority::High);
+        assert_eq!(present(&c), [6, 8, 9, 10], "High LRU last");
+        c.check();
+    }
+
+    #[test]
+    fn charges_are_accounted() {
+        let c = cache(100);
+        c.insert(1, 1, 30, Priority::Low);
+        c.insert(2, 2, 20, Priority::High);
+        assert_eq!(c.usage(), 50);
+        c.erase(&1);
+        assert_eq!(c.usage(), 20);
+        c.erase(&1);
+        assert_eq!(c.usage(), 20, "erasing a missing key is a no-op");
+        c.insert(2, 22, 45, Priority::Low);
+        assert_eq!(c.usage(), 45, "replace updates the charge");
+        assert_eq!(c.get(&2), Some(22));
+        // The replacement moved 2 to the Low pool: a Medium insert evicts it.
+        c.insert(3, 3, 60, Priority::Medium);
+        assert_eq!(present(&c), [3]);
+        assert_eq!(c.usage(), 60);
+        c.check();
+
+        let c: LruCache<u64, u64> = LruCache::new(1000, 8);
+        let mut rng = SplitMix64(7);
+        for _ in 0..5000 {
+            let k = rng.below(500);
+            if rng.below(4) == 0 {
+                c.erase(&k);
+            } else {
+                c.insert(k, k, 1 + rng.below(60), priority(rng.next()));
+            }
+            assert!(c.usage() <= c.capacity());
+        }
+        c.check();
+    }
+
+    #[test]
+    fn pinned_bytes_evict_and_release_restores_room() {
+        let c: LruCache<u64, u64> = LruCache::new(100, 4);
+        for k in 0..1000 {
+            c.insert(k, k, 1, Priority::Low);
+        }
+        assert_eq!(c.usage(), 100, "each shard fills exactly its budget");
+        c.reserve_pinned(60);
+        assert_eq!(c.pinned(), 60);
+        assert_eq!(c.usage(), 100);
+        assert_eq!(c.keys().len(), 40);
+        c.check();
+        for k in 1000..2000 {
+            c.insert(k, k, 1, Priority::High);
+        }
+        assert_eq!(c.keys().len(), 40, "pinned bytes keep their room");
+        c.release_pinned(60);
+        assert_eq!((c.pinned(), c.usage()), (0, 40));
+        for k in 2000..3000 {
+            c.insert(k, k, 1, Priority::Low);
+        }
+        assert_eq!(c.usage(), 100, "released room is used again");
+        c.check();
+
+        // Pinning more than the capacity evicts everything.
+        c.reserve_pinned(150);
+        assert!(c.keys().is_empty());
+        assert_eq!(c.usage(), 150);
+        c.insert(1, 1, 1, Priority::High);
+        assert!(c.keys().is_empty());
+        c.release_pinned(1000);
+        assert_eq!((c.pinned(), c.usage()), (0, 0), "release saturates");
+        c.check();
+    }
+
+    #[test]
+    fn set_capacity_shrink_evicts() {
+        let c: LruCache<u64, u64> = LruCache::new(1000, 4);
+        for k in 0..2000 {
+            c.insert(k, k, 1 + k % 7, priority(k));
+        }
+        assert!(c.usage() <= 1000);
+        c.set_capacity(50);
+        assert_eq!(c.capacity(), 50);
+        assert!(c.usage() <= 50);
+        c.check();
+        c.set_capacity(0);
+        assert!(c.keys().is_empty());
+        assert_eq!(c.usage(), 0);
+        c.set_capacity(1000);
+        for k in 0..2000 {
+            c.insert(k, k, 1, Priority::Low);
+        }
+        assert!(c.usage() > 900, "room is back after growing");
+        c.check();
+    }
+
+    #[test]
+    fn oversized_entry_is_not_retained() {
+        let c = cache(10);
+        c.insert(1, 1, 4, Priority::Low);
+        c.insert(2, 2, 11, Priority::High);
+        assert_eq!(
+            present(&c),
+            [1],
+            "oversized entry rejected without flushing"
+        );
+        c.insert(1, 100, 11, Priority::High);
+        assert_eq!(c.get(&1), None, "the stale value is dropped");
+        assert_eq!(c.usage(), 0);
+        c.insert(3, 3, 10, Priority::Low);
+        assert_eq!(present(&c), [3], "an entry of the whole budget fits");
+
+        // With shards the bound is the shard's budget.
+        let c: LruCache<u64, u64> = LruCache::new(40, 4);
+        for k in 0..100 {
+            c.insert(k, k, 11, Priority::High);
+        }
+        assert!(c.keys().is_empty());
+        assert_eq!(c.usage(), 0);
+        c.check();
+    }
+
+    #[test]
+    fn threads_share_the_cache() {
+        type Key = (u64, u64);
+        let c: Arc<LruCache<Key, Arc<Key>>> = Arc::new(LruCache::new(4096, 16));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let mut rng = SplitMix64(t);
+                    let (mut hits, mut misses) = (0u64, 0u64);
+                    for _ in 0..20_000 {
+                        let key = (rng.below(8), rng.below(256) * 4096);
+                        match c.get(&key) {
+                            Some(v) => {
+                                assert_eq!(*v, key, "value under another key");
+                                hits += 1;
+                            }
+                            None => {
+                                misses += 1;
+                                let charge = 1 + rng.below(64);
+                                c.insert(key, Arc::new(key), charge, priority(rng.next()));
+                            }
+                        }
+                        match rng.below(100) {
+                            0 => c.erase(&key),
+                            1 => c.reserve_pinned(16),
+                            2 => c.release_pinned(16),
+                            _ => {}
+                        }
+                    }
+                    (hits, misses)
+                })
+            })
+            .collect();
+        let mut hits = 0;
+        for t in threads {
+            hits += t.join().expect("thread").0;
+        }
+        assert!(hits > 0);
+        c.release_pinned(u64::MAX);
+        assert_eq!(c.pinned(), 0);
+        assert!(c.usage() <= c.capacity());
+        c.check();
+        for key in c.keys() {
+            assert_eq!(c.get(&key).as_deref(), Some(&key));
+        }
+    }
+
+    /// An O(n) single-shard reference: entries with a recency tick; the victim
+    /// is the entry of least (priority, tick).
+    struct Model {
+        capacity: u64,
+        pinned: u64,
+        tick: u64,
+        entries: Vec<(u32, u32, u64, Priority, u64)>,
+    }
+
+    impl Model {
+        fn budget(&self) -> u64 {
+            self.capacity.saturating_sub(self.pinned)
+        }
+
+        fn usage(&self) -> u64 {
+            self.entries.iter().map(|e| e.2).sum()
+        }
+
+        fn evict(&mut self) {
+            while self.usage() > self.budget() {
+                let victim = (0..self.entries.len())
+                    .min_by_key(|&i| (self.entries[i].3, self.entries[i].4))
+                    .expect("usage > 0 means entries");
+                self.entries.swap_remove(victim);
+            }
+        }
+
+        fn get(&mut self, key: u32) -> Option<u32> {
+            self.tick += 1;
+            let e = self.entries.iter_mut().find(|e| e.0 == key)?;
+            e.4 = self.tick;
+            Some(e.1)
+        }
+
+        fn insert(&mut self, key: u32, value: u32, charge: u64, prio: Priority) {
+            self.tick += 1;
+            self.erase(key);
+            if charge <= self.budget() {
+                self.entries.push((key, value, charge, prio, self.tick));
+                self.evict();
+            }
+        }
+
+        fn erase(&mut self, key: u32) {
+            self.entries.retain(|e| e.0 != key);
+        }
+
+        fn keys(&self) -> Vec<u32> {
+            let mut k: Vec<u32> = self.entries.iter().map(|e| e.0).collect();
+            k.sort_unstable();
+            k
+        }
+    }
+
+    #[test]
+    fn matches_a_reference_model() {
+        for seed in 0..20 {
+            let mut rng = SplitMix64(seed);
+            let capacity = 20 + rng.below(80);
+            let c = cache(capacity);
+            let mut m = Model {
+                capacity,
+                pinned: 0,
+                tick: 0,
+                entries: Vec::new(),
+            };
+            for step in 0..3000 {
+                let key = rng.below(64) as u32;
+                match rng.below(100) {
+                    0..=39 => assert_eq!(c.get(&key), m.get(key), "seed {seed} step {step}"),
+                    40..=84 => {
+                        let (value, charge) = (rng.next() as u32, 1 + rng.below(16));
+                        let prio = priority(rng.next());
+                        c.insert(key, value, charge, prio);
+                        m.insert(key, value, charge, prio);
+                    }
+                    85..=92 => {
+                        c.erase(&key);
+                        m.erase(key);
+                    }
+                    93..=95 => {
+                        let bytes = rng.below(40);
+                        c.reserve_pinned(bytes);
+                        m.pinned += bytes;
+                        m.evict();
+                    }
+                    96..=98 => {
+                        let bytes = rng.below(40);
+                        c.release_pinned(bytes);
+                        m.pinned = m.pinned.saturating_sub(bytes);
+                    }
+                    _ => {
+                        let cap = 10 + rng.below(100);
+                        c.set_capacity(cap);
+                        m.capacity = cap;
+                        m.evict();
+                    }
+                }
+                assert_eq!(present(&c), m.keys(), "seed {seed} step {step}");
+                assert_eq!(c.usage(), m.usage() + m.pinned, "seed {seed} step {step}");
+            }
+            c.check();
+        }
+    }
+
+    #[test]
+    fn hasher_is_deterministic_and_spreads_shards() {
+        let b = KeyHashBuilder;
+        assert_eq!(b.hash_one((1u64, 2u64)), b.hash_one((1u64, 2u64)));
+        assert_ne!(b.hash_one((1u64, 2u64)), b.hash_one((2u64, 1u64)));
+        let long = vec![7u8; 100];
+        assert_eq!(b.hash_one(&long), b.hash_one(long.clone()));
+        // Block offsets of a few files reach every one of 16 shards.
+        let c: LruCache<(u64, u64), ()> = LruCache::new(1 << 20, 16);
+        let mut seen = [0u32; 16];
+        for f in 0..4u64 {
+            for off in 0..256u64 {
+                seen[c.shard_of(&(f, off * 4096)).0] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 20), "uneven shards: {seen:?}");
     }
 }
