@@ -32,8 +32,12 @@ pub(crate) struct TableCache {
 
 impl TableCache {
     pub(crate) fn new(dir: &Path, opts: &Options, ctx: ReadContext) -> TableCache {
+        // Each shard gets an equal share of the capacity: keep at least 16
+        // readers per shard so that a small limit is not spread too thin.
+        let capacity = opts.max_open_files.max(1);
+        let shards = (capacity / 16).clamp(1, opts.cache_shards.max(1));
         TableCache {
-            readers: LruCache::new(opts.max_open_files.max(1) as u64, opts.cache_shards),
+            readers: LruCache::new(capacity as u64, shards),
             fs: opts.fs.clone(),
             dir: dir.to_path_buf(),
             stats: ctx.stats.clone(),
