@@ -7,6 +7,7 @@
 
 mod batch;
 mod cache;
+mod compaction;
 mod db;
 mod error;
 pub mod format;
@@ -14,6 +15,7 @@ mod iter;
 mod memtable;
 mod metrics;
 mod options;
+mod rate_limit;
 mod table;
 mod version;
 mod wal;
@@ -21,7 +23,7 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbSummary, LevelSummary, Snapshot, TableInfo};
 pub use error::{Error, Result};
-pub use metrics::{BlockKind, BlockMetrics, Metrics};
+pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
     Compression, FilterLevels, FilterPolicy, Options, ReadOptions, WriteOptions, NUM_LEVELS,
 };

@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 
+use crate::options::NUM_LEVELS;
+use crate::version::LifetimeStats;
+
 /// Number of stripes per counter.
 pub const STRIPES: usize = 8;
 
@@ -134,7 +137,14 @@ pub struct Stats {
     pub(crate) bytes_written_tables: Counter,
     pub(crate) wal_syncs: Counter,
     pub(crate) flushes: Counter,
-    pub(crate) compactions: Counter,
+    pub(crate) flush_bytes: Counter,
+    /// Per output level.
+    pub(crate) compactions: [Counter; NUM_LEVELS],
+    pub(crate) compaction_read: [Counter; NUM_LEVELS],
+    pub(crate) compaction_written: [Counter; NUM_LEVELS],
+    pub(crate) trivial_moves: Counter,
+    pub(crate) stalls: Counter,
+    pub(crate) stall_micros: Counter,
 }
 
 impl Stats {
@@ -168,6 +178,37 @@ impl Stats {
         }
     }
 
+    /// Adds the write counters recovered from the manifest, so that they count
+    /// over the database's whole life.
+    pub(crate) fn seed(&self, l: &LifetimeStats) {
+        self.bytes_written_user.add(l.user_bytes);
+        self.flushes.add(l.flushes);
+        self.flush_bytes.add(l.flush_bytes);
+        self.bytes_written_tables.add(l.flush_bytes);
+        for level in 0..NUM_LEVELS {
+            self.compactions[level].add(l.compactions[level]);
+            self.compaction_read[level].add(l.compaction_read[level]);
+            self.compaction_written[level].add(l.compaction_written[level]);
+            self.bytes_written_tables.add(l.compaction_written[level]);
+        }
+    }
+
+    /// The write counters to record in the manifest.
+    pub(crate) fn lifetime(&self) -> LifetimeStats {
+        let mut l = LifetimeStats {
+            user_bytes: self.bytes_written_user.get(),
+            flushes: self.flushes.get(),
+            flush_bytes: self.flush_bytes.get(),
+            ..Default::default()
+        };
+        for level in 0..NUM_LEVELS {
+            l.compactions[level] = self.compactions[level].get();
+            l.compaction_read[level] = self.compaction_read[level].get();
+            l.compaction_written[level] = self.compaction_written[level].get();
+        }
+        l
+    }
+
     /// A point-in-time copy of every counter.
     pub fn snapshot(&self) -> Metrics {
         let mut blocks = [BlockMetrics::default(); 6];
@@ -194,10 +235,46 @@ impl Stats {
             bytes_written_tables: self.bytes_written_tables.get(),
             wal_syncs: self.wal_syncs.get(),
             flushes: self.flushes.get(),
-            compactions: self.compactions.get(),
+            flush_bytes: self.flush_bytes.get(),
+            levels: std::array::from_fn(|l| LevelMetrics {
+                compactions: self.compactions[l].get(),
+                compaction_bytes_read: self.compaction_read[l].get(),
+                compaction_bytes_written: self.compaction_written[l].get(),
+            }),
+            trivial_moves: self.trivial_moves.get(),
+            stall_count: self.stalls.get(),
+            stall_micros: self.stall_micros.get(),
+            pending_compaction_bytes: 0,
+            l0_files: 0,
             block_cache_usage: 0,
             block_cache_capacity: 0,
             block_cache_pinned: 0,
+        }
+    }
+}
+
+/// Compaction counters of one level in a [`Metrics`] snapshot, attributed to
+/// the level compactions write into (lifetime totals, see [`Metrics`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LevelMetrics {
+    /// Compactions into this level (trivial moves included).
+    pub compactions: u64,
+    /// Bytes of input tables those compactions read (both levels).
+    pub compaction_bytes_read: u64,
+    /// Bytes of tables they wrote.
+    pub compaction_bytes_written: u64,
+}
+
+impl LevelMetrics {
+    fn delta(&self, e: &LevelMetrics) -> LevelMetrics {
+        LevelMetrics {
+            compactions: self.compactions.saturating_sub(e.compactions),
+            compaction_bytes_read: self
+                .compaction_bytes_read
+                .saturating_sub(e.compaction_bytes_read),
+            compaction_bytes_written: self
+                .compaction_bytes_written
+                .saturating_sub(e.compaction_bytes_written),
         }
     }
 }
@@ -235,7 +312,11 @@ impl BlockMetrics {
 /// A snapshot of a database's counters ([`crate::Db::metrics`]).
 ///
 /// Counters only grow; subtract two snapshots with [`Metrics::delta`] to measure
-/// an interval. Gauges (cache usage) are copied from the later snapshot.
+/// an interval. Gauges (cache usage, pending compaction bytes, L0 tables) are
+/// copied from the later snapshot. Read counters count since the database was
+/// opened; the write counters (user bytes, flushes, compactions and the table
+/// bytes they wrote) are lifetime totals recorded in the manifest, so that write
+/// amplification means the same in a new process.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Metrics {
     /// Completed `get` calls (on the database and on snapshots).
@@ -263,8 +344,20 @@ pub struct Metrics {
     pub wal_syncs: u64,
     /// Memtable flushes completed.
     pub flushes: u64,
-    /// Compactions completed.
-    pub compactions: u64,
+    /// Bytes of tables written by flushes.
+    pub flush_bytes: u64,
+    /// Compaction counters per output level.
+    pub levels: [LevelMetrics; NUM_LEVELS],
+    /// Compactions that moved a table down without rewriting it.
+    pub trivial_moves: u64,
+    /// Write groups delayed or stopped by a write stall.
+    pub stall_count: u64,
+    /// Time writers spent in stalls, in microseconds.
+    pub stall_micros: u64,
+    /// Estimated bytes compactions must still rewrite (gauge).
+    pub pending_compaction_bytes: u64,
+    /// Tables in L0 (gauge).
+    pub l0_files: u64,
     /// Bytes charged to the block cache now (cached blocks and pinned blocks).
     pub block_cache_usage: u64,
     /// Capacity of the block cache.
@@ -314,6 +407,18 @@ impl Metrics {
         (self.gets > 0).then(|| self.physical_reads() as f64 / self.gets as f64)
     }
 
+    /// Compactions completed, over all levels.
+    pub fn compactions(&self) -> u64 {
+        self.levels.iter().map(|l| l.compactions).sum()
+    }
+
+    /// Write amplification: bytes written to tables (flushes and compactions)
+    /// per byte written by the user, or `None` before any write.
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.bytes_written_user > 0)
+            .then(|| self.bytes_written_tables as f64 / self.bytes_written_user as f64)
+    }
+
     /// Overall block-cache hit rate, or `None` with no lookups.
     pub fn hit_rate(&self) -> Option<f64> {
         let total = self.cache_hits() + self.cache_misses();
@@ -341,7 +446,13 @@ impl Metrics {
             bytes_written_tables: d(self.bytes_written_tables, earlier.bytes_written_tables),
             wal_syncs: d(self.wal_syncs, earlier.wal_syncs),
             flushes: d(self.flushes, earlier.flushes),
-            compactions: d(self.compactions, earlier.compactions),
+            flush_bytes: d(self.flush_bytes, earlier.flush_bytes),
+            levels: std::array::from_fn(|l| self.levels[l].delta(&earlier.levels[l])),
+            trivial_moves: d(self.trivial_moves, earlier.trivial_moves),
+            stall_count: d(self.stall_count, earlier.stall_count),
+            stall_micros: d(self.stall_micros, earlier.stall_micros),
+            pending_compaction_bytes: self.pending_compaction_bytes,
+            l0_files: self.l0_files,
             block_cache_usage: self.block_cache_usage,
             block_cache_capacity: self.block_cache_capacity,
             block_cache_pinned: self.block_cache_pinned,

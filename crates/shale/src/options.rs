@@ -89,6 +89,28 @@ pub struct Options {
     pub target_file_size_base: u64,
     /// Verify block checksums on every read (default true).
     pub verify_checksums: bool,
+    /// Background threads running flushes and compactions (default 2). One
+    /// flush runs at a time; the other threads compact.
+    pub max_background_jobs: usize,
+    /// L0 tables that make L0 eligible for compaction (score 1; default 4).
+    pub l0_compaction_trigger: usize,
+    /// L0 tables at which each write group is delayed (default 20).
+    pub l0_slowdown_writes_trigger: usize,
+    /// L0 tables at which writes wait for compactions (default 36).
+    pub l0_stop_writes_trigger: usize,
+    /// Target size of the base level, the level L0 compacts into (default
+    /// 64 MiB). Levels are sized dynamically from the last level up, as with
+    /// RocksDB's `level_compaction_dynamic_level_bytes` and Pebble.
+    pub base_level_bytes: u64,
+    /// Size ratio between adjacent levels (default 10).
+    pub level_size_multiplier: f64,
+    /// Estimated compaction debt at which writes are delayed (default 64 GiB).
+    pub soft_pending_compaction_bytes: u64,
+    /// Estimated compaction debt at which writes wait (default 256 GiB).
+    pub hard_pending_compaction_bytes: u64,
+    /// Cap on the bytes per second written by flushes and compactions together
+    /// (a token bucket; default none).
+    pub compaction_rate_limit: Option<u64>,
 }
 
 impl Default for Options {
@@ -110,11 +132,43 @@ impl Default for Options {
             max_open_files: 1000,
             target_file_size_base: 2 << 20,
             verify_checksums: true,
+            max_background_jobs: 2,
+            l0_compaction_trigger: 4,
+            l0_slowdown_writes_trigger: 20,
+            l0_stop_writes_trigger: 36,
+            base_level_bytes: 64 << 20,
+            level_size_multiplier: 10.0,
+            soft_pending_compaction_bytes: 64 << 30,
+            hard_pending_compaction_bytes: 256 << 30,
+            compaction_rate_limit: None,
         }
     }
 }
 
 impl Options {
+    /// Checks that the options make sense together.
+    pub(crate) fn validate(&self) -> crate::error::Result<()> {
+        let bad = |what: &str| Err(crate::error::Error::InvalidArgument(what.to_string()));
+        if self.l0_compaction_trigger == 0 {
+            return bad("l0_compaction_trigger must be at least 1");
+        }
+        if self.l0_slowdown_writes_trigger < self.l0_compaction_trigger
+            || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
+        {
+            return bad("L0 triggers must satisfy compaction <= slowdown <= stop");
+        }
+        if self.soft_pending_compaction_bytes > self.hard_pending_compaction_bytes {
+            return bad("soft_pending_compaction_bytes exceeds the hard limit");
+        }
+        if self.level_size_multiplier.is_nan() || self.level_size_multiplier < 2.0 {
+            return bad("level_size_multiplier must be at least 2");
+        }
+        if self.write_buffer_size == 0 || self.block_size == 0 || self.base_level_bytes == 0 {
+            return bad("write_buffer_size, block_size and base_level_bytes must be positive");
+        }
+        Ok(())
+    }
+
     /// Target table size at `level`.
     pub fn target_file_size(&self, level: usize) -> u64 {
         self.target_file_size_base.saturating_mul(1 << level.min(6))

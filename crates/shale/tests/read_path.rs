@@ -13,11 +13,16 @@ fn key(i: u64) -> Vec<u8> {
     rng.bytes(32)
 }
 
+/// Small memtables, a big cache, and no automatic compaction: flushed tables
+/// stay in L0 (filtered) until a test compacts them into L6 (unfiltered).
 fn options(fs: Arc<MemFs>) -> Options {
     Options {
         fs,
         write_buffer_size: 256 << 10,
         block_cache_bytes: 64 << 20,
+        l0_compaction_trigger: 1000,
+        l0_slowdown_writes_trigger: 1000,
+        l0_stop_writes_trigger: 1000,
         ..Options::default()
     }
 }

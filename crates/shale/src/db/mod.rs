@@ -17,14 +17,14 @@
 //! * One background thread flushes immutable memtables and deletes obsolete files.
 
 mod background;
-mod filenames;
+pub(crate) mod filenames;
 mod read;
 mod table_cache;
 mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -44,7 +44,7 @@ use crate::memtable::MemTable;
 use crate::metrics::{Metrics, Stats};
 use crate::options::{Options, ReadOptions, WriteOptions, NUM_LEVELS};
 use crate::table::{BlockCache, ReadContext, TableProperties};
-use crate::version::{ObsoleteFiles, Version, VersionEdit};
+use crate::version::{LifetimeStats, ObsoleteFiles, Version, VersionEdit};
 use crate::wal::{LogEnd, LogReader, LogWriter};
 
 /// Manifests larger than this are rewritten as a snapshot.
@@ -75,6 +75,15 @@ pub(crate) struct State {
     pub shutting_down: bool,
     /// Numbers of tables being written that are not in the version yet.
     pub pending_outputs: std::collections::HashSet<u64>,
+    /// A flush is running (one at a time).
+    pub flush_running: bool,
+    /// Tables that are inputs of a running compaction.
+    pub compacting: std::collections::HashSet<u64>,
+    pub running_compactions: usize,
+    /// A manual compaction waits for or runs instead of automatic ones.
+    pub manual_compaction: bool,
+    /// Estimated compaction debt of the current version.
+    pub pending_compaction_bytes: u64,
 }
 
 impl State {
@@ -118,6 +127,10 @@ pub(crate) struct DbInner {
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Serializes manual compactions.
     pub compaction_lock: Mutex<()>,
+    /// Set when closing starts; long jobs check it and give up.
+    pub closing: AtomicBool,
+    /// Caps flush and compaction writes, if configured.
+    pub rate_limiter: Option<Arc<crate::rate_limit::RateLimiter>>,
     _lock: Box<dyn FileLock>,
 }
 
@@ -128,7 +141,7 @@ pub(crate) struct DbInner {
 /// dropping a `Db` stops the thread too but syncs nothing.
 pub struct Db {
     inner: Arc<DbInner>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// One table of the current version.
@@ -218,17 +231,21 @@ impl Db {
     /// that holds other files but no database.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open_inner(path.as_ref(), options)?);
-        let bg = {
-            let inner = inner.clone();
-            std::thread::Builder::new()
-                .name("shale-background".into())
-                .spawn(move || background::run(&inner))
-                .map_err(|e| Error::io("spawn background thread", path.as_ref(), e))?
-        };
-        Ok(Db {
+        let db = Db {
             inner,
-            background: Mutex::new(Some(bg)),
-        })
+            background: Mutex::new(Vec::new()),
+        };
+        for i in 0..db.inner.opts.max_background_jobs.max(1) {
+            let inner = db.inner.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("shale-bg-{i}"))
+                .spawn(move || background::run(&inner))
+                .map_err(|e| Error::io("spawn background thread", path.as_ref(), e))?;
+            db.background.lock().push(handle);
+        }
+        // Compactions the recovered shape already needs.
+        db.inner.cv.notify_all();
+        Ok(db)
     }
 
     /// The value of `key` in the latest state, or `None` if it is absent or
@@ -299,6 +316,8 @@ impl Db {
     /// A snapshot of the counters. Subtract two with [`Metrics::delta`].
     pub fn metrics(&self) -> Metrics {
         let mut m = self.inner.stats.snapshot();
+        m.pending_compaction_bytes = self.inner.state.lock().pending_compaction_bytes;
+        m.l0_files = self.inner.sv.load().version.levels[0].len() as u64;
         m.block_cache_usage = self.inner.block_cache.usage();
         m.block_cache_capacity = self.inner.block_cache.capacity();
         m.block_cache_pinned = self.inner.block_cache.pinned();
@@ -383,14 +402,15 @@ impl Db {
     }
 
     fn stop_background(&self) {
+        self.inner.closing.store(true, Ordering::Release);
         {
             let mut st = self.inner.state.lock();
             st.shutting_down = true;
             self.inner.cv.notify_all();
         }
-        if let Some(handle) = self.background.lock().take() {
-            // A panic in the background thread is a bug; it already poisoned
-            // nothing we could report better here.
+        for handle in self.background.lock().drain(..) {
+            // A panic in a background thread is a bug; there is nothing better
+            // to report here than what it printed.
             let _ = handle.join();
         }
     }
@@ -408,9 +428,11 @@ struct Recovered {
     log_number: u64,
     next_file_number: u64,
     last_sequence: SeqNo,
+    lifetime: LifetimeStats,
 }
 
 fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
+    opts.validate()?;
     let fs = opts.fs.clone();
     let exists = fs.exists(path).map_err(|e| Error::io("stat", path, e))?;
     if !exists {
@@ -483,10 +505,12 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
             log_number: 0,
             next_file_number: 2,
             last_sequence: 0,
+            lifetime: LifetimeStats::default(),
         }
     };
 
     let stats = Arc::new(Stats::default());
+    stats.seed(&recovered.lifetime);
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes, opts.cache_shards));
     let ctx = ReadContext {
         cache: block_cache.clone(),
@@ -536,7 +560,8 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
             if mem.approximate_bytes() >= opts.write_buffer_size {
                 let number = next_file_number;
                 next_file_number += 1;
-                if let Some(f) = background::write_level0(path, &opts, &stats, &mem, number)? {
+                if let Some(f) = background::write_level0(path, &opts, &stats, None, &mem, number)?
+                {
                     edit.added.push((0, f));
                 }
                 mem = Arc::new(MemTable::new());
@@ -555,7 +580,7 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
     if !mem.is_empty() {
         let number = next_file_number;
         next_file_number += 1;
-        if let Some(f) = background::write_level0(path, &opts, &stats, &mem, number)? {
+        if let Some(f) = background::write_level0(path, &opts, &stats, None, &mem, number)? {
             edit.added.push((0, f));
         }
     }
@@ -579,9 +604,12 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
         &*fs,
         manifest_number,
         &version,
-        mem_log,
-        next_file_number,
-        last_sequence,
+        ManifestHeader {
+            log_number: mem_log,
+            next_file_number,
+            last_sequence,
+            lifetime: stats.lifetime(),
+        },
     )?;
 
     let state = State {
@@ -594,7 +622,15 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
         poison: None,
         shutting_down: false,
         pending_outputs: Default::default(),
+        flush_running: false,
+        compacting: Default::default(),
+        running_compactions: 0,
+        manual_compaction: false,
+        pending_compaction_bytes: 0,
     };
+    let rate_limiter = opts
+        .compaction_rate_limit
+        .map(|r| Arc::new(crate::rate_limit::RateLimiter::new(r)));
     let inner = DbInner {
         path: path.to_path_buf(),
         fs,
@@ -615,10 +651,16 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
         queue_cv: Condvar::new(),
         snapshots: Mutex::new(BTreeMap::new()),
         compaction_lock: Mutex::new(()),
+        closing: AtomicBool::new(false),
+        rate_limiter,
         opts,
         _lock: lock,
     };
     inner.delete_obsolete_files(true)?;
+    {
+        let mut st = inner.state.lock();
+        background::update_pending_bytes(&inner, &mut st);
+    }
     Ok(inner)
 }
 
@@ -646,6 +688,7 @@ fn recover_manifest(
     let mut log_number = None;
     let mut next_file = None;
     let mut last_sequence = None;
+    let mut lifetime = LifetimeStats::default();
     let mut format = None;
     let mut records = 0u64;
     while let Some(record) = reader.read_record()? {
@@ -661,6 +704,7 @@ fn recover_manifest(
         log_number = edit.log_number.or(log_number);
         next_file = edit.next_file_number.or(next_file);
         last_sequence = edit.last_sequence.or(last_sequence);
+        lifetime = edit.lifetime.unwrap_or(lifetime);
         version = version.apply(&edit, sink);
     }
     // A torn last record is an edit whose sync never returned: not applied.
@@ -688,7 +732,16 @@ fn recover_manifest(
         log_number,
         next_file_number,
         last_sequence,
+        lifetime,
     })
+}
+
+/// The counters a new manifest starts with.
+struct ManifestHeader {
+    log_number: u64,
+    next_file_number: u64,
+    last_sequence: SeqNo,
+    lifetime: LifetimeStats,
 }
 
 /// Writes a manifest holding a snapshot of `version`, syncs it, and points
@@ -698,9 +751,7 @@ fn write_manifest(
     fs: &dyn FileSystem,
     number: u64,
     version: &Version,
-    log_number: u64,
-    next_file_number: u64,
-    last_sequence: SeqNo,
+    header: ManifestHeader,
 ) -> Result<LogWriter> {
     let path = dir.join(manifest_name(number));
     let file = fs
@@ -709,9 +760,10 @@ fn write_manifest(
     let mut manifest = LogWriter::new(file, path);
     let mut edit = version.snapshot_edit();
     edit.db_format = Some(DB_FORMAT_VERSION);
-    edit.log_number = Some(log_number);
-    edit.next_file_number = Some(next_file_number);
-    edit.last_sequence = Some(last_sequence);
+    edit.log_number = Some(header.log_number);
+    edit.next_file_number = Some(header.next_file_number);
+    edit.last_sequence = Some(header.last_sequence);
+    edit.lifetime = Some(header.lifetime);
     manifest.add_record(&edit.encode())?;
     manifest.sync()?;
     set_current(dir, fs, number)?;
@@ -749,6 +801,7 @@ impl DbInner {
         st.check_poison()?;
         edit.next_file_number = Some(st.next_file_number);
         edit.last_sequence = Some(st.last_sequence);
+        edit.lifetime = Some(self.stats.lifetime());
         let sv = self.sv.load_full();
         let version = sv.version.apply(&edit, &self.obsolete);
         let result = if st.manifest.len() > MAX_MANIFEST_BYTES {
@@ -761,9 +814,12 @@ impl DbInner {
                 &*self.fs,
                 number,
                 &version,
-                log_number,
-                st.next_file_number,
-                st.last_sequence,
+                ManifestHeader {
+                    log_number,
+                    next_file_number: st.next_file_number,
+                    last_sequence: st.last_sequence,
+                    lifetime: self.stats.lifetime(),
+                },
             )
             .map(|m| {
                 st.manifest = m;
@@ -787,6 +843,7 @@ impl DbInner {
             version: Arc::new(version),
         }));
         st.imm_logs.truncate(keep);
+        background::update_pending_bytes(self, st);
         self.cv.notify_all();
         Ok(())
     }

@@ -10,6 +10,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
 
 use shale_env::WriteLifetime;
 
@@ -88,6 +91,7 @@ impl DbInner {
         let count = batch.len() as u64;
         let (seq, mem) = {
             let mut st = self.state.lock();
+            self.stall_if_needed(&mut st)?;
             self.make_room(&mut st, false)?;
             let seq = st.last_sequence + 1;
             st.last_sequence += count;
@@ -123,25 +127,73 @@ impl DbInner {
         Ok(())
     }
 
+    /// Write stalls: waits while L0 holds `l0_stop_writes_trigger` tables or the
+    /// compaction debt reaches its hard limit, then delays the group by a
+    /// millisecond while L0 is at its slowdown trigger or the debt at its soft
+    /// limit, so that compactions catch up. Counted in the stall metrics.
+    fn stall_if_needed(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
+        let start = Instant::now();
+        let mut stalled = false;
+        let opts = &self.opts;
+        loop {
+            st.check_poison()?;
+            let l0 = self.sv.load().version.levels[0].len();
+            if l0 < opts.l0_stop_writes_trigger
+                && st.pending_compaction_bytes < opts.hard_pending_compaction_bytes
+            {
+                if l0 >= opts.l0_slowdown_writes_trigger
+                    || st.pending_compaction_bytes >= opts.soft_pending_compaction_bytes
+                {
+                    stalled = true;
+                    MutexGuard::unlocked(st, || std::thread::sleep(Duration::from_millis(1)));
+                }
+                break;
+            }
+            stalled = true;
+            // Woken by every installed version; the timeout only bounds a lost
+            // wake-up.
+            self.cv.wait_for(st, Duration::from_millis(100));
+        }
+        if stalled {
+            self.record_stall(start);
+        }
+        Ok(())
+    }
+
+    fn record_stall(&self, start: Instant) {
+        self.stats.stalls.incr();
+        self.stats
+            .stall_micros
+            .add(start.elapsed().as_micros().min(u128::from(u64::MAX)) as u64);
+    }
+
     /// Ensures the mutable memtable has room (or, with `force`, switches a
     /// non-empty one). Waits while too many immutable memtables are queued.
     /// Only the write leader (or `flush` holding the queue) calls this.
-    fn make_room(&self, st: &mut parking_lot::MutexGuard<'_, State>, force: bool) -> Result<()> {
-        loop {
-            st.check_poison()?;
+    fn make_room(&self, st: &mut MutexGuard<'_, State>, force: bool) -> Result<()> {
+        let mut stalled_since = None;
+        let result = loop {
+            if let Err(e) = st.check_poison() {
+                break Err(e);
+            }
             let sv = self.sv.load();
             let full = sv.mem.approximate_bytes() >= self.opts.write_buffer_size;
             if !(full || (force && !sv.mem.is_empty())) {
-                return Ok(());
+                break Ok(());
             }
             if sv.imms.len() >= self.opts.max_immutable_memtables.max(1) {
                 drop(sv);
+                stalled_since.get_or_insert_with(Instant::now);
                 self.cv.wait(st);
                 continue;
             }
             drop(sv);
-            return self.switch_memtable(st);
+            break self.switch_memtable(st);
+        };
+        if let Some(start) = stalled_since {
+            self.record_stall(start);
         }
+        result
     }
 
     /// Makes the memtable immutable and starts a new WAL for its successor.

@@ -16,6 +16,10 @@
 //!                                   | largest internal key (length-prefixed)
 //!                                   | smallest seqno varint64 | largest seqno varint64
 //!                                   | entries varint64
+//! tag 7  LIFETIME_STATS  payload := count varint32 | value varint64{count}
+//!                                   (the counters of `LifetimeStats`, in its
+//!                                   field order; a reader takes the ones it
+//!                                   knows and ignores extra trailing values)
 //! ```
 //!
 //! Tags are frozen: DO NOT CHANGE their numbers or payloads; new fields take new
@@ -33,6 +37,54 @@ const TAG_NEXT_FILE: u32 = 3;
 const TAG_LAST_SEQUENCE: u32 = 4;
 const TAG_DELETED_FILE: u32 = 5;
 const TAG_NEW_FILE: u32 = 6;
+const TAG_LIFETIME_STATS: u32 = 7;
+
+/// Write counters over the whole life of a database (not only this open),
+/// recorded with every edit so that write amplification survives reopening.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LifetimeStats {
+    /// Bytes of keys and values passed to writes (recorded at each edit, so a
+    /// crash loses the count of writes after the last flush or compaction).
+    pub user_bytes: u64,
+    /// Memtable flushes and the table bytes they wrote.
+    pub flushes: u64,
+    pub flush_bytes: u64,
+    /// Per output level: compactions (trivial moves included), bytes of input
+    /// tables read and of output tables written.
+    pub compactions: [u64; NUM_LEVELS],
+    pub compaction_read: [u64; NUM_LEVELS],
+    pub compaction_written: [u64; NUM_LEVELS],
+}
+
+impl LifetimeStats {
+    fn values(&self) -> Vec<u64> {
+        let mut v = vec![self.user_bytes, self.flushes, self.flush_bytes];
+        v.extend_from_slice(&self.compactions);
+        v.extend_from_slice(&self.compaction_read);
+        v.extend_from_slice(&self.compaction_written);
+        v
+    }
+
+    fn from_values(v: &[u64]) -> Option<LifetimeStats> {
+        let mut it = v.iter().copied();
+        let mut next = || it.next();
+        let mut s = LifetimeStats {
+            user_bytes: next()?,
+            flushes: next()?,
+            flush_bytes: next()?,
+            ..Default::default()
+        };
+        for slot in s
+            .compactions
+            .iter_mut()
+            .chain(s.compaction_read.iter_mut())
+            .chain(s.compaction_written.iter_mut())
+        {
+            *slot = next()?;
+        }
+        Some(s)
+    }
+}
 
 /// A table added by an edit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,6 +107,7 @@ pub(crate) struct VersionEdit {
     pub last_sequence: Option<SeqNo>,
     pub deleted: Vec<(usize, u64)>,
     pub added: Vec<(usize, NewFile)>,
+    pub lifetime: Option<LifetimeStats>,
 }
 
 impl VersionEdit {
@@ -92,6 +145,14 @@ impl VersionEdit {
             put_varint64(&mut out, f.smallest_seqno);
             put_varint64(&mut out, f.largest_seqno);
             put_varint64(&mut out, f.num_entries);
+        }
+        if let Some(stats) = &self.lifetime {
+            let values = stats.values();
+            put_varint32(&mut out, TAG_LIFETIME_STATS);
+            put_varint32(&mut out, values.len() as u32);
+            for v in values {
+                put_varint64(&mut out, v);
+            }
         }
         out
     }
@@ -148,6 +209,15 @@ impl VersionEdit {
                         },
                     ));
                 }
+                TAG_LIFETIME_STATS => {
+                    let n = get_varint32(&mut src).ok_or("truncated stats count")?;
+                    let mut values = Vec::new();
+                    for _ in 0..n {
+                        values.push(get_varint64(&mut src).ok_or("truncated stats")?);
+                    }
+                    edit.lifetime =
+                        Some(LifetimeStats::from_values(&values).ok_or("too few stats values")?);
+                }
                 other => return Err(format!("unknown version edit tag {other}")),
             }
         }
@@ -192,6 +262,14 @@ mod tests {
                     num_entries: 1000,
                 },
             )],
+            lifetime: Some(LifetimeStats {
+                user_bytes: 1 << 33,
+                flushes: 12,
+                flush_bytes: 7 << 20,
+                compactions: [0, 0, 0, 0, 3, 9, 27],
+                compaction_read: [0, 0, 0, 0, 1, 2, 3],
+                compaction_written: [0, 0, 0, 0, 4, 5, 6],
+            }),
         }
     }
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-pub(crate) use edit::{NewFile, VersionEdit};
+pub(crate) use edit::{LifetimeStats, NewFile, VersionEdit};
 
 use crate::format::{compare_internal, InternalKey, SeqNo};
 use crate::options::NUM_LEVELS;
@@ -118,7 +118,11 @@ impl Version {
         for &(level, number) in &edit.deleted {
             if let Some(files) = next.levels.get_mut(level) {
                 if let Some(pos) = files.iter().position(|f| f.number == number) {
-                    files.remove(pos).mark_obsolete();
+                    let f = files.remove(pos);
+                    // A table moved to another level stays on disk.
+                    if !edit.added.iter().any(|(_, a)| a.number == number) {
+                        f.mark_obsolete();
+                    }
                 }
             }
         }

@@ -1,0 +1,379 @@
+//! The compaction job: merges input tables into new tables of the output level.
+//!
+//! The job reads its inputs through a merging iterator, keeps for every user key
+//! the versions some reader can still see, writes them into tables of the output
+//! level's target size (never splitting one user key's versions across two
+//! tables, so that tables of a level never share a user key), and returns the new
+//! tables. Installing them in the version is the caller's job.
+//!
+//! # Which versions survive
+//!
+//! Live snapshots cut the sequence numbers into *stripes*; a reader in a stripe
+//! sees the newest version at or below its snapshot. The job keeps the newest
+//! version of each stripe and drops the rest. A deletion is dropped too when the
+//! output is the *bottommost* data for its key range (no deeper level holds
+//! overlapping tables) and nothing older survives under it.
+//!
+//! # Concurrency
+//!
+//! A job runs on one background thread. It takes the state lock only to allocate
+//! output file numbers; the tables it reads are pinned by the `Arc<FileMeta>`s it
+//! holds, so they outlive any version change made meanwhile.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use shale_env::{ObjectWriter, WriteLifetime};
+
+use crate::db::{filenames::table_name, DbInner};
+use crate::error::{Error, Result};
+use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::metrics::Stats;
+use crate::options::{Options, NUM_LEVELS};
+use crate::rate_limit::RateLimiter;
+use crate::table::{TableBuildOptions, TableBuilder, TableProperties};
+use crate::version::{FileMeta, NewFile};
+
+/// Entries merged between two checks for a database being closed.
+const CLOSE_CHECK_INTERVAL: u64 = 4096;
+
+/// The tables a merge produced.
+pub(crate) struct MergeOutput {
+    pub tables: Vec<NewFile>,
+    /// Bytes of the input tables.
+    pub bytes_read: u64,
+    /// Bytes of the output tables.
+    pub bytes_written: u64,
+}
+
+/// Merges `inputs` (with their levels) into tables of `output_level`.
+/// `bottommost`: no level below the output holds keys of the inputs' range, so
+/// deletions with nothing under them can go. Fails with [`Error::Closed`] if the
+/// database starts closing meanwhile (outputs are removed).
+pub(crate) fn merge(
+    db: &DbInner,
+    inputs: &[(usize, Arc<FileMeta>)],
+    output_level: usize,
+    bottommost: bool,
+) -> Result<MergeOutput> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for (level, f) in inputs {
+        children.push(db.table_cache.get(f.number, *level)?.iter());
+    }
+    let mut it = MergingIterator::new(children);
+    let snapshots: Vec<SeqNo> = db.snapshots.lock().keys().copied().collect();
+    let target = db.opts.target_file_size(output_level);
+    let mut out = TableOutput::new(
+        &db.path,
+        &db.opts,
+        &db.stats,
+        db.rate_limiter.clone(),
+        output_level,
+    );
+    let mut tables: Vec<NewFile> = Vec::new();
+    let mut numbers: Vec<u64> = Vec::new();
+
+    let result = (|| -> Result<()> {
+        it.seek_to_first();
+        let mut versions: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut merged = 0u64;
+        while it.valid() || !versions.is_empty() {
+            let same_key = it.valid()
+                && versions
+                    .first()
+                    .is_some_and(|(k, _)| user_key(k) == user_key(it.key()));
+            if it.valid() && (versions.is_empty() || same_key) {
+                versions.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+                continue;
+            }
+            merged += 1;
+            if merged % CLOSE_CHECK_INTERVAL == 0 && db.closing.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            // `versions` holds every version of one user key, newest first.
+            let kept = select_versions(&versions, &snapshots, bottommost);
+            if !kept.is_empty() {
+                if out.builder.is_none() || out.estimated_size() >= target {
+                    if let Some(f) = out.finish()? {
+                        tables.push(f);
+                    }
+                    let number = {
+                        let mut st = db.state.lock();
+                        let n = st.new_file_number();
+                        st.pending_outputs.insert(n);
+                        n
+                    };
+                    numbers.push(number);
+                    out.open(number)?;
+                }
+                for i in kept {
+                    out.add(&versions[i].0, &versions[i].1)?;
+                }
+            }
+            versions.clear();
+        }
+        it.status()?;
+        if let Some(f) = out.finish()? {
+            tables.push(f);
+        }
+        db.fs
+            .sync_dir(&db.path)
+            .map_err(|e| Error::io("sync directory", &db.path, e))
+    })();
+
+    {
+        let mut st = db.state.lock();
+        for n in &numbers {
+            st.pending_outputs.remove(n);
+        }
+    }
+    result?;
+    Ok(MergeOutput {
+        bytes_read: inputs.iter().map(|(_, f)| f.size).sum(),
+        bytes_written: tables.iter().map(|f| f.size).sum(),
+        tables,
+    })
+}
+
+/// Writes the contents of a memtable iterator (positioned at its first entry)
+/// as table `number` of L0. `None` if there is nothing to write. The table is
+/// synced; its directory entry is not.
+pub(crate) fn write_table(
+    dir: &Path,
+    opts: &Options,
+    stats: &Stats,
+    limiter: Option<Arc<RateLimiter>>,
+    it: &mut dyn InternalIterator,
+    number: u64,
+) -> Result<Option<NewFile>> {
+    if !it.valid() {
+        it.status()?;
+        return Ok(None);
+    }
+    let mut out = TableOutput::new(dir, opts, stats, limiter, 0);
+    out.open(number)?;
+    while it.valid() {
+        out.add(it.key(), it.value())?;
+        it.next();
+    }
+    it.status()?;
+    out.finish()
+}
+
+/// The write-lifetime hint of tables of `level`.
+fn lifetime(level: usize) -> WriteLifetime {
+    match level {
+        0 => WriteLifetime::Medium,
+        l if l + 2 < NUM_LEVELS => WriteLifetime::Long,
+        _ => WriteLifetime::Extreme,
+    }
+}
+
+/// A table being written, with the options of its level.
+struct TableOutput<'a> {
+    dir: &'a Path,
+    opts: &'a Options,
+    stats: &'a Stats,
+    limiter: Option<Arc<RateLimiter>>,
+    level: usize,
+    builder: Option<(u64, TableBuilder)>,
+}
+
+impl<'a> TableOutput<'a> {
+    fn new(
+        dir: &'a Path,
+        opts: &'a Options,
+        stats: &'a Stats,
+        limiter: Option<Arc<RateLimiter>>,
+        level: usize,
+    ) -> Self {
+        TableOutput {
+            dir,
+            opts,
+            stats,
+            limiter,
+            level,
+            builder: None,
+        }
+    }
+
+    fn open(&mut self, number: u64) -> Result<()> {
+        let path = self.dir.join(table_name(number));
+        let mut writer = self
+            .opts
+            .fs
+            .create_object(&path, lifetime(self.level))
+            .map_err(|e| Error::io("create table", &path, e))?;
+        if let Some(limiter) = &self.limiter {
+            writer = Box::new(LimitedWriter {
+                inner: writer,
+                limiter: limiter.clone(),
+            });
+        }
+        let build = TableBuildOptions {
+            block_size: self.opts.block_size,
+            block_restart_interval: self.opts.block_restart_interval,
+            index_partition_size: self.opts.index_partition_size,
+            compression: self.opts.compression,
+            filter_bits_per_key: self
+                .opts
+                .filter_policy
+                .applies_to(self.level)
+                .then_some(self.opts.filter_policy.bits_per_key),
+        };
+        self.builder = Some((number, TableBuilder::new(writer, path, build)));
+        Ok(())
+    }
+
+    fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        match self.builder.as_mut() {
+            Some((_, b)) => b.add(key, value),
+            None => Err(Error::InvalidArgument("table output not open".into())),
+        }
+    }
+
+    fn estimated_size(&self) -> u64 {
+        self.builder.as_ref().map_or(0, |(_, b)| b.estimated_size())
+    }
+
+    fn finish(&mut self) -> Result<Option<NewFile>> {
+        let Some((number, builder)) = self.builder.take() else {
+            return Ok(None);
+        };
+        if builder.num_entries() == 0 {
+            builder.abort()?;
+            return Ok(None);
+        }
+        let props = builder.finish()?;
+        self.stats.bytes_written_tables.add(props.file_size);
+        Ok(Some(new_file(number, &props)?))
+    }
+}
+
+impl Drop for TableOutput<'_> {
+    fn drop(&mut self) {
+        // An unfinished output (an error path) is abandoned; removing it is best
+        // effort and a leftover is deleted at the next open.
+        if let Some((_, b)) = self.builder.take() {
+            let _ = b.abort();
+        }
+    }
+}
+
+/// An object writer that asks the rate limiter before each write.
+struct LimitedWriter {
+    inner: Box<dyn ObjectWriter>,
+    limiter: Arc<RateLimiter>,
+}
+
+impl ObjectWriter for LimitedWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.limiter.acquire(data.len() as u64);
+        self.inner.write(data)
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        self.inner.finish()
+    }
+    fn abort(self: Box<Self>) -> std::io::Result<()> {
+        self.inner.abort()
+    }
+}
+
+fn new_file(number: u64, p: &TableProperties) -> Result<NewFile> {
+    let key = |k: &[u8], what: &str| {
+        InternalKey::from_encoded(k.to_vec()).ok_or_else(|| {
+            Error::InvalidArgument(format!("table {number} has a malformed {what} key"))
+        })
+    };
+    Ok(NewFile {
+        number,
+        size: p.file_size,
+        smallest: key(&p.smallest_key, "smallest")?,
+        largest: key(&p.largest_key, "largest")?,
+        smallest_seqno: p.smallest_seqno,
+        largest_seqno: p.largest_seqno,
+        num_entries: p.num_entries,
+    })
+}
+
+fn user_key(internal: &[u8]) -> &[u8] {
+    parse_internal_key(internal).map_or(internal, |k| k.user_key)
+}
+
+/// Indices of the versions (newest first) of one user key that a compaction
+/// keeps: the newest of each snapshot stripe, minus trailing deletions when the
+/// output is bottommost.
+fn select_versions(
+    versions: &[(Vec<u8>, Vec<u8>)],
+    snapshots: &[SeqNo],
+    bottommost: bool,
+) -> Vec<usize> {
+    // The stripe of a sequence number: index of the oldest snapshot that sees it
+    // (snapshots.len() = only the latest state sees it).
+    let stripe = |seq: SeqNo| snapshots.partition_point(|&s| s < seq);
+    let mut kept: Vec<usize> = Vec::new();
+    let mut last_stripe = None;
+    for (i, (k, _)) in versions.iter().enumerate() {
+        let Some(ik) = parse_internal_key(k) else {
+            continue;
+        };
+        let s = stripe(ik.seq);
+        if last_stripe != Some(s) {
+            kept.push(i);
+            last_stripe = Some(s);
+        }
+    }
+    if bottommost {
+        // A deletion with nothing older under it hides nothing.
+        while let Some(&i) = kept.last() {
+            let is_delete = parse_internal_key(&versions[i].0)
+                .is_some_and(|k| k.value_kind() == Some(ValueKind::Delete));
+            if !is_delete {
+                break;
+            }
+            kept.pop();
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(seq: SeqNo, kind: ValueKind) -> (Vec<u8>, Vec<u8>) {
+        (
+            InternalKey::new(b"k", seq, kind).encoded().to_vec(),
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn keeps_newest_per_snapshot_stripe_and_drops_bottom_deletes() {
+        use ValueKind::*;
+        let versions = vec![
+            v(9, Value),
+            v(7, Value),
+            v(5, Delete),
+            v(3, Value),
+            v(1, Value),
+        ];
+        assert_eq!(select_versions(&versions, &[], true), vec![0]);
+        // Snapshot at 6 sees seq 5, a deletion with nothing kept under it.
+        assert_eq!(select_versions(&versions, &[6], true), vec![0]);
+        // ...which must stay when older data may sit in a deeper level.
+        assert_eq!(select_versions(&versions, &[6], false), vec![0, 2]);
+        // Snapshot at 4 sees seq 3.
+        assert_eq!(select_versions(&versions, &[4, 8], true), vec![0, 1, 3]);
+        let deleted = vec![v(4, Delete), v(2, Value)];
+        assert!(select_versions(&deleted, &[], true).is_empty());
+        assert_eq!(select_versions(&deleted, &[], false), vec![0]);
+        assert_eq!(select_versions(&deleted, &[3], true), vec![0, 1]);
+    }
+}

@@ -1,0 +1,604 @@
+//! The compaction picker: level metadata in, a decision out. No I/O, no locks.
+//!
+//! # Level sizing
+//!
+//! Levels are sized from the bottom up, as RocksDB's dynamic level bytes and
+//! Pebble do. The last level (L6) is expected to hold all but a
+//! `1/multiplier` share of the data; each level above it a `multiplier`-th of the
+//! one below. The *base level*, the one L0 compacts into, is the highest level
+//! whose expected size still exceeds `base_level_bytes / multiplier`... more
+//! precisely: starting from the first non-empty level below L0, the base level
+//! moves up one level for every factor of `multiplier` by which that level's
+//! expected size exceeds `base_level_bytes`. The base level's target is
+//! `base_level_bytes`; the targets of the levels below grow by a constant
+//! (smoothed) factor that reaches the last level's expected size exactly. Levels
+//! above the base level are meant to be empty. The effect: about 90% of the
+//! bytes live in L6, and the base level moves up as the database grows.
+//!
+//! # Scores and choices
+//!
+//! * L0: tables not being compacted / `l0_compaction_trigger`.
+//! * L1..L5: bytes not being compacted / the level's target; a non-empty level
+//!   above the base level scores at least 1 so that it drains.
+//! * L6: never compacted (0).
+//!
+//! The level with the highest score >= 1 whose compaction does not conflict with
+//! one already running is picked:
+//!
+//! * L0 -> base: every L0 table (L0 tables overlap, so taking them all keeps
+//!   newer versions above older ones) plus the overlapping base tables. Only one
+//!   L0 compaction runs at a time.
+//! * Ln -> Ln+1: the table of Ln with the smallest ratio of overlapping bytes in
+//!   Ln+1 to its own size (RocksDB's `kMinOverlappingRatio`, which keeps write
+//!   amplification low), plus those overlapping tables.
+//! * A single input table with nothing to merge with in the output level is
+//!   *moved* (a manifest edit, no I/O) when both levels agree on having a Bloom
+//!   filter; otherwise it is rewritten so that it carries its new level's filter
+//!   policy.
+
+use crate::options::NUM_LEVELS;
+
+/// The last level.
+pub(crate) const LAST_LEVEL: usize = NUM_LEVELS - 1;
+
+/// What the picker knows of one table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TableSummary {
+    pub number: u64,
+    pub size: u64,
+    /// Smallest and largest user keys.
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+    /// An input of a running compaction.
+    pub compacting: bool,
+}
+
+impl TableSummary {
+    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest.as_slice() <= hi && lo <= self.largest.as_slice()
+    }
+}
+
+/// The shape of the tree: tables per level (L0 newest first, deeper levels in
+/// key order).
+pub(crate) type Levels = [Vec<TableSummary>; NUM_LEVELS];
+
+/// The options the picker reads.
+#[derive(Clone, Debug)]
+pub(crate) struct PickerOptions {
+    pub l0_compaction_trigger: usize,
+    pub base_level_bytes: u64,
+    pub level_size_multiplier: f64,
+    /// Per level: tables carry a Bloom filter.
+    pub filter_at: [bool; NUM_LEVELS],
+}
+
+/// Target sizes of the levels.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LevelTargets {
+    /// The level L0 compacts into.
+    pub base_level: usize,
+    /// Target bytes per level (`u64::MAX` above the base level and for L0).
+    pub max_bytes: [u64; NUM_LEVELS],
+}
+
+/// Bytes per level.
+pub(crate) fn level_bytes(levels: &Levels) -> [u64; NUM_LEVELS] {
+    let mut out = [0u64; NUM_LEVELS];
+    for (l, files) in levels.iter().enumerate() {
+        out[l] = files.iter().map(|f| f.size).sum();
+    }
+    out
+}
+
+/// Computes the base level and the level targets (see the module doc).
+pub(crate) fn level_targets(sizes: &[u64; NUM_LEVELS], opts: &PickerOptions) -> LevelTargets {
+    let mut max_bytes = [u64::MAX; NUM_LEVELS];
+    let mult = opts.level_size_multiplier.max(1.01);
+    let base_bytes = opts.base_level_bytes.max(1) as f64;
+    let Some(first_nonempty) = (1..NUM_LEVELS).find(|&l| sizes[l] > 0) else {
+        return LevelTargets {
+            base_level: LAST_LEVEL,
+            max_bytes,
+        };
+    };
+    let total: u64 = sizes.iter().sum();
+    let last_expected = total as f64 - total as f64 / mult;
+    // Expected size of the first non-empty level if the tree had its ideal shape.
+    let mut size = last_expected / mult.powi((LAST_LEVEL - first_nonempty) as i32);
+    let mut base_level = first_nonempty;
+    while base_level > 1 && size > base_bytes {
+        base_level -= 1;
+        size /= mult;
+    }
+    let smoothed = if base_level < LAST_LEVEL {
+        (last_expected / base_bytes)
+            .max(1.0)
+            .powf(1.0 / (LAST_LEVEL - base_level) as f64)
+    } else {
+        1.0
+    };
+    let mut target = base_bytes;
+    for (level, slot) in max_bytes.iter_mut().enumerate().skip(base_level) {
+        if level > base_level {
+            target *= smoothed;
+        }
+        *slot = target.round().min(u64::MAX as f64) as u64;
+    }
+    LevelTargets {
+        base_level,
+        max_bytes,
+    }
+}
+
+/// Compaction score of every level (see the module doc).
+pub(crate) fn level_scores(
+    levels: &Levels,
+    targets: &LevelTargets,
+    opts: &PickerOptions,
+) -> [f64; NUM_LEVELS] {
+    let mut scores = [0f64; NUM_LEVELS];
+    let idle = |files: &Vec<TableSummary>| -> (usize, u64) {
+        let mut n = 0;
+        let mut bytes = 0;
+        for f in files.iter().filter(|f| !f.compacting) {
+            n += 1;
+            bytes += f.size;
+        }
+        (n, bytes)
+    };
+    let (l0_files, _) = idle(&levels[0]);
+    scores[0] = l0_files as f64 / opts.l0_compaction_trigger.max(1) as f64;
+    for level in 1..LAST_LEVEL {
+        let (_, bytes) = idle(&levels[level]);
+        scores[level] = if level < targets.base_level {
+            if bytes > 0 {
+                1.0 + bytes as f64 / opts.base_level_bytes.max(1) as f64
+            } else {
+                0.0
+            }
+        } else {
+            bytes as f64 / targets.max_bytes[level].max(1) as f64
+        };
+    }
+    scores
+}
+
+/// One compaction to run.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Pick {
+    pub start_level: usize,
+    pub output_level: usize,
+    /// Tables of the start level.
+    pub inputs: Vec<u64>,
+    /// Overlapping tables of the output level.
+    pub output_inputs: Vec<u64>,
+    /// Move the single input down without rewriting it.
+    pub trivial_move: bool,
+    /// Score of the start level when picked.
+    pub score: f64,
+}
+
+/// Chooses the next compaction, if any level needs one and can have one.
+pub(crate) fn pick(levels: &Levels, opts: &PickerOptions) -> Option<Pick> {
+    let targets = level_targets(&level_bytes(levels), opts);
+    let scores = level_scores(levels, &targets, opts);
+    let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&l| scores[l] >= 1.0).collect();
+    // Highest score first; ties go to the higher level (L0 first).
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    for level in order {
+        let picked = if level == 0 {
+            pick_l0(levels, targets.base_level, opts)
+        } else {
+            let output = if level < targets.base_level {
+                level + 1
+            } else {
+                (level + 1).min(LAST_LEVEL)
+            };
+            pick_level(levels, level, output, opts)
+        };
+        if let Some(mut p) = picked {
+            p.score = scores[level];
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn overlapping(files: &[TableSummary], lo: &[u8], hi: &[u8]) -> Vec<usize> {
+    (0..files.len())
+        .filter(|&i| files[i].overlaps(lo, hi))
+        .collect()
+}
+
+fn pick_l0(levels: &Levels, base: usize, opts: &PickerOptions) -> Option<Pick> {
+    let l0 = &levels[0];
+    if l0.is_empty() || l0.iter().any(|f| f.compacting) {
+        return None;
+    }
+    let lo = l0.iter().map(|f| f.smallest.as_slice()).min()?;
+    let hi = l0.iter().map(|f| f.largest.as_slice()).max()?;
+    let out = overlapping(&levels[base], lo, hi);
+    if out.iter().any(|&i| levels[base][i].compacting) {
+        return None;
+    }
+    let trivial_move = l0.len() == 1 && out.is_empty() && opts.filter_at[0] == opts.filter_at[base];
+    Some(Pick {
+        start_level: 0,
+        output_level: base,
+        // Oldest first, the order in which they were flushed.
+        inputs: l0.iter().rev().map(|f| f.number).collect(),
+        output_inputs: out.iter().map(|&i| levels[base][i].number).collect(),
+        trivial_move,
+        score: 0.0,
+    })
+}
+
+fn pick_level(levels: &Levels, level: usize, output: usize, opts: &PickerOptions) -> Option<Pick> {
+    let mut best: Option<(u128, usize, Vec<usize>)> = None;
+    for (i, f) in levels[level].iter().enumerate() {
+        if f.compacting {
+            continue;
+        }
+        let out = overlapping(&levels[output], &f.smallest, &f.largest);
+        if out.iter().any(|&j| levels[output][j].compacting) {
+            continue;
+        }
+        let overlap: u64 = out.iter().map(|&j| levels[output][j].size).sum();
+        // Overlap per byte of input, in fixed point to compare exactly.
+        let ratio = (u128::from(overlap) << 32) / u128::from(f.size.max(1));
+        if best.as_ref().is_none_or(|(r, _, _)| ratio < *r) {
+            best = Some((ratio, i, out));
+        }
+    }
+    let (_, i, out) = best?;
+    let f = &levels[level][i];
+    Some(Pick {
+        start_level: level,
+        output_level: output,
+        inputs: vec![f.number],
+        output_inputs: out.iter().map(|&j| levels[output][j].number).collect(),
+        trivial_move: out.is_empty() && opts.filter_at[level] == opts.filter_at[output],
+        score: 0.0,
+    })
+}
+
+/// Estimated bytes compactions must still rewrite to bring every level within
+/// its target (the debt that write stalls bound), computed like RocksDB's
+/// `estimate-pending-compaction-bytes`:
+///
+/// * if L0 is at its trigger, all of L0 and all of the base level;
+/// * then, walking down from the base level, each level's excess over its
+///   target (including what the level above pushes into it) is carried to the
+///   next level and costs itself times `1 + next level / this level` (the
+///   fan-out of merging it into the level below).
+pub(crate) fn pending_compaction_bytes(levels: &Levels, opts: &PickerOptions) -> u64 {
+    let sizes = level_bytes(levels);
+    let targets = level_targets(&sizes, opts);
+    let mut debt = 0f64;
+    let mut carried = 0f64;
+    let l0_due =
+        levels[0].len() >= opts.l0_compaction_trigger.max(1) || sizes[0] >= opts.base_level_bytes;
+    if l0_due {
+        debt += sizes[0] as f64;
+        carried = sizes[0] as f64;
+    }
+    for level in targets.base_level..LAST_LEVEL {
+        if level == targets.base_level && l0_due {
+            debt += sizes[level] as f64;
+        }
+        let size = sizes[level] as f64 + carried;
+        carried = 0.0;
+        let target = targets.max_bytes[level] as f64;
+        if size > target {
+            carried = size - target;
+            let next = sizes[level + 1] as f64;
+            if next > 0.0 {
+                debt += carried * (next / size + 1.0);
+            }
+        }
+    }
+    debt.round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn opts() -> PickerOptions {
+        PickerOptions {
+            l0_compaction_trigger: 4,
+            base_level_bytes: 64 * MIB,
+            level_size_multiplier: 10.0,
+            filter_at: [true, true, true, true, true, true, false],
+        }
+    }
+
+    /// A level of `n` tables of `size` bytes splitting the key space `00..ff`
+    /// evenly (one-byte keys, so ranges are easy to read in failures).
+    fn level(n: usize, size: u64, first_number: u64) -> Vec<TableSummary> {
+        (0..n)
+            .map(|i| {
+                let lo = (i * 256 / n) as u8;
+                let hi = ((i + 1) * 256 / n - 1) as u8;
+                TableSummary {
+                    number: first_number + i as u64,
+                    size,
+                    smallest: vec![lo],
+                    largest: vec![hi],
+                    compacting: false,
+                }
+            })
+            .collect()
+    }
+
+    /// L0 tables each spanning the whole key space (hash keys), newest first.
+    fn l0(n: usize, size: u64, first_number: u64) -> Vec<TableSummary> {
+        (0..n)
+            .rev()
+            .map(|i| TableSummary {
+                number: first_number + i as u64,
+                size,
+                smallest: vec![0],
+                largest: vec![255],
+                compacting: false,
+            })
+            .collect()
+    }
+
+    fn shape(per_level: [Vec<TableSummary>; NUM_LEVELS]) -> Levels {
+        per_level
+    }
+
+    #[test]
+    fn targets_follow_the_data_from_the_bottom_up() {
+        // (bytes per level, expected base level, expected targets in MiB from the
+        // base level down, rounded)
+        struct Case {
+            sizes: [u64; NUM_LEVELS],
+            base: usize,
+            targets_mib: &'static [u64],
+        }
+        let cases = [
+            // Empty: everything goes to L6.
+            Case {
+                sizes: [0; 7],
+                base: 6,
+                targets_mib: &[],
+            },
+            // Only L0: the last level is the base level.
+            Case {
+                sizes: [100 * MIB, 0, 0, 0, 0, 0, 0],
+                base: 6,
+                targets_mib: &[],
+            },
+            // 50 MiB in L6: small enough to be the base level itself.
+            Case {
+                sizes: [0, 0, 0, 0, 0, 0, 50 * MIB],
+                base: 6,
+                targets_mib: &[64],
+            },
+            // 300 MiB in L6: expected L6 270 MiB, L5 27 MiB <= 64 MiB: base L5.
+            Case {
+                sizes: [0, 0, 0, 0, 0, 0, 300 * MIB],
+                base: 5,
+                targets_mib: &[64, 270],
+            },
+            // 10 GiB: L6 expected 9216 MiB, L5 922, L4 92, L3 9.2 <= 64: base L3;
+            // smoothed factor (9216/64)^(1/3) = 5.24.
+            Case {
+                sizes: [0, 0, 0, 0, 0, 1024 * MIB, 9216 * MIB],
+                base: 3,
+                targets_mib: &[64, 335, 1758, 9216],
+            },
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            let t = level_targets(&c.sizes, &opts());
+            assert_eq!(t.base_level, c.base, "case {i}: base level");
+            for (k, &mib) in c.targets_mib.iter().enumerate() {
+                let got = t.max_bytes[c.base + k] as f64 / MIB as f64;
+                assert!(
+                    (got - mib as f64).abs() / (mib as f64) < 0.01,
+                    "case {i}: L{} target {got:.1} MiB, expected {mib}",
+                    c.base + k
+                );
+            }
+            for l in 0..c.base {
+                assert_eq!(t.max_bytes[l], u64::MAX, "case {i}: L{l} above base");
+            }
+        }
+    }
+
+    #[test]
+    fn scores_and_choices_for_typical_shapes() {
+        struct Case {
+            name: &'static str,
+            levels: Levels,
+            /// (start level, output level, inputs, output inputs, trivial move)
+            expect: Option<(usize, usize, Vec<u64>, Vec<u64>, bool)>,
+        }
+        let mut busy_l0 = l0(5, 30 * MIB, 1);
+        busy_l0[4].compacting = true;
+        let cases = vec![
+            Case {
+                name: "three L0 tables stay below the trigger",
+                levels: shape([
+                    l0(3, 30 * MIB, 1),
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                ]),
+                expect: None,
+            },
+            Case {
+                name: "four L0 tables compact into L6, the base of an empty tree",
+                levels: shape([
+                    l0(4, 30 * MIB, 1),
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                ]),
+                expect: Some((0, 6, vec![1, 2, 3, 4], vec![], false)),
+            },
+            Case {
+                name: "L0 merges with every overlapping table of the base level",
+                levels: shape([
+                    l0(4, 30 * MIB, 1),
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    level(4, 10 * MIB, 10),
+                    level(8, 40 * MIB, 20),
+                ]),
+                expect: Some((0, 5, vec![1, 2, 3, 4], vec![10, 11, 12, 13], false)),
+            },
+            Case {
+                name: "an L0 compaction already running blocks another",
+                levels: shape([busy_l0, vec![], vec![], vec![], vec![], vec![], vec![]]),
+                expect: None,
+            },
+            Case {
+                name: "an oversized L5 pushes its least overlapping table down",
+                levels: shape([
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    // 320 MiB against a target of 233 MiB (base L4).
+                    level(4, 80 * MIB, 10),
+                    {
+                        // L6 tables: heavy overlap under 10 and 12, light under 11.
+                        let mut v = level(8, 100 * MIB, 20);
+                        v[2].size = 10 * MIB;
+                        v[3].size = 10 * MIB;
+                        v
+                    },
+                ]),
+                expect: Some((5, 6, vec![11], vec![22, 23], false)),
+            },
+            Case {
+                name: "a filtered table is rewritten, not moved, into the last level",
+                levels: shape([
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![TableSummary {
+                        number: 7,
+                        size: 200 * MIB,
+                        smallest: vec![0x80],
+                        largest: vec![0x90],
+                        compacting: false,
+                    }],
+                    {
+                        let mut v = level(2, 100 * MIB, 20);
+                        v[0].largest = vec![0x10];
+                        v[1].smallest = vec![0xa0];
+                        v
+                    },
+                ]),
+                expect: Some((5, 6, vec![7], vec![], false)),
+            },
+            Case {
+                name: "a table with nothing below it in a filtered level is moved",
+                levels: shape([
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![TableSummary {
+                        number: 7,
+                        size: 200 * MIB,
+                        smallest: vec![0x80],
+                        largest: vec![0x90],
+                        compacting: false,
+                    }],
+                    {
+                        let mut v = level(2, 100 * MIB, 10);
+                        v[0].largest = vec![0x10];
+                        v[1].smallest = vec![0xa0];
+                        v
+                    },
+                    level(4, 500 * MIB, 20),
+                ]),
+                expect: Some((4, 5, vec![7], vec![], true)),
+            },
+            Case {
+                name: "the first non-empty level is the base even when small",
+                levels: shape([
+                    vec![],
+                    level(1, MIB, 3),
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    level(4, 20 * MIB, 20),
+                ]),
+                expect: None,
+            },
+        ];
+        for c in cases {
+            let got = pick(&c.levels, &opts()).map(|p| {
+                (
+                    p.start_level,
+                    p.output_level,
+                    p.inputs,
+                    p.output_inputs,
+                    p.trivial_move,
+                )
+            });
+            assert_eq!(got, c.expect, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn l0_score_counts_idle_tables() {
+        let levels = shape([
+            l0(6, MIB, 1),
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        ]);
+        let t = level_targets(&level_bytes(&levels), &opts());
+        let s = level_scores(&levels, &t, &opts());
+        assert_eq!(s[0], 1.5);
+        assert_eq!(s[6], 0.0);
+    }
+
+    #[test]
+    fn pending_bytes_grow_with_debt() {
+        let healthy = shape([
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            level(4, 10 * MIB, 10),
+            level(8, 40 * MIB, 20),
+        ]);
+        assert_eq!(pending_compaction_bytes(&healthy, &opts()), 0);
+        // L0 at its trigger: all of L0 and the base level, plus the base
+        // level's overflow into L6.
+        let mut due = healthy.clone();
+        due[0] = l0(4, 30 * MIB, 1);
+        let debt = pending_compaction_bytes(&due, &opts());
+        assert!(debt >= 160 * MIB, "{debt}");
+        let mut worse = due.clone();
+        worse[0] = l0(12, 30 * MIB, 1);
+        assert!(pending_compaction_bytes(&worse, &opts()) > debt);
+    }
+}
