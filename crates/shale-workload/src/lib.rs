@@ -106,9 +106,9 @@ impl Dataset {
         let mut state = mix64(self.seed ^ mix64(i));
         for chunk in out.chunks_mut(8) {
             state = state.wrapping_add(GAMMA);
-            let word = mix64(state).to_le_bytes();
-            let n = chunk.len();
-            chunk.copy_from_slice(&word[..n]);
+            for (dst, src) in chunk.iter_mut().zip(mix64(state).to_le_bytes()) {
+                *dst = src;
+            }
         }
     }
 }
