@@ -1,0 +1,232 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::bytes::{parse_key, parse_value, Bytes};
+
+/// The shale key-value engine's command-line tool.
+///
+/// Keys and values are text, or hex with a `0x` prefix (`0xdeadbeef`). Output
+/// uses the same notation: text when printable, else hex.
+#[derive(Debug, Parser)]
+#[command(name = "shale", version)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set KEY to VALUE (synced to disk before returning).
+    Put(PutArgs),
+    /// Print the value of KEY (exit code 1 if absent).
+    Get(GetArgs),
+    /// Delete KEY (synced to disk before returning).
+    Delete(DeleteArgs),
+    /// Print `key value` lines in key order.
+    Scan(ScanArgs),
+    /// Load keys of the study's dataset (keccak256 keys, reproducible values).
+    Load(LoadArgs),
+    /// Print the shape of the database and its read counters.
+    Stats(StatsArgs),
+    /// Print the layout and properties of one table file.
+    Sst(SstArgs),
+}
+
+/// `shale put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// Database directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// The key.
+    #[arg(value_parser = parse_key, allow_hyphen_values = true)]
+    pub key: Bytes,
+    /// The value.
+    #[arg(value_parser = parse_value, allow_hyphen_values = true)]
+    pub value: Bytes,
+}
+
+/// `shale get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Database directory.
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// The key.
+    #[arg(value_parser = parse_key, allow_hyphen_values = true)]
+    pub key: Bytes,
+}
+
+/// `shale delete`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// Database directory.
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// The key.
+    #[arg(value_parser = parse_key, allow_hyphen_values = true)]
+    pub key: Bytes,
+}
+
+/// `shale scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Database directory.
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// First key to print (inclusive).
+    #[arg(long, value_name = "KEY", value_parser = parse_key, allow_hyphen_values = true)]
+    pub from: Option<Bytes>,
+    /// Key to stop before (exclusive).
+    #[arg(long, value_name = "KEY", value_parser = parse_key, allow_hyphen_values = true)]
+    pub to: Option<Bytes>,
+    /// Print at most N keys.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+}
+
+/// `shale load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Database directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// Number of keys to load.
+    #[arg(long, value_name = "N")]
+    pub keys: u64,
+    /// Bytes per value.
+    #[arg(long, value_name = "BYTES", default_value_t = shale_workload::DEFAULT_VALUE_SIZE)]
+    pub value_size: usize,
+    /// Index of the first key.
+    #[arg(long, value_name = "I", default_value_t = 0)]
+    pub start: u64,
+    /// Keys per write batch.
+    #[arg(long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
+    /// Writer threads (each writes contiguous chunks of `--batch` keys).
+    #[arg(long, value_name = "T", default_value_t = 2,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: u64,
+    /// Sync the write-ahead log on every batch.
+    #[arg(long)]
+    pub sync: bool,
+}
+
+/// `shale stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Database directory.
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `shale sst`.
+#[derive(Debug, Args)]
+pub struct SstArgs {
+    /// The table file (`NNNNNN.sst`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("shale").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn put_parses_text_and_hex() {
+        let cli = parse(&["put", "--db", "d", "0x0102", "-v"]).expect("parses");
+        let Command::Put(a) = cli.command else {
+            panic!("not put: {cli:?}");
+        };
+        assert_eq!(a.db, PathBuf::from("d"));
+        assert_eq!(a.key, Bytes(vec![1, 2]));
+        assert_eq!(a.value, Bytes(b"-v".to_vec()));
+    }
+
+    #[test]
+    fn bad_hex_and_empty_keys_are_usage_errors() {
+        for args in [
+            &["get", "--db", "d", "0xz1"][..],
+            &["get", "--db", "d", "0x1"],
+            &["get", "--db", "d", ""],
+            &["put", "--db", "d", "k", "0xq"],
+            &["scan", "--db", "d", "--from", "0x0"],
+        ] {
+            let e = parse(args).expect_err("must fail");
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{args:?}");
+            assert_eq!(e.exit_code(), 2);
+        }
+    }
+
+    #[test]
+    fn load_defaults_and_ranges() {
+        let cli = parse(&["load", "--db", "d", "--keys", "10"]).expect("parses");
+        let Command::Load(a) = cli.command else {
+            panic!("not load: {cli:?}");
+        };
+        assert_eq!(
+            (a.keys, a.value_size, a.start, a.batch, a.threads, a.sync),
+            (10, 110, 0, 1000, 2, false)
+        );
+        assert!(parse(&["load", "--db", "d", "--keys", "10", "--threads", "0"]).is_err());
+        assert!(parse(&["load", "--db", "d", "--keys", "10", "--batch", "0"]).is_err());
+        assert!(parse(&["load", "--db", "d"]).is_err());
+        let cli = parse(&[
+            "load",
+            "--db",
+            "d",
+            "--keys",
+            "5",
+            "--start",
+            "7",
+            "--batch",
+            "3",
+            "--threads",
+            "4",
+            "--value-size",
+            "16",
+            "--sync",
+        ])
+        .expect("parses");
+        let Command::Load(a) = cli.command else {
+            panic!("not load: {cli:?}");
+        };
+        assert_eq!(
+            (a.keys, a.value_size, a.start, a.batch, a.threads, a.sync),
+            (5, 16, 7, 3, 4, true)
+        );
+    }
+
+    #[test]
+    fn unknown_subcommand_and_missing_db_fail() {
+        let e = parse(&["frobnicate"]).expect_err("must fail");
+        assert_eq!(e.kind(), ErrorKind::InvalidSubcommand);
+        assert_eq!(e.exit_code(), 2);
+        assert!(parse(&["get", "k"]).is_err());
+        assert!(parse(&["stats", "--db", "d", "--json"]).is_ok());
+        assert!(parse(&["sst", "000005.sst", "--json"]).is_ok());
+    }
+}

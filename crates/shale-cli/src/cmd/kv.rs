@@ -1,0 +1,68 @@
+//! `put`, `get`, `delete` and `scan`.
+
+use std::io::Write;
+
+use shale::{ReadOptions, WriteBatch, WriteOptions};
+
+use super::open;
+use crate::args::{DeleteArgs, GetArgs, PutArgs, ScanArgs};
+use crate::bytes::{display_key, display_value};
+use crate::error::{CliError, CliResult};
+
+const SYNC: WriteOptions = WriteOptions { sync: true };
+
+pub fn put(a: &PutArgs) -> CliResult {
+    let db = open(&a.db, true)?;
+    let mut batch = WriteBatch::new();
+    batch.put(&a.key.0, &a.value.0);
+    db.write(batch, &SYNC)?;
+    Ok(db.close()?)
+}
+
+pub fn delete(a: &DeleteArgs) -> CliResult {
+    let db = open(&a.db, false)?;
+    let mut batch = WriteBatch::new();
+    batch.delete(&a.key.0);
+    db.write(batch, &SYNC)?;
+    Ok(db.close()?)
+}
+
+pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
+    let db = open(&a.db, false)?;
+    let value = db.get(&a.key.0)?;
+    db.close()?;
+    match value {
+        Some(v) => writeln!(out, "{}", display_value(&v)).map_err(CliError::output),
+        None => Err(CliError::msg(format!(
+            "not found: {}",
+            display_key(&a.key.0)
+        ))),
+    }
+}
+
+pub fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
+    let db = open(&a.db, false)?;
+    let opts = ReadOptions {
+        lower_bound: a.from.as_ref().map(|k| k.0.clone()),
+        upper_bound: a.to.as_ref().map(|k| k.0.clone()),
+        ..ReadOptions::default()
+    };
+    let limit = a.limit.unwrap_or(u64::MAX);
+    let mut it = db.iter(&opts)?;
+    it.seek_to_first();
+    let mut printed = 0u64;
+    while printed < limit && it.valid() {
+        writeln!(
+            out,
+            "{} {}",
+            display_key(it.key()),
+            display_value(it.value())
+        )
+        .map_err(CliError::output)?;
+        printed += 1;
+        it.next();
+    }
+    it.status()?;
+    drop(it);
+    Ok(db.close()?)
+}

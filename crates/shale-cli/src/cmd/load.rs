@@ -1,0 +1,189 @@
+//! `load`: writes keys `start..start + keys` of the study's dataset.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use shale::{Db, WriteBatch, WriteOptions};
+use shale_workload::{Dataset, KEY_LEN};
+
+use super::open;
+use crate::args::LoadArgs;
+use crate::error::{CliError, CliResult};
+
+pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
+    let end = a.start.checked_add(a.keys).ok_or_else(|| {
+        CliError::msg(format!(
+            "--start {} plus --keys {} passes the last key index",
+            a.start, a.keys
+        ))
+    })?;
+    let db = open(&a.db, true)?;
+    let job = Job {
+        db: &db,
+        dataset: Dataset::with_value_size(a.value_size),
+        write: WriteOptions { sync: a.sync },
+        next: AtomicU64::new(a.start),
+        end,
+        batch: a.batch,
+        failed: AtomicBool::new(false),
+        first_error: Mutex::new(None),
+        progress: progress_bar(a.keys),
+    };
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..a.threads {
+            s.spawn(|| job.worker());
+        }
+    });
+    job.progress.finish_and_clear();
+    let error = match job.first_error.into_inner() {
+        Ok(e) => e,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(e) = error {
+        return Err(e.into());
+    }
+    db.flush()?;
+    db.close()?;
+    let line = summary_line(a.keys, a.value_size, started.elapsed());
+    writeln!(out, "{line}").map_err(CliError::output)
+}
+
+/// The state the writer threads share.
+struct Job<'a> {
+    db: &'a Db,
+    dataset: Dataset,
+    write: WriteOptions,
+    /// Index of the next key nobody took yet.
+    next: AtomicU64,
+    end: u64,
+    batch: u64,
+    failed: AtomicBool,
+    first_error: Mutex<Option<shale::Error>>,
+    progress: ProgressBar,
+}
+
+impl Job<'_> {
+    /// Takes chunks of `batch` consecutive keys and writes each as one batch
+    /// until the keys run out or a thread fails.
+    fn worker(&self) {
+        let mut value = vec![0u8; self.dataset.value_size];
+        while !self.failed.load(Ordering::Relaxed) {
+            let Some((lo, hi)) = take_chunk(&self.next, self.batch, self.end) else {
+                return;
+            };
+            let mut batch = WriteBatch::new();
+            for i in lo..hi {
+                self.dataset.fill_value(i, &mut value);
+                batch.put(&self.dataset.key(i), &value);
+            }
+            if let Err(e) = self.db.write(batch, &self.write) {
+                self.failed.store(true, Ordering::Relaxed);
+                let mut first = match self.first_error.lock() {
+                    Ok(g) => g,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                first.get_or_insert(e);
+                return;
+            }
+            self.progress.inc(hi - lo);
+        }
+    }
+}
+
+/// Takes the next chunk `lo..hi` of at most `batch` keys below `end` from the
+/// shared cursor `next`; `None` when every key is taken.
+fn take_chunk(next: &AtomicU64, batch: u64, end: u64) -> Option<(u64, u64)> {
+    let chunk_end = |lo: u64| lo.saturating_add(batch).min(end);
+    next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |lo| {
+        (lo < end).then(|| chunk_end(lo))
+    })
+    .ok()
+    .map(|lo| (lo, chunk_end(lo)))
+}
+
+/// A progress bar on standard error (drawn only when it is a terminal).
+fn progress_bar(keys: u64) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(Some(keys), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:40}] {human_pos}/{human_len} keys {per_sec} eta {eta}",
+    ) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
+/// The line `load` prints: keys, seconds, keys per second and megabytes (10^6
+/// bytes) of user data (keys and values) per second.
+pub fn summary_line(keys: u64, value_size: usize, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    let rate = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+    let user_bytes = keys as f64 * (KEY_LEN + value_size) as f64;
+    format!(
+        "loaded {keys} keys in {secs:.3} s: {:.0} keys/s, {:.2} MB/s of user data ({KEY_LEN}-byte keys, {value_size}-byte values)",
+        rate(keys as f64),
+        rate(user_bytes / 1e6),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_range_once() {
+        let next = AtomicU64::new(5);
+        let mut chunks = Vec::new();
+        while let Some(c) = take_chunk(&next, 4, 15) {
+            chunks.push(c);
+        }
+        assert_eq!(chunks, [(5, 9), (9, 13), (13, 15)]);
+        assert_eq!(take_chunk(&AtomicU64::new(3), 4, 3), None);
+        // No wrap-around near the end of the index space.
+        let next = AtomicU64::new(u64::MAX - 2);
+        assert_eq!(
+            take_chunk(&next, 1000, u64::MAX),
+            Some((u64::MAX - 2, u64::MAX))
+        );
+        assert_eq!(take_chunk(&next, 1000, u64::MAX), None);
+    }
+
+    #[test]
+    fn chunks_are_shared_between_threads() {
+        let next = AtomicU64::new(0);
+        let taken = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    while let Some(c) = take_chunk(&next, 7, 10_000) {
+                        taken.lock().expect("lock").push(c);
+                    }
+                });
+            }
+        });
+        let mut taken = taken.into_inner().expect("lock");
+        taken.sort_unstable();
+        let mut at = 0;
+        for (lo, hi) in taken {
+            assert_eq!(lo, at);
+            assert!(hi > lo && hi - lo <= 7);
+            at = hi;
+        }
+        assert_eq!(at, 10_000);
+    }
+
+    #[test]
+    fn summary_line_reports_rates() {
+        let line = summary_line(20_000, 110, Duration::from_secs(2));
+        assert_eq!(
+            line,
+            "loaded 20000 keys in 2.000 s: 10000 keys/s, 1.42 MB/s of user data \
+             (32-byte keys, 110-byte values)"
+        );
+        let zero = summary_line(0, 110, Duration::ZERO);
+        assert!(zero.starts_with("loaded 0 keys in 0.000 s: 0 keys/s, 0.00 MB/s"));
+    }
+}

@@ -1,0 +1,290 @@
+//! `sst`: one table file's layout and properties.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use serde_json::{json, Value};
+use shale::env::{FileSystem, PosixFs, PosixOptions};
+use shale::format::parse_internal_key;
+use shale::{BlockInfo, TableLayout, TableProperties};
+
+use crate::args::SstArgs;
+use crate::bytes::{display_key, to_hex};
+use crate::error::{CliError, CliResult};
+use crate::fmt::human_bytes;
+
+pub fn run(a: &SstArgs, out: &mut dyn Write) -> CliResult {
+    let fs = PosixFs::new(PosixOptions::default());
+    let file = fs
+        .open_random(&a.file)
+        .map_err(|e| CliError::msg(format!("open {}: {e}", a.file.display())))?;
+    let layout = shale::inspect_table(file, a.file.clone())?;
+    let text = if a.json {
+        let mut s = serde_json::to_string_pretty(&sst_json(&layout))
+            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+        s.push('\n');
+        s
+    } else {
+        sst_text(&layout)
+    };
+    out.write_all(text.as_bytes()).map_err(CliError::output)
+}
+
+/// Blocks of one kind: how many, and their bytes without trailers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindTotal {
+    pub kind: &'static str,
+    pub count: u64,
+    pub bytes: u64,
+}
+
+/// Count and bytes per block kind, kinds in order of first appearance (file
+/// order: data, filter, index, top_index, properties).
+pub fn block_totals(blocks: &[BlockInfo]) -> Vec<KindTotal> {
+    let mut totals: Vec<KindTotal> = Vec::new();
+    for b in blocks {
+        match totals.iter_mut().find(|t| t.kind == b.kind) {
+            Some(t) => {
+                t.count += 1;
+                t.bytes += b.size;
+            }
+            None => totals.push(KindTotal {
+                kind: b.kind,
+                count: 1,
+                bytes: b.size,
+            }),
+        }
+    }
+    totals
+}
+
+/// An internal key as JSON: `{user_key, seq, kind}`, or the raw hex when it does
+/// not decode (`null` for the empty key of an empty table).
+fn internal_key_json(encoded: &[u8]) -> Value {
+    if encoded.is_empty() {
+        return Value::Null;
+    }
+    match parse_internal_key(encoded) {
+        Some(k) => json!({
+            "user_key": display_key(k.user_key),
+            "seq": k.seq,
+            "kind": kind_name(k.kind),
+        }),
+        None => json!({ "raw": to_hex(encoded) }),
+    }
+}
+
+fn internal_key_text(encoded: &[u8]) -> String {
+    if encoded.is_empty() {
+        return "-".into();
+    }
+    match parse_internal_key(encoded) {
+        Some(k) => format!(
+            "{} (seq {}, {})",
+            display_key(k.user_key),
+            k.seq,
+            kind_name(k.kind)
+        ),
+        None => format!("undecodable {}", to_hex(encoded)),
+    }
+}
+
+fn kind_name(kind: u8) -> String {
+    match kind {
+        0 => "DEL".into(),
+        1 => "SET".into(),
+        other => format!("KIND{other}"),
+    }
+}
+
+fn compression_name(c: u8) -> String {
+    match c {
+        0 => "none".into(),
+        1 => "lz4".into(),
+        other => format!("unknown ({other})"),
+    }
+}
+
+fn properties_json(p: &TableProperties) -> Value {
+    json!({
+        "format_version": p.format_version,
+        "num_entries": p.num_entries,
+        "num_deletions": p.num_deletions,
+        "raw_key_bytes": p.raw_key_bytes,
+        "raw_value_bytes": p.raw_value_bytes,
+        "data_bytes": p.data_bytes,
+        "data_blocks": p.data_blocks,
+        "index_partition_bytes": p.index_partition_bytes,
+        "index_partitions": p.index_partitions,
+        "top_level_index_bytes": p.top_level_index_bytes,
+        "filter_bytes": p.filter_bytes,
+        "filter_bits_per_key": p.filter_bits_per_key,
+        "smallest_key": internal_key_json(&p.smallest_key),
+        "largest_key": internal_key_json(&p.largest_key),
+        "smallest_seqno": p.smallest_seqno,
+        "largest_seqno": p.largest_seqno,
+        "file_size": p.file_size,
+        "compression": compression_name(p.compression),
+    })
+}
+
+/// The JSON document of `sst --json`: `file_size`, `footer_offset`, `blocks`
+/// (per kind: `count` and `bytes` without trailers) and `properties`.
+pub fn sst_json(layout: &TableLayout) -> Value {
+    let mut blocks = serde_json::Map::new();
+    for t in block_totals(&layout.blocks) {
+        blocks.insert(t.kind.into(), json!({ "count": t.count, "bytes": t.bytes }));
+    }
+    json!({
+        "file_size": layout.file_size,
+        "footer_offset": layout.footer_offset,
+        "blocks": blocks,
+        "properties": properties_json(&layout.properties),
+    })
+}
+
+/// The text report of `sst`.
+pub fn sst_text(layout: &TableLayout) -> String {
+    let p = &layout.properties;
+    let mut s = String::new();
+    // Writing to a String cannot fail; results are ignored below.
+    let _ = writeln!(
+        s,
+        "file size {} ({}), footer at {}",
+        layout.file_size,
+        human_bytes(layout.file_size),
+        layout.footer_offset
+    );
+    let _ = writeln!(s, "{:<11} {:>8} {:>12}", "block kind", "count", "bytes");
+    for t in block_totals(&layout.blocks) {
+        let _ = writeln!(
+            s,
+            "{:<11} {:>8} {:>12} {:>11}",
+            t.kind,
+            t.count,
+            t.bytes,
+            human_bytes(t.bytes)
+        );
+    }
+    let _ = writeln!(s, "(block bytes exclude the 5-byte trailers)");
+    let _ = writeln!(s);
+    let rows: [(&str, String); 18] = [
+        ("format version", p.format_version.to_string()),
+        ("entries", p.num_entries.to_string()),
+        ("deletions", p.num_deletions.to_string()),
+        ("raw key bytes", p.raw_key_bytes.to_string()),
+        ("raw value bytes", p.raw_value_bytes.to_string()),
+        ("data bytes", p.data_bytes.to_string()),
+        ("data blocks", p.data_blocks.to_string()),
+        ("index partition bytes", p.index_partition_bytes.to_string()),
+        ("index partitions", p.index_partitions.to_string()),
+        ("top-level index bytes", p.top_level_index_bytes.to_string()),
+        ("filter bytes", p.filter_bytes.to_string()),
+        ("filter bits per key", p.filter_bits_per_key.to_string()),
+        ("smallest key", internal_key_text(&p.smallest_key)),
+        ("largest key", internal_key_text(&p.largest_key)),
+        ("smallest seqno", p.smallest_seqno.to_string()),
+        ("largest seqno", p.largest_seqno.to_string()),
+        ("file size", p.file_size.to_string()),
+        ("compression", compression_name(p.compression)),
+    ];
+    for (name, value) in rows {
+        let _ = writeln!(s, "{name:<22} {value}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(kind: &'static str, offset: u64, size: u64) -> BlockInfo {
+        BlockInfo { kind, offset, size }
+    }
+
+    fn sample() -> TableLayout {
+        let mut smallest = b"apple".to_vec();
+        smallest.extend_from_slice(&((7u64 << 8) | 1).to_le_bytes());
+        let mut largest = vec![0xff, 0x01];
+        // Sequence 9, kind 0 (a deletion).
+        largest.extend_from_slice(&(9u64 << 8).to_le_bytes());
+        TableLayout {
+            properties: TableProperties {
+                format_version: 1,
+                num_entries: 3,
+                num_deletions: 1,
+                data_blocks: 2,
+                smallest_key: smallest,
+                largest_key: largest,
+                smallest_seqno: 7,
+                largest_seqno: 9,
+                file_size: 400,
+                ..TableProperties::default()
+            },
+            blocks: vec![
+                block("data", 0, 100),
+                block("data", 105, 120),
+                block("filter", 230, 20),
+                block("index", 255, 30),
+                block("top_index", 290, 10),
+                block("properties", 305, 26),
+            ],
+            footer_offset: 336,
+            file_size: 400,
+        }
+    }
+
+    #[test]
+    fn totals_per_kind_in_file_order() {
+        let t = block_totals(&sample().blocks);
+        let kinds: Vec<_> = t.iter().map(|t| (t.kind, t.count, t.bytes)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("data", 2, 220),
+                ("filter", 1, 20),
+                ("index", 1, 30),
+                ("top_index", 1, 10),
+                ("properties", 1, 26),
+            ]
+        );
+        assert!(block_totals(&[]).is_empty());
+    }
+
+    #[test]
+    fn json_shape() {
+        let v = sst_json(&sample());
+        assert_eq!(v["file_size"], 400);
+        assert_eq!(v["footer_offset"], 336);
+        assert_eq!(v["blocks"]["data"]["count"], 2);
+        assert_eq!(v["blocks"]["data"]["bytes"], 220);
+        assert_eq!(v["blocks"]["top_index"]["count"], 1);
+        let p = &v["properties"];
+        assert_eq!(p["num_entries"], 3);
+        assert_eq!(p["compression"], "none");
+        assert_eq!(p["smallest_key"]["user_key"], "apple");
+        assert_eq!(p["smallest_key"]["seq"], 7);
+        assert_eq!(p["smallest_key"]["kind"], "SET");
+        assert_eq!(p["largest_key"]["user_key"], "0xff01");
+        assert_eq!(p["largest_key"]["kind"], "DEL");
+    }
+
+    #[test]
+    fn empty_and_undecodable_keys() {
+        assert!(internal_key_json(b"").is_null());
+        assert_eq!(internal_key_json(b"abc")["raw"], "0x616263");
+        assert_eq!(internal_key_text(b""), "-");
+        assert!(internal_key_text(b"abc").starts_with("undecodable"));
+    }
+
+    #[test]
+    fn text_report() {
+        let text = sst_text(&sample());
+        assert!(text.contains("data               2          220"), "{text}");
+        assert!(
+            text.contains("smallest key           apple (seq 7, SET)"),
+            "{text}"
+        );
+        assert!(text.contains("compression            none"), "{text}");
+    }
+}

@@ -1,0 +1,409 @@
+//! `stats`: the shape of the database (per level) and its read counters.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use serde_json::{json, Map, Value};
+use shale::{BlockKind, DbSummary, LevelSummary, Metrics};
+
+use super::open;
+use crate::args::StatsArgs;
+use crate::error::{CliError, CliResult};
+use crate::fmt::{human_bytes, rate_text, ratio};
+
+pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
+    let db = open(&a.db, false)?;
+    let summary = db.summary()?;
+    // Taken after the summary, so the table opens it caused are counted.
+    let metrics = db.metrics();
+    db.close()?;
+    let text = if a.json {
+        let mut s = serde_json::to_string_pretty(&stats_json(&summary, &metrics))
+            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+        s.push('\n');
+        s
+    } else {
+        stats_text(&summary, &metrics)
+    };
+    out.write_all(text.as_bytes()).map_err(CliError::output)
+}
+
+/// Index bytes (partitions and top-level indexes) per data block, `None` without
+/// data blocks.
+pub fn index_bytes_per_data_block(l: &LevelSummary) -> Option<f64> {
+    ratio(
+        l.index_partition_bytes + l.top_level_index_bytes,
+        l.data_blocks,
+    )
+}
+
+/// The JSON document of `stats --json`.
+///
+/// Top level: the totals over all levels (`tables`, `bytes`, `entries`,
+/// `data_blocks`, `data_bytes`, `index_partition_bytes`, `top_level_index_bytes`,
+/// `filter_bytes`, `raw_key_bytes`, `raw_value_bytes`),
+/// `filter_bytes_except_last_level`, `index_bytes_per_data_block`, `levels` (one
+/// object per level with the same per-level fields) and `metrics`
+/// ([`metrics_json`]).
+pub fn stats_json(summary: &DbSummary, metrics: &Metrics) -> Value {
+    let total = summary.total();
+    let mut doc = level_fields(&total);
+    doc.insert(
+        "filter_bytes_except_last_level".into(),
+        summary.filter_bytes_except_last_level.into(),
+    );
+    doc.insert(
+        "index_bytes_per_data_block".into(),
+        index_bytes_per_data_block(&total).into(),
+    );
+    let levels: Vec<Value> = summary
+        .levels
+        .iter()
+        .map(|l| {
+            let mut obj = Map::new();
+            obj.insert("level".into(), l.level.into());
+            obj.extend(level_fields(l));
+            Value::Object(obj)
+        })
+        .collect();
+    doc.insert("levels".into(), levels.into());
+    doc.insert("metrics".into(), metrics_json(metrics));
+    Value::Object(doc)
+}
+
+fn level_fields(l: &LevelSummary) -> Map<String, Value> {
+    let v = json!({
+        "tables": l.tables,
+        "bytes": l.bytes,
+        "entries": l.entries,
+        "data_blocks": l.data_blocks,
+        "data_bytes": l.data_bytes,
+        "index_partition_bytes": l.index_partition_bytes,
+        "top_level_index_bytes": l.top_level_index_bytes,
+        "filter_bytes": l.filter_bytes,
+        "raw_key_bytes": l.raw_key_bytes,
+        "raw_value_bytes": l.raw_value_bytes,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Every counter of [`Metrics`] as JSON: the Get counters, one object per block
+/// kind (named by [`BlockKind::name`]) with its cache hits, misses, physical
+/// reads, bytes read and hit rate, the same four summed over all kinds, the
+/// table cache, filter, write and block cache counters, and `io_per_get`
+/// (block-cache misses / Gets, the study's metric) and `physical_reads_per_get`,
+/// both `null` without Gets.
+pub fn metrics_json(m: &Metrics) -> Value {
+    let mut obj = match json!({
+        "gets": m.gets,
+        "gets_found": m.gets_found,
+        "gets_not_found": m.gets_not_found(),
+        "gets_memtable_hits": m.gets_memtable_hits,
+        "io_per_get": m.cache_misses_per_get(),
+        "physical_reads_per_get": m.physical_reads_per_get(),
+        "cache_hits": m.cache_hits(),
+        "cache_misses": m.cache_misses(),
+        "physical_reads": m.physical_reads(),
+        "bytes_read": m.bytes_read(),
+        "hit_rate": m.hit_rate(),
+        "table_cache_hits": m.table_cache_hits,
+        "table_cache_misses": m.table_cache_misses,
+        "filter_negatives": m.filter_negatives,
+        "filter_positives": m.filter_positives,
+        "bytes_written_user": m.bytes_written_user,
+        "bytes_written_wal": m.bytes_written_wal,
+        "bytes_written_tables": m.bytes_written_tables,
+        "wal_syncs": m.wal_syncs,
+        "flushes": m.flushes,
+        "compactions": m.compactions,
+        "block_cache_usage": m.block_cache_usage,
+        "block_cache_capacity": m.block_cache_capacity,
+        "block_cache_pinned": m.block_cache_pinned,
+    }) {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    for kind in BlockKind::ALL {
+        let b = m.block(kind);
+        obj.insert(
+            kind.name().into(),
+            json!({
+                "cache_hits": b.cache_hits,
+                "cache_misses": b.cache_misses,
+                "physical_reads": b.physical_reads,
+                "bytes_read": b.bytes_read,
+                "hit_rate": b.hit_rate(),
+            }),
+        );
+    }
+    Value::Object(obj)
+}
+
+/// The text report of `stats`: a table of the levels with totals, then the
+/// counters.
+pub fn stats_text(summary: &DbSummary, m: &Metrics) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail; results are ignored below.
+    let _ = writeln!(
+        s,
+        "{:<6} {:>7} {:>11} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "level", "tables", "size", "entries", "data blocks", "data", "index", "top index", "filter"
+    );
+    let row = |s: &mut String, name: &str, l: &LevelSummary| {
+        let _ = writeln!(
+            s,
+            "{:<6} {:>7} {:>11} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            name,
+            l.tables,
+            human_bytes(l.bytes),
+            l.entries,
+            l.data_blocks,
+            human_bytes(l.data_bytes),
+            human_bytes(l.index_partition_bytes),
+            human_bytes(l.top_level_index_bytes),
+            human_bytes(l.filter_bytes),
+        );
+    };
+    for l in &summary.levels {
+        row(&mut s, &format!("L{}", l.level), l);
+    }
+    let total = summary.total();
+    row(&mut s, "total", &total);
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "filters except last level: {}",
+        human_bytes(summary.filter_bytes_except_last_level)
+    );
+    let _ = writeln!(
+        s,
+        "index bytes per data block: {}",
+        index_bytes_per_data_block(&total).map_or("-".into(), |x| format!("{x:.2}"))
+    );
+    let _ = writeln!(
+        s,
+        "user data: {} of keys, {} of values",
+        human_bytes(total.raw_key_bytes),
+        human_bytes(total.raw_value_bytes)
+    );
+    let _ = writeln!(s);
+    let per_get = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));
+    let _ = writeln!(
+        s,
+        "gets: {} (found {}, not found {}, memtable hits {}); I/Os per get {}, physical reads per get {}",
+        m.gets,
+        m.gets_found,
+        m.gets_not_found(),
+        m.gets_memtable_hits,
+        per_get(m.cache_misses_per_get()),
+        per_get(m.physical_reads_per_get()),
+    );
+    let _ = writeln!(
+        s,
+        "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",
+        "block kind", "cache hits", "cache misses", "hit rate", "physical reads", "bytes read"
+    );
+    for kind in BlockKind::ALL {
+        let b = m.block(kind);
+        let _ = writeln!(
+            s,
+            "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",
+            kind.name(),
+            b.cache_hits,
+            b.cache_misses,
+            rate_text(b.hit_rate()),
+            b.physical_reads,
+            human_bytes(b.bytes_read),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",
+        "all",
+        m.cache_hits(),
+        m.cache_misses(),
+        rate_text(m.hit_rate()),
+        m.physical_reads(),
+        human_bytes(m.bytes_read()),
+    );
+    let _ = writeln!(
+        s,
+        "table cache: {} hits, {} misses; filter probes: {} negative, {} positive",
+        m.table_cache_hits, m.table_cache_misses, m.filter_negatives, m.filter_positives
+    );
+    let _ = writeln!(
+        s,
+        "written: {} user, {} WAL, {} tables; {} WAL syncs, {} flushes, {} compactions",
+        human_bytes(m.bytes_written_user),
+        human_bytes(m.bytes_written_wal),
+        human_bytes(m.bytes_written_tables),
+        m.wal_syncs,
+        m.flushes,
+        m.compactions
+    );
+    let _ = writeln!(
+        s,
+        "block cache: {} used of {} ({} pinned metadata)",
+        human_bytes(m.block_cache_usage),
+        human_bytes(m.block_cache_capacity),
+        human_bytes(m.block_cache_pinned)
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> DbSummary {
+        let mut levels: Vec<LevelSummary> = (0..shale::NUM_LEVELS)
+            .map(|level| LevelSummary {
+                level,
+                ..Default::default()
+            })
+            .collect();
+        levels[0] = LevelSummary {
+            level: 0,
+            tables: 2,
+            bytes: 3000,
+            entries: 100,
+            data_blocks: 10,
+            data_bytes: 2500,
+            index_partition_bytes: 60,
+            top_level_index_bytes: 20,
+            filter_bytes: 150,
+            raw_key_bytes: 4000,
+            raw_value_bytes: 11000,
+        };
+        levels[6] = LevelSummary {
+            level: 6,
+            tables: 1,
+            bytes: 1000,
+            entries: 50,
+            data_blocks: 10,
+            data_bytes: 900,
+            index_partition_bytes: 50,
+            top_level_index_bytes: 10,
+            filter_bytes: 0,
+            raw_key_bytes: 2000,
+            raw_value_bytes: 5500,
+        };
+        DbSummary {
+            levels,
+            filter_bytes_except_last_level: 150,
+        }
+    }
+
+    #[test]
+    fn json_has_the_required_fields() {
+        let mut m = Metrics::default();
+        m.gets = 4;
+        m.gets_found = 3;
+        m.flushes = 2;
+        let v = stats_json(&sample(), &m);
+        for field in [
+            "entries",
+            "data_blocks",
+            "data_bytes",
+            "index_partition_bytes",
+            "top_level_index_bytes",
+            "filter_bytes",
+            "filter_bytes_except_last_level",
+            "index_bytes_per_data_block",
+            "levels",
+            "metrics",
+        ] {
+            assert!(v.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(v["entries"], 150);
+        assert_eq!(v["tables"], 3);
+        assert_eq!(v["data_blocks"], 20);
+        assert_eq!(v["filter_bytes"], 150);
+        assert_eq!(v["filter_bytes_except_last_level"], 150);
+        assert_eq!(v["index_bytes_per_data_block"], 7.0);
+        let levels = v["levels"].as_array().expect("levels array");
+        assert_eq!(levels.len(), 7);
+        for (i, l) in levels.iter().enumerate() {
+            assert_eq!(l["level"], i);
+            for field in [
+                "tables",
+                "bytes",
+                "entries",
+                "data_bytes",
+                "index_partition_bytes",
+                "top_level_index_bytes",
+                "filter_bytes",
+                "data_blocks",
+            ] {
+                assert!(l.get(field).is_some(), "level {i} lacks {field}");
+            }
+        }
+        assert_eq!(levels[6]["entries"], 50);
+        assert_eq!(levels[6]["bytes"], 1000);
+
+        let metrics = &v["metrics"];
+        assert_eq!(metrics["gets"], 4);
+        assert_eq!(metrics["gets_found"], 3);
+        assert_eq!(metrics["gets_not_found"], 1);
+        assert_eq!(metrics["flushes"], 2);
+        assert_eq!(metrics["io_per_get"], 0.0);
+        assert_eq!(metrics["physical_reads_per_get"], 0.0);
+        for kind in BlockKind::ALL {
+            let b = &metrics[kind.name()];
+            for field in ["cache_hits", "cache_misses", "physical_reads", "bytes_read"] {
+                assert_eq!(b[field], 0, "{} {field}", kind.name());
+            }
+            assert!(b["hit_rate"].is_null());
+        }
+        for field in [
+            "gets_memtable_hits",
+            "table_cache_hits",
+            "table_cache_misses",
+            "filter_negatives",
+            "filter_positives",
+            "bytes_written_user",
+            "bytes_written_wal",
+            "bytes_written_tables",
+            "wal_syncs",
+            "compactions",
+            "block_cache_usage",
+            "block_cache_capacity",
+            "block_cache_pinned",
+        ] {
+            assert_eq!(metrics[field], 0, "{field}");
+        }
+    }
+
+    #[test]
+    fn ratios_are_null_without_denominators() {
+        let v = stats_json(&DbSummary::default(), &Metrics::default());
+        assert!(v["index_bytes_per_data_block"].is_null());
+        assert!(v["metrics"]["io_per_get"].is_null());
+        assert!(v["metrics"]["physical_reads_per_get"].is_null());
+        assert_eq!(v["levels"].as_array().map(Vec::len), Some(0));
+        assert_eq!(v["entries"], 0);
+    }
+
+    #[test]
+    fn text_lists_levels_totals_and_counters() {
+        let text = stats_text(&sample(), &Metrics::default());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("level"));
+        assert!(lines[1].starts_with("L0 "), "{}", lines[1]);
+        assert!(lines[7].starts_with("L6 "), "{}", lines[7]);
+        assert!(lines[8].starts_with("total"), "{}", lines[8]);
+        assert!(lines[8].contains(" 150 "), "{}", lines[8]);
+        assert!(text.contains("index bytes per data block: 7.00"));
+        assert!(text.contains("I/Os per get -"));
+        for kind in BlockKind::ALL {
+            assert!(
+                lines.iter().any(|l| l.starts_with(kind.name())),
+                "{}",
+                kind.name()
+            );
+        }
+    }
+}

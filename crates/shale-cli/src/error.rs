@@ -1,0 +1,48 @@
+//! The error of a command: printed by `main` as one line `shale: <message>`.
+
+use std::fmt;
+use std::io;
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// Anything worth reporting; exit code 1.
+    Msg(String),
+    /// Standard output was closed by its reader (`shale scan | head`): not a
+    /// failure of the command, so `main` exits quietly with success.
+    BrokenPipe,
+}
+
+impl CliError {
+    /// An error with this message.
+    pub fn msg(m: impl Into<String>) -> CliError {
+        CliError::Msg(m.into())
+    }
+
+    /// An error of writing the command's output.
+    pub fn output(e: io::Error) -> CliError {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            CliError::BrokenPipe
+        } else {
+            CliError::Msg(format!("writing output: {e}"))
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Msg(m) => f.write_str(m),
+            CliError::BrokenPipe => f.write_str("output closed"),
+        }
+    }
+}
+
+impl From<shale::Error> for CliError {
+    fn from(e: shale::Error) -> CliError {
+        CliError::Msg(e.to_string())
+    }
+}
+
+/// Result of a command.
+pub type CliResult<T = ()> = Result<T, CliError>;

@@ -1,0 +1,297 @@
+//! End-to-end tests of the `shale` binary on a real directory.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use shale_workload::Dataset;
+
+fn shale() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
+    // One-line panic reports, as users see them.
+    c.env_remove("RUST_BACKTRACE");
+    c
+}
+
+/// Runs `shale args...` to completion.
+fn run(args: &[&str]) -> Output {
+    shale()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run shale")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `shale args...` and expects success; returns its standard output.
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "shale {args:?} failed with {:?}: {}",
+        o.status.code(),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("0x{digits}")
+}
+
+fn db_arg(dir: &Path) -> String {
+    dir.join("db").to_string_lossy().into_owned()
+}
+
+fn stats_json(db: &str) -> serde_json::Value {
+    let text = ok(&["stats", "--db", db, "--json"]);
+    serde_json::from_str(&text).expect("stats --json prints JSON")
+}
+
+/// Asserts that `shale get` of dataset key `i` prints dataset value `i`.
+fn assert_dataset_value(db: &str, i: u64) {
+    let d = Dataset::default();
+    let got = ok(&["get", "--db", db, &hex(&d.key(i))]);
+    assert_eq!(got.trim_end(), hex(&d.value(i)), "value of dataset key {i}");
+}
+
+#[test]
+fn put_get_delete_roundtrip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    ok(&["put", "--db", &db, "hello", "big world"]);
+    ok(&["put", "--db", &db, "0x00ff", "0xdeadbeef"]);
+    ok(&["put", "--db", &db, "empty", "0x"]);
+    assert_eq!(ok(&["get", "--db", &db, "hello"]), "big world\n");
+    assert_eq!(ok(&["get", "--db", &db, "0x00ff"]), "0xdeadbeef\n");
+    // Text keys can be given as hex too.
+    assert_eq!(ok(&["get", "--db", &db, "0x68656c6c6f"]), "big world\n");
+    assert_eq!(ok(&["get", "--db", &db, "empty"]), "0x\n");
+    ok(&["put", "--db", &db, "hello", "again"]);
+    assert_eq!(ok(&["get", "--db", &db, "hello"]), "again\n");
+
+    ok(&["delete", "--db", &db, "hello"]);
+    let o = run(&["get", "--db", &db, "hello"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
+    assert_eq!(ok(&["get", "--db", &db, "0x00ff"]), "0xdeadbeef\n");
+}
+
+#[test]
+fn get_of_a_missing_key_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    ok(&["put", "--db", &db, "a", "1"]);
+    let o = run(&["get", "--db", &db, "b"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("shale: ") && err.contains("not found"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn reading_a_missing_database_is_a_one_line_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    for args in [
+        &["get", "--db", &db, "k"][..],
+        &["scan", "--db", &db],
+        &["stats", "--db", &db],
+        &["delete", "--db", &db, "k"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.starts_with("shale: "), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // Nothing was created.
+    assert!(!dir.path().join("db").exists());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = run(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("Usage"), "{}", stderr(&o));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    for args in [
+        &["get", "--db", &db, "0xabc"][..],
+        &["get", "--db", &db, "0xzz"],
+        &["put", "--db", &db, "k"],
+        &["load", "--db", &db, "--keys", "x"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+    assert!(!dir.path().join("db").exists());
+}
+
+#[test]
+fn scan_prints_key_value_lines_within_bounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    for (k, v) in [("a", "1"), ("b", "two words"), ("c", "0x00"), ("d", "4")] {
+        ok(&["put", "--db", &db, k, v]);
+    }
+    assert_eq!(
+        ok(&["scan", "--db", &db]),
+        "a 1\nb two words\nc 0x00\nd 4\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--from", "b", "--to", "d"]),
+        "b two words\nc 0x00\n"
+    );
+    assert_eq!(ok(&["scan", "--db", &db, "--limit", "1"]), "a 1\n");
+    assert_eq!(ok(&["scan", "--db", &db, "--from", "e"]), "");
+}
+
+#[test]
+fn load_then_stats_and_dataset_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    let line = ok(&["load", "--db", &db, "--keys", "20000"]);
+    assert!(
+        line.starts_with("loaded 20000 keys in ") && line.contains("keys/s"),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1);
+
+    let v = stats_json(&db);
+    assert_eq!(v["entries"], 20000);
+    let per_block = v["index_bytes_per_data_block"]
+        .as_f64()
+        .expect("index_bytes_per_data_block is a number");
+    assert!(per_block > 0.0 && per_block <= 10.0, "{per_block}");
+    assert_eq!(v["levels"].as_array().map(Vec::len), Some(7));
+    let level_entries: u64 = v["levels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| l["entries"].as_u64().expect("entries"))
+        .sum();
+    assert_eq!(level_entries, 20000);
+    assert!(v["metrics"]["io_per_get"].is_null());
+    assert!(v["metrics"]["data"]["cache_misses"].is_u64());
+
+    for i in [0, 1, 9_999, 19_999] {
+        assert_dataset_value(&db, i);
+    }
+    let d = Dataset::default();
+    let o = run(&["get", "--db", &db, &hex(&d.key(20_000))]);
+    assert_eq!(o.status.code(), Some(1));
+
+    // A second range lands next to the first.
+    ok(&[
+        "load",
+        "--db",
+        &db,
+        "--keys",
+        "1000",
+        "--start",
+        "20000",
+        "--threads",
+        "3",
+        "--batch",
+        "64",
+    ]);
+    assert_eq!(stats_json(&db)["entries"], 21000);
+    assert_dataset_value(&db, 20_999);
+
+    let text = ok(&["stats", "--db", &db]);
+    assert!(text.contains("total") && text.contains("index bytes per data block"));
+}
+
+#[test]
+fn sst_shows_a_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    ok(&["load", "--db", &db, "--keys", "5000"]);
+    let table = std::fs::read_dir(dir.path().join("db"))
+        .expect("list db")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table after load");
+    let table = table.to_string_lossy().into_owned();
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&["sst", &table, "--json"])).expect("sst --json prints JSON");
+    assert_eq!(v["properties"]["num_entries"], 5000);
+    assert_eq!(v["blocks"]["data"]["count"], v["properties"]["data_blocks"]);
+    assert_eq!(v["blocks"]["top_index"]["count"], 1);
+    let text = ok(&["sst", &table]);
+    assert!(
+        text.contains("data blocks") && text.contains("top_index"),
+        "{text}"
+    );
+
+    let o = run(&["sst", &dir.path().join("nope.sst").to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with("shale: "), "{}", stderr(&o));
+}
+
+/// Bytes in the write-ahead logs (`*.log`) of the database in `dir`.
+fn wal_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// A load killed with SIGKILL loses nothing of an earlier completed load, and
+/// the database opens again.
+#[test]
+fn killed_load_keeps_earlier_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    ok(&["load", "--db", &db, "--keys", "20000"]);
+
+    let mut child = shale()
+        .args(["load", "--db", &db, "--start", "20000", "--keys", "5000000"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn load");
+    std::thread::sleep(Duration::from_millis(1500));
+    // Make sure the kill lands mid-load: the new write-ahead log has data.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wal_bytes(&dir.path().join("db")) == 0 {
+        assert!(Instant::now() < deadline, "the load never wrote its log");
+        assert!(
+            child.try_wait().expect("poll load").is_none(),
+            "load exited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SIGKILL on unix.
+    child.kill().expect("kill load");
+    let status = child.wait().expect("wait for load");
+    assert!(!status.success(), "the load finished before it was killed");
+
+    for i in [0, 7, 12_345, 19_999] {
+        assert_dataset_value(&db, i);
+    }
+    let v = stats_json(&db);
+    // The acknowledged part of the killed load was recovered from its log.
+    let entries = v["entries"].as_u64().expect("entries");
+    assert!(entries > 20000, "{entries}");
+}
