@@ -116,6 +116,10 @@ pub struct LoadArgs {
     /// Sync the write-ahead log on every batch.
     #[arg(long)]
     pub sync: bool,
+    /// Close right after the final flush instead of waiting for compactions to
+    /// settle (the database then finishes compacting when next opened).
+    #[arg(long)]
+    pub no_settle: bool,
 }
 
 /// `shale stats`.

@@ -170,7 +170,8 @@ fn load_then_stats_and_dataset_values() {
         line.starts_with("loaded 20000 keys in ") && line.contains("keys/s"),
         "{line}"
     );
-    assert_eq!(line.lines().count(), 1);
+    assert_eq!(line.lines().count(), 2, "{line}");
+    assert!(line.contains("compactions settled"), "{line}");
 
     let v = stats_json(&db);
     assert_eq!(v["entries"], 20000);

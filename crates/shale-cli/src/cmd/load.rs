@@ -47,9 +47,25 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         return Err(e.into());
     }
     db.flush()?;
+    let loaded = started.elapsed();
+    if !a.no_settle {
+        db.wait_for_compactions()?;
+    }
+    let settled = started.elapsed();
+    let wamp = db.metrics().write_amplification();
     db.close()?;
-    let line = summary_line(a.keys, a.value_size, started.elapsed());
-    writeln!(out, "{line}").map_err(CliError::output)
+    let line = summary_line(a.keys, a.value_size, loaded);
+    writeln!(out, "{line}").map_err(CliError::output)?;
+    if !a.no_settle {
+        writeln!(
+            out,
+            "compactions settled after {:.3} s; write amplification {}",
+            settled.as_secs_f64(),
+            wamp.map_or("-".into(), |w| format!("{w:.2}"))
+        )
+        .map_err(CliError::output)?;
+    }
+    Ok(())
 }
 
 /// The state the writer threads share.

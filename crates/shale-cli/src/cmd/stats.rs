@@ -42,12 +42,28 @@ pub fn index_bytes_per_data_block(l: &LevelSummary) -> Option<f64> {
 /// Top level: the totals over all levels (`tables`, `bytes`, `entries`,
 /// `data_blocks`, `data_bytes`, `index_partition_bytes`, `top_level_index_bytes`,
 /// `filter_bytes`, `raw_key_bytes`, `raw_value_bytes`),
-/// `filter_bytes_except_last_level`, `index_bytes_per_data_block`, `levels` (one
-/// object per level with the same per-level fields) and `metrics`
-/// ([`metrics_json`]).
+/// `filter_bytes_except_last_level`, `index_bytes_per_data_block`, the LSM
+/// figures (`base_level`, `write_amplification`, `pending_compaction_bytes`,
+/// `l0_files`, `compactions`, `flushes`, `stall_count`, `stall_micros`), `levels`
+/// (one object per level with the same per-level fields plus `score`,
+/// `target_bytes`, `compactions`, `compaction_bytes_read` and
+/// `compaction_bytes_written`) and `metrics` ([`metrics_json`]).
 pub fn stats_json(summary: &DbSummary, metrics: &Metrics) -> Value {
     let total = summary.total();
     let mut doc = level_fields(&total);
+    let lsm = json!({
+        "base_level": summary.base_level,
+        "write_amplification": metrics.write_amplification(),
+        "pending_compaction_bytes": metrics.pending_compaction_bytes,
+        "l0_files": metrics.l0_files,
+        "compactions": metrics.compactions(),
+        "flushes": metrics.flushes,
+        "stall_count": metrics.stall_count,
+        "stall_micros": metrics.stall_micros,
+    });
+    if let Value::Object(m) = lsm {
+        doc.extend(m);
+    }
     doc.insert(
         "filter_bytes_except_last_level".into(),
         summary.filter_bytes_except_last_level.into(),
@@ -63,6 +79,18 @@ pub fn stats_json(summary: &DbSummary, metrics: &Metrics) -> Value {
             let mut obj = Map::new();
             obj.insert("level".into(), l.level.into());
             obj.extend(level_fields(l));
+            let c = metrics.levels.get(l.level).copied().unwrap_or_default();
+            obj.insert("score".into(), l.score.into());
+            obj.insert("target_bytes".into(), l.target_bytes.into());
+            obj.insert("compactions".into(), c.compactions.into());
+            obj.insert(
+                "compaction_bytes_read".into(),
+                c.compaction_bytes_read.into(),
+            );
+            obj.insert(
+                "compaction_bytes_written".into(),
+                c.compaction_bytes_written.into(),
+            );
             Value::Object(obj)
         })
         .collect();
@@ -118,7 +146,14 @@ pub fn metrics_json(m: &Metrics) -> Value {
         "bytes_written_tables": m.bytes_written_tables,
         "wal_syncs": m.wal_syncs,
         "flushes": m.flushes,
-        "compactions": m.compactions,
+        "flush_bytes": m.flush_bytes,
+        "compactions": m.compactions(),
+        "trivial_moves": m.trivial_moves,
+        "stall_count": m.stall_count,
+        "stall_micros": m.stall_micros,
+        "pending_compaction_bytes": m.pending_compaction_bytes,
+        "l0_files": m.l0_files,
+        "write_amplification": m.write_amplification(),
         "block_cache_usage": m.block_cache_usage,
         "block_cache_capacity": m.block_cache_capacity,
         "block_cache_pinned": m.block_cache_pinned,
@@ -140,6 +175,57 @@ pub fn metrics_json(m: &Metrics) -> Value {
         );
     }
     Value::Object(obj)
+}
+
+/// The LSM table of `stats`: per level its size against its target, score and
+/// the compactions into it (like Pebble's metrics table), then the totals.
+fn lsm_text(s: &mut String, summary: &DbSummary, m: &Metrics) {
+    let _ = writeln!(
+        s,
+        "{:<6} {:>11} {:>11} {:>7} {:>12} {:>11} {:>11} {:>7}",
+        "level", "size", "target", "score", "compactions", "read", "written", "w-amp"
+    );
+    let user = m.bytes_written_user;
+    for l in &summary.levels {
+        let c = m.levels.get(l.level).copied().unwrap_or_default();
+        let written = if l.level == 0 {
+            m.flush_bytes
+        } else {
+            c.compaction_bytes_written
+        };
+        let marker = if l.level == summary.base_level {
+            "*"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "{:<6} {:>11} {:>11} {:>7.2} {:>12} {:>11} {:>11} {:>7}",
+            format!("L{}{marker}", l.level),
+            human_bytes(l.bytes),
+            l.target_bytes.map_or("-".into(), human_bytes),
+            l.score,
+            c.compactions,
+            human_bytes(c.compaction_bytes_read),
+            human_bytes(written),
+            ratio(written, user).map_or("-".into(), |x| format!("{x:.2}")),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(* base level; L0 \"written\" is flushes) write amplification {}, \
+         pending compaction {}, L0 tables {}, {} flushes, {} compactions ({} trivial moves), \
+         {} stalls ({:.3} s)",
+        m.write_amplification()
+            .map_or("-".into(), |x| format!("{x:.2}")),
+        human_bytes(m.pending_compaction_bytes),
+        m.l0_files,
+        m.flushes,
+        m.compactions(),
+        m.trivial_moves,
+        m.stall_count,
+        m.stall_micros as f64 / 1e6,
+    );
 }
 
 /// The text report of `stats`: a table of the levels with totals, then the
@@ -172,6 +258,8 @@ pub fn stats_text(summary: &DbSummary, m: &Metrics) -> String {
     }
     let total = summary.total();
     row(&mut s, "total", &total);
+    let _ = writeln!(s);
+    lsm_text(&mut s, summary, m);
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -242,7 +330,7 @@ pub fn stats_text(summary: &DbSummary, m: &Metrics) -> String {
         human_bytes(m.bytes_written_tables),
         m.wal_syncs,
         m.flushes,
-        m.compactions
+        m.compactions()
     );
     let _ = writeln!(
         s,
@@ -277,6 +365,8 @@ mod tests {
             filter_bytes: 150,
             raw_key_bytes: 4000,
             raw_value_bytes: 11000,
+            score: 0.5,
+            target_bytes: None,
         };
         levels[6] = LevelSummary {
             level: 6,
@@ -290,9 +380,12 @@ mod tests {
             filter_bytes: 0,
             raw_key_bytes: 2000,
             raw_value_bytes: 5500,
+            score: 0.0,
+            target_bytes: Some(900),
         };
         DbSummary {
             levels,
+            base_level: 6,
             filter_bytes_except_last_level: 150,
         }
     }
@@ -315,9 +408,18 @@ mod tests {
             "index_bytes_per_data_block",
             "levels",
             "metrics",
+            "write_amplification",
+            "pending_compaction_bytes",
+            "l0_files",
+            "compactions",
+            "flushes",
+            "stall_count",
+            "stall_micros",
         ] {
             assert!(v.get(field).is_some(), "missing {field}");
         }
+        assert_eq!(v["flushes"], 2);
+        assert_eq!(v["write_amplification"], serde_json::Value::Null);
         assert_eq!(v["entries"], 150);
         assert_eq!(v["tables"], 3);
         assert_eq!(v["data_blocks"], 20);
@@ -337,6 +439,9 @@ mod tests {
                 "top_level_index_bytes",
                 "filter_bytes",
                 "data_blocks",
+                "score",
+                "compaction_bytes_read",
+                "compaction_bytes_written",
             ] {
                 assert!(l.get(field).is_some(), "level {i} lacks {field}");
             }

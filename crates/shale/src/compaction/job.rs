@@ -90,7 +90,7 @@ pub(crate) fn merge(
                 continue;
             }
             merged += 1;
-            if merged % CLOSE_CHECK_INTERVAL == 0 && db.closing.load(Ordering::Acquire) {
+            if merged.is_multiple_of(CLOSE_CHECK_INTERVAL) && db.closing.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
             // `versions` holds every version of one user key, newest first.

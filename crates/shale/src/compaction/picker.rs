@@ -17,7 +17,9 @@
 //!
 //! # Scores and choices
 //!
-//! * L0: tables not being compacted / `l0_compaction_trigger`.
+//! * L0: tables not being compacted / `l0_compaction_trigger`, or their bytes /
+//!   the base level's target if that is more (as RocksDB does with dynamic
+//!   level sizes: a few large flushes must not pile up in L0).
 //! * L1..L5: bytes not being compacted / the level's target; a non-empty level
 //!   above the base level scores at least 1 so that it drains.
 //! * L6: never compacted (0).
@@ -111,14 +113,15 @@ pub(crate) fn level_targets(sizes: &[u64; NUM_LEVELS], opts: &PickerOptions) -> 
         base_level -= 1;
         size /= mult;
     }
+    let base_target = size.clamp(base_bytes / mult, base_bytes);
     let smoothed = if base_level < LAST_LEVEL {
-        (last_expected / base_bytes)
+        (last_expected / base_target)
             .max(1.0)
             .powf(1.0 / (LAST_LEVEL - base_level) as f64)
     } else {
         1.0
     };
-    let mut target = base_bytes;
+    let mut target = base_target;
     for (level, slot) in max_bytes.iter_mut().enumerate().skip(base_level) {
         if level > base_level {
             target *= smoothed;
@@ -147,8 +150,10 @@ pub(crate) fn level_scores(
         }
         (n, bytes)
     };
-    let (l0_files, _) = idle(&levels[0]);
-    scores[0] = l0_files as f64 / opts.l0_compaction_trigger.max(1) as f64;
+    let (l0_files, l0_bytes) = idle(&levels[0]);
+    let base_target = targets.max_bytes[targets.base_level].min(opts.base_level_bytes);
+    scores[0] = (l0_files as f64 / opts.l0_compaction_trigger.max(1) as f64)
+        .max(l0_bytes as f64 / base_target.max(1) as f64);
     for level in 1..LAST_LEVEL {
         let (_, bytes) = idle(&levels[level]);
         scores[level] = if level < targets.base_level {
@@ -359,7 +364,7 @@ mod tests {
         struct Case {
             sizes: [u64; NUM_LEVELS],
             base: usize,
-            targets_mib: &'static [u64],
+            targets_mib: &'static [f64],
         }
         let cases = [
             // Empty: everything goes to L6.
@@ -374,24 +379,32 @@ mod tests {
                 base: 6,
                 targets_mib: &[],
             },
-            // 50 MiB in L6: small enough to be the base level itself.
+            // 50 MiB in L6: small enough to be the base level itself (its
+            // target is its expected size, 45 MiB).
             Case {
                 sizes: [0, 0, 0, 0, 0, 0, 50 * MIB],
                 base: 6,
-                targets_mib: &[64],
+                targets_mib: &[45.0],
             },
             // 300 MiB in L6: expected L6 270 MiB, L5 27 MiB <= 64 MiB: base L5.
             Case {
                 sizes: [0, 0, 0, 0, 0, 0, 300 * MIB],
                 base: 5,
-                targets_mib: &[64, 270],
+                targets_mib: &[27.0, 270.0],
             },
-            // 10 GiB: L6 expected 9216 MiB, L5 922, L4 92, L3 9.2 <= 64: base L3;
-            // smoothed factor (9216/64)^(1/3) = 5.24.
+            // 10 GiB: L6 expected 9216 MiB, L5 922, L4 92, L3 9.2 <= 64: base L3,
+            // and the ratio is 10 all the way down.
             Case {
                 sizes: [0, 0, 0, 0, 0, 1024 * MIB, 9216 * MIB],
                 base: 3,
-                targets_mib: &[64, 335, 1758, 9216],
+                targets_mib: &[9.216, 92.16, 921.6, 9216.0],
+            },
+            // 1 GiB with a small L1: L1 is the base level; its expected size is
+            // tiny, so it gets the floor of 6.4 MiB.
+            Case {
+                sizes: [0, MIB, 0, 0, 0, 0, 1023 * MIB],
+                base: 1,
+                targets_mib: &[6.4, 17.28, 46.66, 126.0, 340.2, 921.6],
             },
         ];
         for (i, c) in cases.iter().enumerate() {
@@ -400,7 +413,7 @@ mod tests {
             for (k, &mib) in c.targets_mib.iter().enumerate() {
                 let got = t.max_bytes[c.base + k] as f64 / MIB as f64;
                 assert!(
-                    (got - mib as f64).abs() / (mib as f64) < 0.01,
+                    (got - mib).abs() / mib < 0.01,
                     "case {i}: L{} target {got:.1} MiB, expected {mib}",
                     c.base + k
                 );
@@ -411,13 +424,15 @@ mod tests {
         }
     }
 
+    /// (start level, output level, inputs, output inputs, trivial move)
+    type Expected = (usize, usize, Vec<u64>, Vec<u64>, bool);
+
     #[test]
     fn scores_and_choices_for_typical_shapes() {
         struct Case {
             name: &'static str,
             levels: Levels,
-            /// (start level, output level, inputs, output inputs, trivial move)
-            expect: Option<(usize, usize, Vec<u64>, Vec<u64>, bool)>,
+            expect: Option<Expected>,
         }
         let mut busy_l0 = l0(5, 30 * MIB, 1);
         busy_l0[4].compacting = true;
@@ -425,7 +440,7 @@ mod tests {
             Case {
                 name: "three L0 tables stay below the trigger",
                 levels: shape([
-                    l0(3, 30 * MIB, 1),
+                    l0(3, MIB, 1),
                     vec![],
                     vec![],
                     vec![],
@@ -434,6 +449,19 @@ mod tests {
                     vec![],
                 ]),
                 expect: None,
+            },
+            Case {
+                name: "two big L0 tables outweigh the base level's target",
+                levels: shape([
+                    l0(2, 40 * MIB, 1),
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                ]),
+                expect: Some((0, 6, vec![1, 2], vec![], false)),
             },
             Case {
                 name: "four L0 tables compact into L6, the base of an empty tree",
@@ -474,7 +502,7 @@ mod tests {
                     vec![],
                     vec![],
                     vec![],
-                    // 320 MiB against a target of 233 MiB (base L4).
+                    // 320 MiB against a target of 85 MiB (base L4).
                     level(4, 80 * MIB, 10),
                     {
                         // L6 tables: heavy overlap under 10 and 12, light under 11.
@@ -587,7 +615,7 @@ mod tests {
             vec![],
             vec![],
             vec![],
-            level(4, 10 * MIB, 10),
+            level(4, 5 * MIB, 10),
             level(8, 40 * MIB, 20),
         ]);
         assert_eq!(pending_compaction_bytes(&healthy, &opts()), 0);

@@ -111,6 +111,11 @@ pub(crate) fn summarize(version: &Version, compacting: &HashSet<u64>) -> picker:
     })
 }
 
+/// True if the picker would start a compaction on `version` (none running).
+pub(crate) fn needs_compaction(version: &Version, opts: &Options) -> bool {
+    picker::pick(&summarize(version, &HashSet::new()), &picker_options(opts)).is_some()
+}
+
 fn pick_compaction(
     version: &Version,
     compacting: &HashSet<u64>,

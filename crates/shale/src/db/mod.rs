@@ -38,6 +38,7 @@ use self::filenames::{manifest_name, parse, wal_name, FileType, CURRENT, LOCK};
 use self::table_cache::TableCache;
 use self::write::WriteQueue;
 use crate::batch::WriteBatch;
+use crate::compaction::picker;
 use crate::error::{Error, Result};
 use crate::format::{SeqNo, DB_FORMAT_VERSION};
 use crate::memtable::MemTable;
@@ -159,8 +160,9 @@ pub struct TableInfo {
     pub properties: TableProperties,
 }
 
-/// Totals of one level, summed from its tables' properties.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Totals of one level, summed from its tables' properties, with its
+/// compaction score.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LevelSummary {
     /// The level.
     pub level: usize,
@@ -184,13 +186,20 @@ pub struct LevelSummary {
     pub raw_key_bytes: u64,
     /// Bytes of values written.
     pub raw_value_bytes: u64,
+    /// Compaction score (>= 1: the level needs compacting; 0 for the last level
+    /// and for sums over levels).
+    pub score: f64,
+    /// Target size of the level (`None` above the base level and for L0).
+    pub target_bytes: Option<u64>,
 }
 
 /// Shape of the database: one [`LevelSummary`] per level (L0..L6).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct DbSummary {
     /// Per-level totals, index = level.
     pub levels: Vec<LevelSummary>,
+    /// The level L0 compacts into (levels between L0 and it are empty).
+    pub base_level: usize,
     /// Filter bytes of every level except the last (L6): the filters a Get
     /// consults under the default policy, which the study's first inflection
     /// point caches.
@@ -313,6 +322,27 @@ impl Db {
         background::compact_all(&self.inner)
     }
 
+    /// Waits until no flush or compaction runs and none is needed (every level
+    /// scores below 1): the steady shape a bulk load should end in. Fails if
+    /// the database is poisoned meanwhile.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        let db = &self.inner;
+        let mut st = db.state.lock();
+        loop {
+            st.check_poison()?;
+            let sv = db.sv.load();
+            let busy = st.flush_running
+                || !sv.imms.is_empty()
+                || st.running_compactions > 0
+                || background::needs_compaction(&sv.version, &db.opts);
+            if !busy {
+                return Ok(());
+            }
+            drop(sv);
+            db.cv.wait(&mut st);
+        }
+    }
+
     /// A snapshot of the counters. Subtract two with [`Metrics::delta`].
     pub fn metrics(&self) -> Metrics {
         let mut m = self.inner.stats.snapshot();
@@ -369,6 +399,16 @@ impl Db {
             l.raw_key_bytes += p.raw_key_bytes;
             l.raw_value_bytes += p.raw_value_bytes;
         }
+        let compacting = self.inner.state.lock().compacting.clone();
+        let shape = background::summarize(&self.inner.sv.load().version, &compacting);
+        let popts = background::picker_options(&self.inner.opts);
+        let targets = picker::level_targets(&picker::level_bytes(&shape), &popts);
+        let scores = picker::level_scores(&shape, &targets, &popts);
+        for l in &mut levels {
+            l.score = scores[l.level];
+            l.target_bytes = (l.level > 0 && targets.max_bytes[l.level] != u64::MAX)
+                .then_some(targets.max_bytes[l.level]);
+        }
         let filter_bytes_except_last_level = levels
             .iter()
             .filter(|l| l.level != NUM_LEVELS - 1)
@@ -376,6 +416,7 @@ impl Db {
             .sum();
         Ok(DbSummary {
             levels,
+            base_level: targets.base_level,
             filter_bytes_except_last_level,
         })
     }
