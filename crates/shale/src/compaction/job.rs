@@ -30,6 +30,7 @@ use crate::db::{filenames::table_name, DbInner};
 use crate::error::{Error, Result};
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
 use crate::iter::{InternalIterator, MergingIterator};
+use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::{Options, NUM_LEVELS};
 use crate::rate_limit::RateLimiter;
@@ -138,28 +139,22 @@ pub(crate) fn merge(
     })
 }
 
-/// Writes the contents of a memtable iterator (positioned at its first entry)
-/// as table `number` of L0. `None` if there is nothing to write. The table is
-/// synced; its directory entry is not.
-pub(crate) fn write_table(
+/// Writes the contents of a memtable as table `number` of L0. `None` if it is
+/// empty. The table is synced; its directory entry is not.
+pub(crate) fn write_memtable(
     dir: &Path,
     opts: &Options,
     stats: &Stats,
     limiter: Option<Arc<RateLimiter>>,
-    it: &mut dyn InternalIterator,
+    mem: &MemTable,
     number: u64,
 ) -> Result<Option<NewFile>> {
-    if !it.valid() {
-        it.status()?;
+    if mem.is_empty() {
         return Ok(None);
     }
     let mut out = TableOutput::new(dir, opts, stats, limiter, 0);
     out.open(number)?;
-    while it.valid() {
-        out.add(it.key(), it.value())?;
-        it.next();
-    }
-    it.status()?;
+    mem.for_each(|k, v| out.add(k, v))?;
     out.finish()
 }
 

@@ -19,7 +19,6 @@ use super::{DbInner, State};
 use crate::compaction::job::{self, MergeOutput};
 use crate::compaction::picker::{self, Pick, PickerOptions, TableSummary, LAST_LEVEL};
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::Options;
@@ -182,17 +181,8 @@ pub(crate) fn write_level0(
     mem: &Arc<MemTable>,
     number: u64,
 ) -> Result<Option<NewFile>> {
-    let mut it = mem.iter();
-    it.seek_to_first();
     let limiter = db.and_then(|d| d.rate_limiter.clone());
-    job::write_table(
-        dir,
-        opts,
-        stats,
-        limiter,
-        &mut it as &mut dyn InternalIterator,
-        number,
-    )
+    job::write_memtable(dir, opts, stats, limiter, mem, number)
 }
 
 /// Runs a picked compaction and installs its result.

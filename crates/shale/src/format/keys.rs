@@ -194,12 +194,27 @@ pub fn parse_internal_key(encoded: &[u8]) -> Option<InternalKeyRef<'_>> {
     Some(k)
 }
 
+/// Bytewise comparison of user keys. Hash keys almost always differ in their
+/// first eight bytes, so those are compared as one big-endian integer before
+/// falling back to `memcmp`: the memtable and merges compare constantly.
+#[inline]
+pub fn compare_user_keys(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(pa), Some(pb)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        match u64::from_be_bytes(*pa).cmp(&u64::from_be_bytes(*pb)) {
+            Ordering::Equal => a[8..].cmp(&b[8..]),
+            o => o,
+        }
+    } else {
+        a.cmp(b)
+    }
+}
+
 /// Compares two encoded internal keys (both at least [`TRAILER_LEN`] long).
 #[inline]
 pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     let (au, at) = a.split_at(a.len() - TRAILER_LEN);
     let (bu, bt) = b.split_at(b.len() - TRAILER_LEN);
-    match au.cmp(bu) {
+    match compare_user_keys(au, bu) {
         Ordering::Equal => {
             let at = u64::from_le_bytes(at.try_into().unwrap_or([0; 8]));
             let bt = u64::from_le_bytes(bt.try_into().unwrap_or([0; 8]));
@@ -243,6 +258,29 @@ mod tests {
             seek.cmp(&InternalKey::new(b"a", 3, ValueKind::Value)),
             Ordering::Greater
         );
+    }
+
+    #[test]
+    fn user_key_order_is_bytewise() {
+        let samples: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            vec![0; 8],
+            vec![0; 9],
+            b"abcdefgh".to_vec(),
+            b"abcdefgha".to_vec(),
+            b"abcdefgz".to_vec(),
+            vec![0xff; 7],
+            vec![0xff; 8],
+            vec![0xff; 32],
+            [vec![1; 8], vec![0]].concat(),
+            [vec![1; 8], vec![2]].concat(),
+        ];
+        for a in &samples {
+            for b in &samples {
+                assert_eq!(compare_user_keys(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]
