@@ -35,6 +35,17 @@ pub enum Command {
     Stats(StatsArgs),
     /// Print the layout and properties of one table file.
     Sst(SstArgs),
+    /// Flush, then merge every table into the last level (a full manual
+    /// compaction).
+    Compact(CompactArgs),
+}
+
+/// `shale compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Database directory (must exist).
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
 }
 
 /// `shale put`.
@@ -120,6 +131,10 @@ pub struct LoadArgs {
     /// settle (the database then finishes compacting when next opened).
     #[arg(long)]
     pub no_settle: bool,
+    /// Memtable size in bytes (default: the engine's, 64 MiB). Small values
+    /// make flushes and compactions frequent, for experiments and tests.
+    #[arg(long, value_name = "BYTES")]
+    pub write_buffer_size: Option<usize>,
 }
 
 /// `shale stats`.

@@ -296,3 +296,82 @@ fn killed_load_keeps_earlier_data() {
     let entries = v["entries"].as_u64().expect("entries");
     assert!(entries > 20000, "{entries}");
 }
+
+/// Tables (`*.sst`) in the database directory `dir`.
+fn tables(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sst"))
+        .collect()
+}
+
+/// A load killed with SIGKILL while it flushes and compacts (a 256 KiB memtable
+/// keeps both running all the time) leaves a database that opens, holds every
+/// key of the earlier completed load, and compacts again.
+#[test]
+fn load_killed_during_compactions_keeps_earlier_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    ok(&[
+        "load",
+        "--db",
+        &db,
+        "--keys",
+        "30000",
+        "--write-buffer-size",
+        "262144",
+    ]);
+    let before = tables(&dir.path().join("db"));
+
+    let mut child = shale()
+        .args([
+            "load",
+            "--db",
+            &db,
+            "--start",
+            "30000",
+            "--keys",
+            "5000000",
+            "--write-buffer-size",
+            "262144",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn load");
+    // Wait until background work replaced some of the tables of the first load
+    // (a compaction finished), then a little more so that the next is running.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = tables(&dir.path().join("db"));
+        if before.iter().any(|t| !now.contains(t)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no compaction within a minute");
+        assert!(
+            child.try_wait().expect("poll load").is_none(),
+            "load exited"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().expect("kill load");
+    let status = child.wait().expect("wait for load");
+    assert!(!status.success(), "the load finished before it was killed");
+
+    for i in [0, 1, 2_999, 17_777, 29_999] {
+        assert_dataset_value(&db, i);
+    }
+    let v = stats_json(&db);
+    assert!(v["entries"].as_u64().expect("entries") >= 30000);
+    // The database still compacts: a manual compaction leaves everything in L6.
+    let line = ok(&["compact", "--db", &db]);
+    assert!(line.ends_with("in L6\n"), "{line}");
+    for i in [5, 29_998] {
+        assert_dataset_value(&db, i);
+    }
+}

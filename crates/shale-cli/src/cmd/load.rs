@@ -20,7 +20,11 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
             a.start, a.keys
         ))
     })?;
-    let db = open(&a.db, true)?;
+    let mut opts = shale::Options::default();
+    if let Some(n) = a.write_buffer_size {
+        opts.write_buffer_size = n;
+    }
+    let db = super::open_with(&a.db, opts)?;
     let job = Job {
         db: &db,
         dataset: Dataset::with_value_size(a.value_size),
