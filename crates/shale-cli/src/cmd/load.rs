@@ -9,7 +9,6 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale::{Db, WriteBatch, WriteOptions};
 use shale_workload::{Dataset, KEY_LEN};
 
-use super::open;
 use crate::args::LoadArgs;
 use crate::error::{CliError, CliResult};
 
