@@ -21,7 +21,7 @@ mod version;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbSummary, LevelSummary, Snapshot, TableInfo};
+pub use db::{Db, DbIterator, DbSummary, LevelSummary, Readable, Snapshot, TableInfo};
 pub use error::{Error, Result};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{

@@ -111,6 +111,9 @@ pub struct Options {
     /// Cap on the bytes per second written by flushes and compactions together
     /// (a token bucket; default none).
     pub compaction_rate_limit: Option<u64>,
+    /// Size past which the manifest is rewritten as a snapshot into a new file
+    /// (default 64 MiB).
+    pub max_manifest_bytes: u64,
 }
 
 impl Default for Options {
@@ -141,6 +144,7 @@ impl Default for Options {
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
             compaction_rate_limit: None,
+            max_manifest_bytes: 64 << 20,
         }
     }
 }

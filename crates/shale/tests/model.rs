@@ -356,6 +356,22 @@ fn option_sets() -> Vec<(&'static str, Options)> {
                 block_restart_interval: 1,
                 write_buffer_size: 2 << 10,
                 max_immutable_memtables: 1,
+                ..base.clone()
+            },
+        ),
+        (
+            // Tiny levels: the ~30 KiB of live data spread over L4..L6, so
+            // compactions run between several levels, with snapshots,
+            // iterators and crashes in the middle of them.
+            "leveled-tiny-levels",
+            Options {
+                write_buffer_size: 2 << 10,
+                base_level_bytes: 4 << 10,
+                level_size_multiplier: 2.0,
+                target_file_size_base: 512,
+                l0_compaction_trigger: 2,
+                l0_slowdown_writes_trigger: 8,
+                l0_stop_writes_trigger: 12,
                 ..base
             },
         ),
@@ -367,7 +383,7 @@ fn randomized_against_a_btreemap_with_crashes() {
     let (steps, seeds) = if long_tests() {
         (20_000, 8)
     } else {
-        (1_500, 2)
+        (3_000, 2)
     };
     for seed in 0..seeds {
         for (name, opts) in option_sets() {
@@ -384,6 +400,13 @@ fn randomized_against_a_btreemap_with_crashes() {
                 }
             }
             assert_eq!(scan_all(h.db()), h.model, "final state, option set {name}");
+            if name == "leveled-tiny-levels" {
+                let m = h.db().metrics();
+                let levels = (1..shale::NUM_LEVELS)
+                    .filter(|&l| m.levels[l].compactions > 0)
+                    .count();
+                assert!(levels >= 2, "compactions into {levels} levels: {m:?}");
+            }
         }
     }
 }

@@ -32,7 +32,16 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
 use shale_env::{FileLock, FileSystem, WriteLifetime};
 
-pub use read::{DbIterator, Snapshot};
+pub use read::{DbIterator, Readable, Snapshot};
+
+impl Readable for Db {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Db::get(self, key)
+    }
+    fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        Db::iter(self, opts)
+    }
+}
 
 use self::filenames::{manifest_name, parse, wal_name, FileType, CURRENT, LOCK};
 use self::table_cache::TableCache;
@@ -47,9 +56,6 @@ use crate::options::{Options, ReadOptions, WriteOptions, NUM_LEVELS};
 use crate::table::{BlockCache, ReadContext, TableProperties};
 use crate::version::{LifetimeStats, ObsoleteFiles, Version, VersionEdit};
 use crate::wal::{LogEnd, LogReader, LogWriter};
-
-/// Manifests larger than this are rewritten as a snapshot.
-const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// What a read needs: the memtables and the version, swapped as one.
 pub(crate) struct SuperVersion {
@@ -845,7 +851,7 @@ impl DbInner {
         edit.lifetime = Some(self.stats.lifetime());
         let sv = self.sv.load_full();
         let version = sv.version.apply(&edit, &self.obsolete);
-        let result = if st.manifest.len() > MAX_MANIFEST_BYTES {
+        let result = if st.manifest.len() > self.opts.max_manifest_bytes {
             let log_number = edit
                 .log_number
                 .unwrap_or(st.imm_logs.last().copied().unwrap_or(st.mem_log));

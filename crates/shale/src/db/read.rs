@@ -60,6 +60,25 @@ impl DbInner {
     }
 }
 
+/// The reads a [`crate::Db`] and a [`Snapshot`] both offer, so that code can read
+/// the latest state or a fixed one alike.
+pub trait Readable {
+    /// The value of `key`, `None` if it is absent or deleted (in the state this
+    /// reader sees). Errors are I/O failures or corruption.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// An iterator over that state within the bounds of `opts`.
+    fn iter(&self, opts: &ReadOptions) -> Result<DbIterator>;
+}
+
+impl Readable for Snapshot {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Snapshot::get(self, key)
+    }
+    fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        Snapshot::iter(self, opts)
+    }
+}
+
 /// A consistent read-only view of the database as of the moment it was taken.
 ///
 /// Reads through a snapshot are repeatable: later writes are invisible to it,

@@ -1,0 +1,413 @@
+//! The leveled LSM under load: level shape, concurrency with compactions,
+//! crashes and a full disk during compactions, write stalls, manifest rollover,
+//! lifetime write counters, and the read trait shared by `Db` and `Snapshot`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::{scan_all, Rng};
+use shale::env::{CrashFs, FaultFs, FaultRule, FileSystem, MemFs, OpKind};
+use shale::{Db, Error, Options, ReadOptions, Readable, WriteBatch, WriteOptions};
+
+/// Hash-like keys, as in the study.
+fn key(i: u64) -> Vec<u8> {
+    Rng::new(i ^ 0x5eed).bytes(16)
+}
+
+fn value(i: u64, round: u64) -> Vec<u8> {
+    let mut v = format!("{i}:{round}:").into_bytes();
+    v.resize(40 + (i % 50) as usize, b'v');
+    v
+}
+
+/// Small memtables and levels so that data spreads over several levels fast.
+fn small_levels(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        fs,
+        write_buffer_size: 16 << 10,
+        block_size: 512,
+        index_partition_size: 256,
+        base_level_bytes: 32 << 10,
+        level_size_multiplier: 4.0,
+        target_file_size_base: 4 << 10,
+        l0_compaction_trigger: 2,
+        l0_slowdown_writes_trigger: 16,
+        l0_stop_writes_trigger: 24,
+        ..Options::default()
+    }
+}
+
+fn load(db: &Db, range: std::ops::Range<u64>, round: u64, sync: bool) {
+    for chunk in range.collect::<Vec<_>>().chunks(100) {
+        let mut b = WriteBatch::new();
+        for &i in chunk {
+            b.put(&key(i), &value(i, round));
+        }
+        db.write(b, &WriteOptions { sync }).expect("write");
+    }
+}
+
+#[test]
+fn compactions_spread_data_over_levels_and_lose_nothing() {
+    let db = Db::open("/db", small_levels(Arc::new(MemFs::new()))).expect("open");
+    load(&db, 0..20_000, 0, false);
+    load(&db, 0..5_000, 1, false);
+    for i in (0..20_000).step_by(3) {
+        if i % 7 == 0 {
+            db.delete(&key(i)).expect("delete");
+        }
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+
+    let summary = db.summary().expect("summary");
+    let nonempty: Vec<usize> = summary
+        .levels
+        .iter()
+        .filter(|l| l.tables > 0)
+        .map(|l| l.level)
+        .collect();
+    assert!(nonempty.len() >= 2, "levels in use: {nonempty:?}");
+    assert_eq!(nonempty.last(), Some(&6), "the last level holds data");
+    let total = summary.total();
+    let last = &summary.levels[6];
+    assert!(
+        last.bytes * 100 >= total.bytes * 70,
+        "L6 holds {} of {} bytes",
+        last.bytes,
+        total.bytes
+    );
+    for l in &summary.levels[1..6] {
+        assert!(
+            l.score < 1.0,
+            "L{} still needs compacting: {}",
+            l.level,
+            l.score
+        );
+    }
+    assert_eq!(
+        summary.levels[6].filter_bytes, 0,
+        "L6 is written without filters"
+    );
+    let m = db.metrics();
+    assert!(m.write_amplification().is_some_and(|w| w > 1.0));
+    assert!(m.compactions() > 0);
+
+    let state = scan_all(&db);
+    for i in 0..20_000u64 {
+        let expect = if i % 3 == 0 && i % 7 == 0 {
+            None
+        } else if i < 5_000 {
+            Some(value(i, 1))
+        } else {
+            Some(value(i, 0))
+        };
+        assert_eq!(state.get(&key(i)), expect.as_ref(), "key {i}");
+        if i % 97 == 0 {
+            assert_eq!(db.get(&key(i)).expect("get"), expect, "get {i}");
+        }
+    }
+    db.close().expect("close");
+}
+
+/// Writers rewrite every key once per round, in key-index order; readers and
+/// iterators run meanwhile. A point read sees a round at least as new as the
+/// last one completed before it started; an iterator (one consistent state)
+/// sees, in key-index order, a prefix of keys in round r + 1 followed by keys in
+/// round r.
+#[test]
+fn readers_and_iterators_stay_consistent_while_compactions_run() {
+    const KEYS: u64 = 3_000;
+    let rounds = if common::long_tests() { 40 } else { 12 };
+    let db = Arc::new(Db::open("/db", small_levels(Arc::new(MemFs::new()))).expect("open"));
+    load(&db, 0..KEYS, 0, false);
+    let completed = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    // Key index of each key, to check order-dependent prefixes.
+    let index: Arc<BTreeMap<Vec<u8>, u64>> = Arc::new((0..KEYS).map(|i| (key(i), i)).collect());
+    let round_of = |v: &[u8]| -> u64 {
+        let s = std::str::from_utf8(v).expect("utf8 value");
+        s.split(':')
+            .nth(1)
+            .and_then(|r| r.parse().ok())
+            .expect("round")
+    };
+
+    std::thread::scope(|s| {
+        let writer = {
+            let (db, completed) = (db.clone(), completed.clone());
+            s.spawn(move || {
+                for r in 1..=rounds {
+                    for i in 0..KEYS {
+                        db.put(&key(i), &value(i, r)).expect("put");
+                    }
+                    completed.store(r, Ordering::Release);
+                }
+            })
+        };
+        let getter = {
+            let (db, completed, done) = (db.clone(), completed.clone(), done.clone());
+            s.spawn(move || {
+                let mut rng = Rng::new(7);
+                let mut reads = 0u64;
+                while !done.load(Ordering::Acquire) {
+                    let i = rng.below(KEYS);
+                    let floor = completed.load(Ordering::Acquire);
+                    let v = db.get(&key(i)).expect("get").expect("every key exists");
+                    let ceiling = completed.load(Ordering::Acquire) + 1;
+                    let r = round_of(&v);
+                    assert!(
+                        r >= floor,
+                        "key {i}: round {r} older than completed {floor}"
+                    );
+                    assert!(
+                        r <= ceiling,
+                        "key {i}: round {r} not written yet ({ceiling})"
+                    );
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        let scanner = {
+            let (db, completed, done, index) =
+                (db.clone(), completed.clone(), done.clone(), index.clone());
+            s.spawn(move || {
+                let mut scans = 0u64;
+                let mut backward = false;
+                while !done.load(Ordering::Acquire) {
+                    let floor = completed.load(Ordering::Acquire);
+                    let snap = db.snapshot();
+                    let mut it = snap.iter(&ReadOptions::default()).expect("iter");
+                    // (key index, round) of every key, by a forward or backward scan.
+                    let mut seen: Vec<(u64, u64)> = Vec::new();
+                    if backward {
+                        it.seek_to_last();
+                    } else {
+                        it.seek_to_first();
+                    }
+                    while it.valid() {
+                        seen.push((index[it.key()], round_of(it.value())));
+                        if backward {
+                            it.prev();
+                        } else {
+                            it.next();
+                        }
+                    }
+                    it.status().expect("scan");
+                    assert_eq!(seen.len() as u64, KEYS, "a scan sees every key");
+                    seen.sort_unstable();
+                    let newest = seen.iter().map(|&(_, r)| r).max().unwrap_or(0);
+                    let oldest = seen.iter().map(|&(_, r)| r).min().unwrap_or(0);
+                    assert!(
+                        oldest >= floor && newest <= oldest + 1,
+                        "rounds {oldest}..{newest}"
+                    );
+                    // In key-index order: newest round first, then the older.
+                    let switch = seen.iter().position(|&(_, r)| r == oldest).unwrap_or(0);
+                    if newest != oldest {
+                        assert!(
+                            seen[switch..].iter().all(|&(_, r)| r == oldest),
+                            "the scan saw a state no single moment had"
+                        );
+                    }
+                    // The snapshot answers point reads from the same state.
+                    for &(i, r) in seen.iter().step_by(97) {
+                        let v = snap.get(&key(i)).expect("snapshot get").expect("exists");
+                        assert_eq!(round_of(&v), r, "snapshot get of key {i}");
+                    }
+                    backward = !backward;
+                    scans += 1;
+                }
+                scans
+            })
+        };
+        writer.join().expect("writer");
+        done.store(true, Ordering::Release);
+        let reads = getter.join().expect("getter");
+        let scans = scanner.join().expect("scanner");
+        assert!(reads > 0 && scans > 0, "reads {reads}, scans {scans}");
+    });
+    let m = db.metrics();
+    assert!(m.compactions() > 0, "compactions ran during the test");
+    let state = scan_all(&db);
+    for i in 0..KEYS {
+        assert_eq!(state.get(&key(i)), Some(&value(i, rounds)));
+    }
+}
+
+/// Synced writes survive crashes that hit while flushes and compactions run.
+#[test]
+fn crashes_during_compactions_keep_every_synced_write() {
+    let iterations = if common::long_tests() { 30 } else { 8 };
+    let fs = Arc::new(CrashFs::new());
+    let opts = small_levels(fs.clone());
+    let mut durable: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut next = 0u64;
+    let mut rng = Rng::new(99);
+    for round in 0..iterations {
+        let db = Db::open("/db", opts.clone()).expect("open after crash");
+        assert_eq!(
+            scan_all(&db),
+            durable,
+            "round {round}: synced state after crash"
+        );
+        let compactions = db.metrics().compactions();
+        // Write synced batches until a compaction completed, then a random number
+        // more, so that the crash lands in the middle of background work.
+        let extra = rng.below(20);
+        let mut after = None;
+        loop {
+            let mut b = WriteBatch::new();
+            for _ in 0..50 {
+                let k = key(next % 6_000);
+                let v = value(next % 6_000, next);
+                b.put(&k, &v);
+                durable.insert(k, v);
+                next += 1;
+            }
+            db.write(b, &WriteOptions { sync: true }).expect("write");
+            if after.is_none() && db.metrics().compactions() > compactions {
+                after = Some(0);
+            }
+            if let Some(n) = after.as_mut() {
+                *n += 1;
+                if *n > extra {
+                    break;
+                }
+            }
+        }
+        fs.crash();
+        drop(db);
+        fs.restart();
+    }
+    let db = Db::open("/db", opts).expect("final open");
+    assert_eq!(scan_all(&db), durable);
+    db.close().expect("close");
+}
+
+/// A full disk while flushes and compactions write tables (compactions write
+/// most of the bytes here) poisons the database: writes fail, nothing
+/// acknowledged is lost, and once space is back it reopens intact.
+#[test]
+fn a_full_disk_during_compactions_poisons_and_reopens_intact() {
+    let mem = Arc::new(MemFs::new());
+    let fault = FaultFs::new(mem.clone());
+    let db = Db::open("/db", small_levels(fault.clone())).expect("open");
+    load(&db, 0..3_000, 0, false);
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    let before = db.metrics().compactions();
+    // The disk fills up after a few more table writes.
+    fault.inject(FaultRule::no_space(OpKind::WriteObject, 3).persistent());
+    let mut failed = None;
+    for round in 1..200u64 {
+        let mut b = WriteBatch::new();
+        for i in 0..100 {
+            b.put(&key(i), &value(i, round));
+        }
+        if let Err(e) = db.write(b, &WriteOptions { sync: false }) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let err = failed.expect("writes fail once the disk is full");
+    assert!(
+        matches!(err, Error::Poisoned { .. }),
+        "a background failure poisons: {err}"
+    );
+    assert!(fault.faults_triggered() > 0);
+    assert!(db.get(&key(2_999)).expect("reads still work").is_some());
+    drop(db);
+    fault.clear();
+    let db = Db::open("/db", small_levels(mem)).expect("reopen after space is freed");
+    let state = scan_all(&db);
+    assert_eq!(state.len(), 3_000, "every key is there");
+    for i in 100..3_000 {
+        assert_eq!(state.get(&key(i)), Some(&value(i, 0)), "key {i}");
+    }
+    db.wait_for_compactions().expect("compactions resume");
+    assert!(db.metrics().compactions() >= before);
+    db.close().expect("close");
+}
+
+/// With a tight L0 limit and a slow compaction budget, writers stall; stalls
+/// are counted and timed, and lose nothing.
+#[test]
+fn writes_stall_when_l0_fills() {
+    let opts = Options {
+        l0_compaction_trigger: 1,
+        l0_slowdown_writes_trigger: 1,
+        l0_stop_writes_trigger: 2,
+        compaction_rate_limit: Some(4 << 20),
+        ..small_levels(Arc::new(MemFs::new()))
+    };
+    let db = Db::open("/db", opts).expect("open");
+    load(&db, 0..4_000, 0, false);
+    db.flush().expect("flush");
+    let m = db.metrics();
+    assert!(m.stall_count > 0, "no stall: {m:?}");
+    assert!(m.stall_micros > 0);
+    db.wait_for_compactions().expect("settle");
+    assert_eq!(scan_all(&db).len(), 4_000);
+}
+
+/// A manifest that outgrows its limit is rewritten into a new file; the old
+/// one is deleted and the database reopens to the same state.
+#[test]
+fn the_manifest_rolls_over() {
+    let fs = Arc::new(MemFs::new());
+    let opts = Options {
+        max_manifest_bytes: 2 << 10,
+        ..small_levels(fs.clone())
+    };
+    let manifests = |fs: &MemFs| -> Vec<String> {
+        fs.list(Path::new("/db"))
+            .expect("list")
+            .into_iter()
+            .filter(|n| n.starts_with("MANIFEST-"))
+            .collect()
+    };
+    let db = Db::open("/db", opts.clone()).expect("open");
+    let first = manifests(&fs);
+    load(&db, 0..6_000, 0, false);
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("settle");
+    let now = manifests(&fs);
+    assert_eq!(now.len(), 1, "old manifests are deleted: {now:?}");
+    assert_ne!(now, first, "the manifest was rewritten");
+    let wamp = db.metrics().write_amplification();
+    db.close().expect("close");
+    let db = Db::open("/db", opts).expect("reopen");
+    assert_eq!(scan_all(&db).len(), 6_000);
+    // Lifetime write counters come back from the manifest.
+    assert_eq!(db.metrics().write_amplification(), wamp);
+    db.close().expect("close");
+}
+
+/// Code written against `Readable` reads the latest state or a snapshot.
+#[test]
+fn db_and_snapshot_share_the_read_trait() {
+    fn count(r: &dyn Readable) -> usize {
+        let mut it = r.iter(&ReadOptions::default()).expect("iter");
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        n
+    }
+    let db = Db::open("/db", small_levels(Arc::new(MemFs::new()))).expect("open");
+    load(&db, 0..100, 0, false);
+    let snap = db.snapshot();
+    load(&db, 100..150, 0, false);
+    assert_eq!(count(&db), 150);
+    assert_eq!(count(&snap), 100);
+    assert!(Readable::get(&snap, &key(120)).expect("get").is_none());
+    assert!(Readable::get(&db, &key(120)).expect("get").is_some());
+}
