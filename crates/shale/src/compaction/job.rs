@@ -61,7 +61,7 @@ pub(crate) fn merge(
 ) -> Result<MergeOutput> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for (level, f) in inputs {
-        children.push(db.table_cache.get(f.number, *level)?.iter());
+        children.push(db.table_cache.get(f.number, *level)?.scan());
     }
     let mut it = MergingIterator::new(children);
     let snapshots: Vec<SeqNo> = db.snapshots.lock().keys().copied().collect();
@@ -78,24 +78,47 @@ pub(crate) fn merge(
 
     let result = (|| -> Result<()> {
         it.seek_to_first();
-        let mut versions: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        // The versions of the current user key are `pool[..n]`; the buffers are
+        // reused from key to key, so merging allocates nothing per entry.
+        let mut pool: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut n = 0usize;
         let mut merged = 0u64;
-        while it.valid() || !versions.is_empty() {
-            let same_key = it.valid()
-                && versions
-                    .first()
-                    .is_some_and(|(k, _)| user_key(k) == user_key(it.key()));
-            if it.valid() && (versions.is_empty() || same_key) {
-                versions.push((it.key().to_vec(), it.value().to_vec()));
+        while it.valid() || n > 0 {
+            let same_key = it.valid() && n > 0 && user_key(&pool[0].0) == user_key(it.key());
+            if it.valid() && (n == 0 || same_key) {
+                if n == pool.len() {
+                    pool.push((Vec::new(), Vec::new()));
+                }
+                let (k, v) = &mut pool[n];
+                k.clear();
+                k.extend_from_slice(it.key());
+                v.clear();
+                v.extend_from_slice(it.value());
+                n += 1;
                 it.next();
                 continue;
             }
+            let versions = &pool[..n];
             merged += 1;
             if merged.is_multiple_of(CLOSE_CHECK_INTERVAL) && db.closing.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
-            // `versions` holds every version of one user key, newest first.
-            let kept = select_versions(&versions, &snapshots, bottommost);
+            // `versions` holds every version of one user key, newest first. The
+            // common case, a single version, needs no selection.
+            let selected;
+            let kept: &[usize] = if n == 1 {
+                let dropped = bottommost
+                    && parse_internal_key(&versions[0].0)
+                        .is_some_and(|k| k.value_kind() == Some(ValueKind::Delete));
+                if dropped {
+                    &[]
+                } else {
+                    &[0]
+                }
+            } else {
+                selected = select_versions(versions, &snapshots, bottommost);
+                &selected
+            };
             if !kept.is_empty() {
                 if out.builder.is_none() || out.estimated_size() >= target {
                     if let Some(f) = out.finish()? {
@@ -103,18 +126,18 @@ pub(crate) fn merge(
                     }
                     let number = {
                         let mut st = db.state.lock();
-                        let n = st.new_file_number();
-                        st.pending_outputs.insert(n);
-                        n
+                        let num = st.new_file_number();
+                        st.pending_outputs.insert(num);
+                        num
                     };
                     numbers.push(number);
                     out.open(number)?;
                 }
-                for i in kept {
+                for &i in kept {
                     out.add(&versions[i].0, &versions[i].1)?;
                 }
             }
-            versions.clear();
+            n = 0;
         }
         it.status()?;
         if let Some(f) = out.finish()? {

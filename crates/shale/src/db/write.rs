@@ -20,19 +20,43 @@ use super::filenames::wal_name;
 use super::{DbInner, State, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::format::SeqNo;
 use crate::memtable::MemTable;
 use crate::wal::LogWriter;
 
 /// Upper bound on the bytes of one commit group.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
-/// Writers waiting for a leader, and results handed back by leaders.
+/// A writer waiting in the queue.
+struct Waiter {
+    ticket: u64,
+    batch: Arc<WriteBatch>,
+    sync: bool,
+}
+
+/// Writers waiting for a leader, memtable inserts handed out by the leader, and
+/// results handed back.
 #[derive(Default)]
 pub(crate) struct WriteQueue {
     next_ticket: u64,
-    waiting: VecDeque<(u64, WriteBatch, bool)>,
+    waiting: VecDeque<Waiter>,
+    /// Follower ticket -> (first sequence number of its batch, memtable): the
+    /// follower inserts its own batch, in parallel with the rest of its group.
+    inserts: HashMap<u64, (SeqNo, Arc<MemTable>)>,
+    /// Followers of the current group that finished inserting.
+    inserted: usize,
     done: HashMap<u64, Result<()>>,
     leader_active: bool,
+}
+
+/// Inserts the ops of `batch` into `mem` with sequence numbers from `seq` on.
+fn insert(mem: &MemTable, batch: &WriteBatch, seq: SeqNo) {
+    for (i, op) in batch.ops().enumerate() {
+        // Validated before queueing, so every op decodes.
+        if let Ok(op) = op {
+            mem.add(seq + i as u64, op.kind, op.key, op.value);
+        }
+    }
 }
 
 impl DbInner {
@@ -41,15 +65,27 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(());
         }
+        let batch = Arc::new(batch);
         let mut q = self.queue.lock();
         let ticket = q.next_ticket;
         q.next_ticket += 1;
-        q.waiting.push_back((ticket, batch, sync));
+        q.waiting.push_back(Waiter {
+            ticket,
+            batch: batch.clone(),
+            sync,
+        });
         loop {
             if let Some(result) = q.done.remove(&ticket) {
                 return result;
             }
-            if !q.leader_active && q.waiting.front().map(|w| w.0) == Some(ticket) {
+            if let Some((seq, mem)) = q.inserts.remove(&ticket) {
+                // A follower: the group is in the WAL; insert our own batch.
+                MutexGuard::unlocked(&mut q, || insert(&mem, &batch, seq));
+                q.inserted += 1;
+                self.queue_cv.notify_all();
+                continue;
+            }
+            if !q.leader_active && q.waiting.front().map(|w| w.ticket) == Some(ticket) {
                 break;
             }
             self.queue_cv.wait(&mut q);
@@ -58,37 +94,41 @@ impl DbInner {
         let mut group = Vec::new();
         let mut bytes = 0;
         while let Some(front) = q.waiting.front() {
-            if !group.is_empty() && bytes + front.1.encoded_len() > MAX_GROUP_BYTES {
+            let len = front.batch.encoded_len();
+            if !group.is_empty() && bytes + len > MAX_GROUP_BYTES {
                 break;
             }
-            bytes += front.1.encoded_len();
+            bytes += len;
             if let Some(w) = q.waiting.pop_front() {
                 group.push(w);
             }
         }
         drop(q);
 
-        let result = self.commit_group(&mut group);
+        let result = self.commit_group(&group);
 
         let mut q = self.queue.lock();
-        for (t, _, _) in &group[1..] {
-            q.done.insert(*t, result.clone());
+        for w in &group[1..] {
+            q.done.insert(w.ticket, result.clone());
         }
         q.leader_active = false;
         self.queue_cv.notify_all();
         result
     }
 
-    fn commit_group(&self, group: &mut [(u64, WriteBatch, bool)]) -> Result<()> {
-        let sync = group.iter().any(|w| w.2);
+    /// The leader's work for a group: room, sequence numbers, one WAL record,
+    /// then the memtable inserts (each follower inserts its own batch while the
+    /// leader inserts its own), and only then the new visible sequence number.
+    fn commit_group(&self, group: &[Waiter]) -> Result<()> {
+        let sync = group.iter().any(|w| w.sync);
         let (first, rest) = group
-            .split_first_mut()
+            .split_first()
             .ok_or(Error::InvalidArgument("empty group".into()))?;
-        let batch = &mut first.1;
-        for (_, b, _) in rest.iter() {
-            batch.append(b);
+        let mut record = (*first.batch).clone();
+        for w in rest {
+            record.append(&w.batch);
         }
-        let count = batch.len() as u64;
+        let count = record.len() as u64;
         let (seq, mem) = {
             let mut st = self.state.lock();
             self.stall_if_needed(&mut st)?;
@@ -97,14 +137,17 @@ impl DbInner {
             st.last_sequence += count;
             (seq, self.sv.load().mem.clone())
         };
-        let user_bytes = batch.encoded_len() as u64;
-        let record = batch.encode(seq);
+        let user_bytes = record.encoded_len() as u64;
         let wal_result = {
             let mut wal = self.wal.lock();
             let before = wal.len();
-            let r = wal
-                .add_record(record)
-                .and_then(|()| if sync { wal.sync() } else { wal.flush() });
+            let r = wal.add_record(record.encode(seq)).and_then(|()| {
+                if sync {
+                    wal.sync()
+                } else {
+                    wal.flush()
+                }
+            });
             self.stats.bytes_written_wal.add(wal.len() - before);
             r
         };
@@ -116,10 +159,21 @@ impl DbInner {
         if sync {
             self.stats.wal_syncs.incr();
         }
-        for (i, op) in batch.ops().enumerate() {
-            // Validated before queueing, so every op decodes.
-            if let Ok(op) = op {
-                mem.add(seq + i as u64, op.kind, op.key, op.value);
+        if !rest.is_empty() {
+            let mut q = self.queue.lock();
+            q.inserted = 0;
+            let mut next = seq + first.batch.len() as u64;
+            for w in rest {
+                q.inserts.insert(w.ticket, (next, mem.clone()));
+                next += w.batch.len() as u64;
+            }
+            self.queue_cv.notify_all();
+        }
+        insert(&mem, &first.batch, seq);
+        if !rest.is_empty() {
+            let mut q = self.queue.lock();
+            while q.inserted < rest.len() {
+                self.queue_cv.wait(&mut q);
             }
         }
         self.stats.bytes_written_user.add(user_bytes);

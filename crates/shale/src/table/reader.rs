@@ -239,26 +239,7 @@ impl TableReader {
         handle: BlockHandle,
         referrer: u64,
     ) -> Result<Arc<CachedBlock>> {
-        let (lo, hi) = match kind {
-            BlockKind::Data => (0, self.meta.props.data_bytes),
-            BlockKind::IndexPartition => (
-                self.meta.partitions_start,
-                self.meta.footer.top_index.offset,
-            ),
-            _ => (0, self.meta.footer.properties.offset),
-        };
-        if handle.offset < lo || handle.end() > hi {
-            return Err(Error::corruption(
-                &self.path,
-                referrer,
-                format!(
-                    "{} block handle {}+{} out of place",
-                    kind.name(),
-                    handle.offset,
-                    handle.size
-                ),
-            ));
-        }
+        self.check_handle(kind, handle, referrer)?;
         let key = (self.file_number, handle.offset);
         let stats = &self.ctx.stats;
         if let Some(b) = self.ctx.cache.get(&key) {
@@ -281,6 +262,60 @@ impl TableReader {
         };
         self.ctx.cache.insert(key, b.clone(), b.charge(), priority);
         Ok(b)
+    }
+
+    /// Fetches a block for a scan that must neither disturb the block cache nor
+    /// count as a Get's read (a compaction): a cached copy is used if present,
+    /// otherwise the block is read without being cached or counted.
+    fn block_for_scan(
+        &self,
+        kind: BlockKind,
+        handle: BlockHandle,
+        referrer: u64,
+    ) -> Result<Arc<CachedBlock>> {
+        self.check_handle(kind, handle, referrer)?;
+        if let Some(b) = self.ctx.cache.get(&(self.file_number, handle.offset)) {
+            if b.is_kind(kind) {
+                return Ok(b);
+            }
+        }
+        let contents = read_block_contents(
+            self.file.as_ref(),
+            &self.path,
+            handle,
+            kind,
+            None,
+            self.ctx.verify_checksums,
+        )?;
+        let block = decode_block(kind, contents)
+            .map_err(|c| Error::corruption(&self.path, handle.offset, c.0))?;
+        Ok(Arc::new(block))
+    }
+
+    /// Checks that `handle` lies in the region of the file where blocks of
+    /// `kind` live; `referrer` is blamed otherwise.
+    fn check_handle(&self, kind: BlockKind, handle: BlockHandle, referrer: u64) -> Result<()> {
+        let (lo, hi) = match kind {
+            BlockKind::Data => (0, self.meta.props.data_bytes),
+            BlockKind::IndexPartition => (
+                self.meta.partitions_start,
+                self.meta.footer.top_index.offset,
+            ),
+            _ => (0, self.meta.footer.properties.offset),
+        };
+        if handle.offset < lo || handle.end() > hi {
+            return Err(Error::corruption(
+                &self.path,
+                referrer,
+                format!(
+                    "{} block handle {}+{} out of place",
+                    kind.name(),
+                    handle.offset,
+                    handle.size
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn top_index(&self) -> Result<Arc<CachedBlock>> {
@@ -410,8 +445,20 @@ impl TableReader {
     /// An iterator over every entry of the table, in internal-key order. Blocks are
     /// loaded through the block cache and counted like `get`'s.
     pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
+        self.new_iter(false)
+    }
+
+    /// An iterator for a compaction: it reads blocks without filling the block
+    /// cache or counting them as Get reads (compactions account their input
+    /// bytes per table).
+    pub fn scan(self: &Arc<Self>) -> Box<dyn InternalIterator> {
+        self.new_iter(true)
+    }
+
+    fn new_iter(self: &Arc<Self>, scan: bool) -> Box<dyn InternalIterator> {
         Box::new(TableIter {
             table: self.clone(),
+            scan,
             top: None,
             top_cur: Cursor::default(),
             part: None,
@@ -434,6 +481,8 @@ impl Drop for TableReader {
 /// Iterator over a table: top-level index → index partition → data block.
 struct TableIter {
     table: Arc<TableReader>,
+    /// A compaction's scan (see [`TableReader::scan`]).
+    scan: bool,
     top: Option<Arc<CachedBlock>>,
     top_cur: Cursor,
     part: Option<(u64, Arc<CachedBlock>)>,
@@ -469,7 +518,14 @@ impl TableIter {
         if let Some(t) = &self.top {
             return Ok((off, t.clone()));
         }
-        let t = self.table.top_index()?;
+        let t = match (&self.table.pinned_top, self.scan) {
+            (None, true) => {
+                let h = self.table.meta.footer.top_index;
+                self.table
+                    .block_for_scan(BlockKind::TopIndex, h, h.offset)?
+            }
+            _ => self.table.top_index()?,
+        };
         if t.as_block().is_none() {
             return Err(Error::corruption(
                 &self.table.path,
@@ -490,11 +546,14 @@ impl TableIter {
         let (offset, size) = self.top_cur.handle();
         if self.part.as_ref().map(|p| p.0) != Some(offset) {
             let referrer = self.table.meta.footer.top_index.offset;
-            let b = self.table.block(
-                BlockKind::IndexPartition,
-                BlockHandle { offset, size },
-                referrer,
-            )?;
+            let handle = BlockHandle { offset, size };
+            let b = if self.scan {
+                self.table
+                    .block_for_scan(BlockKind::IndexPartition, handle, referrer)?
+            } else {
+                self.table
+                    .block(BlockKind::IndexPartition, handle, referrer)?
+            };
             self.part = Some((offset, b));
         }
         Ok(())
@@ -505,9 +564,13 @@ impl TableIter {
         let (offset, size) = self.part_cur.handle();
         if self.data.as_ref().map(|d| d.0) != Some(offset) {
             let referrer = self.part.as_ref().map_or(0, |p| p.0);
-            let b = self
-                .table
-                .block(BlockKind::Data, BlockHandle { offset, size }, referrer)?;
+            let handle = BlockHandle { offset, size };
+            let b = if self.scan {
+                self.table
+                    .block_for_scan(BlockKind::Data, handle, referrer)?
+            } else {
+                self.table.block(BlockKind::Data, handle, referrer)?
+            };
             self.data = Some((offset, b));
         }
         Ok(())

@@ -39,7 +39,28 @@ impl ObsoleteFiles {
     }
 }
 
-/// Metadata of one table in a version.
+/// The table file behind one or more [`FileMeta`]s: a table moved to another
+/// level (a trivial move) gets a new `FileMeta` sharing its predecessor's
+/// `TableFile`, so the file is deleted only after every version that places it
+/// in any level is gone.
+struct TableFile {
+    number: u64,
+    obsolete: AtomicBool,
+    sink: Weak<ObsoleteFiles>,
+}
+
+impl Drop for TableFile {
+    fn drop(&mut self) {
+        // Only records the number; the file is deleted by a background thread.
+        if self.obsolete.load(AtomicOrdering::Acquire) {
+            if let Some(sink) = self.sink.upgrade() {
+                sink.numbers.lock().push(self.number);
+            }
+        }
+    }
+}
+
+/// Metadata of one table in a version (its placement in a level).
 pub(crate) struct FileMeta {
     pub number: u64,
     pub size: u64,
@@ -48,12 +69,20 @@ pub(crate) struct FileMeta {
     pub smallest_seqno: SeqNo,
     pub largest_seqno: SeqNo,
     pub num_entries: u64,
-    obsolete: AtomicBool,
-    sink: Weak<ObsoleteFiles>,
+    file: Arc<TableFile>,
 }
 
 impl FileMeta {
     pub(crate) fn new(f: &NewFile, sink: &Arc<ObsoleteFiles>) -> FileMeta {
+        let file = Arc::new(TableFile {
+            number: f.number,
+            obsolete: AtomicBool::new(false),
+            sink: Arc::downgrade(sink),
+        });
+        FileMeta::placed(f, file)
+    }
+
+    fn placed(f: &NewFile, file: Arc<TableFile>) -> FileMeta {
         FileMeta {
             number: f.number,
             size: f.size,
@@ -62,14 +91,13 @@ impl FileMeta {
             smallest_seqno: f.smallest_seqno,
             largest_seqno: f.largest_seqno,
             num_entries: f.num_entries,
-            obsolete: AtomicBool::new(false),
-            sink: Arc::downgrade(sink),
+            file,
         }
     }
 
     /// Marks the file for deletion once no version or iterator references it.
     pub(crate) fn mark_obsolete(&self) {
-        self.obsolete.store(true, AtomicOrdering::Release);
+        self.file.obsolete.store(true, AtomicOrdering::Release);
     }
 
     /// True if `user_key` is within the file's key range.
@@ -91,17 +119,6 @@ impl FileMeta {
     }
 }
 
-impl Drop for FileMeta {
-    fn drop(&mut self) {
-        // Only records the number; the file is deleted by the background thread.
-        if self.obsolete.load(AtomicOrdering::Acquire) {
-            if let Some(sink) = self.sink.upgrade() {
-                sink.numbers.lock().push(self.number);
-            }
-        }
-    }
-}
-
 /// The tables of every level at one point in time.
 ///
 /// L0 tables may overlap and are ordered newest first (by largest sequence
@@ -115,21 +132,26 @@ impl Version {
     /// The version after `edit`. Files deleted by the edit are marked obsolete.
     pub(crate) fn apply(&self, edit: &VersionEdit, sink: &Arc<ObsoleteFiles>) -> Version {
         let mut next = self.clone();
+        let mut removed: Vec<Arc<FileMeta>> = Vec::new();
         for &(level, number) in &edit.deleted {
             if let Some(files) = next.levels.get_mut(level) {
                 if let Some(pos) = files.iter().position(|f| f.number == number) {
-                    let f = files.remove(pos);
-                    // A table moved to another level stays on disk.
-                    if !edit.added.iter().any(|(_, a)| a.number == number) {
-                        f.mark_obsolete();
-                    }
+                    removed.push(files.remove(pos));
                 }
             }
         }
         for (level, f) in &edit.added {
             if let Some(files) = next.levels.get_mut(*level) {
-                files.push(Arc::new(FileMeta::new(f, sink)));
+                // A table moved from another level keeps its file identity.
+                let meta = match removed.iter().position(|r| r.number == f.number) {
+                    Some(i) => FileMeta::placed(f, removed.swap_remove(i).file.clone()),
+                    None => FileMeta::new(f, sink),
+                };
+                files.push(Arc::new(meta));
             }
+        }
+        for f in removed {
+            f.mark_obsolete();
         }
         for (level, files) in next.levels.iter_mut().enumerate() {
             if level == 0 {
@@ -257,5 +279,31 @@ mod tests {
         assert!(sink.take().is_empty(), "v1 still references the file");
         drop(v1);
         assert_eq!(sink.take(), vec![7]);
+    }
+
+    #[test]
+    fn a_moved_table_lives_until_every_placement_is_gone() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let mut add = VersionEdit::default();
+        add.added.push((4, nf(9, b"a", b"b", 1)));
+        let v1 = Version::default().apply(&add, &sink);
+        // Trivial move L4 -> L5.
+        let mut mv = VersionEdit::default();
+        mv.deleted.push((4, 9));
+        mv.added.push((5, nf(9, b"a", b"b", 1)));
+        let v2 = v1.apply(&mv, &sink);
+        assert_eq!(v2.levels[5].len(), 1);
+        // Then compacted away.
+        let mut del = VersionEdit::default();
+        del.deleted.push((5, 9));
+        let v3 = v2.apply(&del, &sink);
+        drop(v2);
+        assert!(v3.levels[5].is_empty());
+        assert!(
+            sink.take().is_empty(),
+            "a reader of v1 still finds the table in L4"
+        );
+        drop(v1);
+        assert_eq!(sink.take(), vec![9]);
     }
 }
