@@ -5,15 +5,25 @@
 //! Levels are sized from the bottom up, as RocksDB's dynamic level bytes and
 //! Pebble do. The last level (L6) is expected to hold all but a
 //! `1/multiplier` share of the data; each level above it a `multiplier`-th of the
-//! one below. The *base level*, the one L0 compacts into, is the highest level
-//! whose expected size still exceeds `base_level_bytes / multiplier`... more
-//! precisely: starting from the first non-empty level below L0, the base level
-//! moves up one level for every factor of `multiplier` by which that level's
-//! expected size exceeds `base_level_bytes`. The base level's target is
-//! `base_level_bytes`; the targets of the levels below grow by a constant
-//! (smoothed) factor that reaches the last level's expected size exactly. Levels
-//! above the base level are meant to be empty. The effect: about 90% of the
-//! bytes live in L6, and the base level moves up as the database grows.
+//! one below. Starting from the first non-empty level below L0, the *base
+//! level* (the one L0 compacts into) moves up one level for every factor of
+//! `multiplier` by which that level's expected size exceeds `base_level_bytes`.
+//! The base level's target is `base_level_bytes` (as in Pebble and RocksDB); the
+//! targets of the levels below grow by a constant (smoothed) factor that reaches
+//! the last level's expected size exactly. Levels above the base level are meant
+//! to be empty. The effect: most bytes live in L6, and the base level moves up as
+//! the database grows.
+//!
+//! One deliberate difference: when the base level is L5, directly above the
+//! last level (a database below ~700 MiB), its target is its *expected* size,
+//! a tenth of L6's, kept between `base_level_bytes / multiplier` and
+//! `base_level_bytes`. With a 64 MiB target a few-hundred-MiB database could
+//! keep a third of its bytes above L6; this keeps ~90% in L6 (smaller filters
+//! and indexes for a Get to find cached) at the price of rewriting L6 more
+//! often while the database is small. With more levels the full target keeps
+//! write amplification lower (measured in `docs/benchmarks.md`). L0 is never
+//! starved by a small base level: its score counts its bytes against the same
+//! target.
 //!
 //! # Scores and choices
 //!
@@ -113,7 +123,11 @@ pub(crate) fn level_targets(sizes: &[u64; NUM_LEVELS], opts: &PickerOptions) -> 
         base_level -= 1;
         size /= mult;
     }
-    let base_target = size.clamp(base_bytes / mult, base_bytes);
+    let base_target = if base_level + 1 >= LAST_LEVEL {
+        size.clamp(base_bytes / mult, base_bytes)
+    } else {
+        base_bytes
+    };
     let smoothed = if base_level < LAST_LEVEL {
         (last_expected / base_target)
             .max(1.0)
@@ -392,19 +406,19 @@ mod tests {
                 base: 5,
                 targets_mib: &[27.0, 270.0],
             },
-            // 10 GiB: L6 expected 9216 MiB, L5 922, L4 92, L3 9.2 <= 64: base L3,
-            // and the ratio is 10 all the way down.
+            // 10 GiB: L6 expected 9216 MiB, L5 922, L4 92, L3 9.2 <= 64: base L3
+            // with 64 MiB; smoothed factor (9216/64)^(1/3) = 5.24.
             Case {
                 sizes: [0, 0, 0, 0, 0, 1024 * MIB, 9216 * MIB],
                 base: 3,
-                targets_mib: &[9.216, 92.16, 921.6, 9216.0],
+                targets_mib: &[64.0, 335.3, 1757.6, 9216.0],
             },
-            // 1 GiB with a small L1: L1 is the base level; its expected size is
-            // tiny, so it gets the floor of 6.4 MiB.
+            // 1 GiB with a small L1: L1 is the base level (64 MiB), the factor
+            // (921.6/64)^(1/5) = 1.705.
             Case {
                 sizes: [0, MIB, 0, 0, 0, 0, 1023 * MIB],
                 base: 1,
-                targets_mib: &[6.4, 17.28, 46.66, 126.0, 340.2, 921.6],
+                targets_mib: &[64.0, 109.1, 186.1, 317.3, 540.9, 921.6],
             },
         ];
         for (i, c) in cases.iter().enumerate() {
@@ -502,7 +516,7 @@ mod tests {
                     vec![],
                     vec![],
                     vec![],
-                    // 320 MiB against a target of 85 MiB (base L4).
+                    // 320 MiB against a target of 233 MiB (base L4).
                     level(4, 80 * MIB, 10),
                     {
                         // L6 tables: heavy overlap under 10 and 12, light under 11.
