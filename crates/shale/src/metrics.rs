@@ -145,6 +145,7 @@ pub struct Stats {
     pub(crate) trivial_moves: Counter,
     pub(crate) stalls: Counter,
     pub(crate) stall_micros: Counter,
+    pub(crate) background_errors: Counter,
 }
 
 impl Stats {
@@ -244,6 +245,7 @@ impl Stats {
             trivial_moves: self.trivial_moves.get(),
             stall_count: self.stalls.get(),
             stall_micros: self.stall_micros.get(),
+            background_errors: self.background_errors.get(),
             pending_compaction_bytes: 0,
             l0_files: 0,
             block_cache_usage: 0,
@@ -354,6 +356,9 @@ pub struct Metrics {
     pub stall_count: u64,
     /// Time writers spent in stalls, in microseconds.
     pub stall_micros: u64,
+    /// Flushes, compactions and file deletions that failed (each poisons the
+    /// database; see [`crate::Error::Poisoned`]).
+    pub background_errors: u64,
     /// Estimated bytes compactions must still rewrite (gauge).
     pub pending_compaction_bytes: u64,
     /// Tables in L0 (gauge).
@@ -451,6 +456,7 @@ impl Metrics {
             trivial_moves: d(self.trivial_moves, earlier.trivial_moves),
             stall_count: d(self.stall_count, earlier.stall_count),
             stall_micros: d(self.stall_micros, earlier.stall_micros),
+            background_errors: d(self.background_errors, earlier.background_errors),
             pending_compaction_bytes: self.pending_compaction_bytes,
             l0_files: self.l0_files,
             block_cache_usage: self.block_cache_usage,

@@ -321,6 +321,7 @@ fn a_full_disk_during_compactions_poisons_and_reopens_intact() {
         "a background failure poisons: {err}"
     );
     assert!(fault.faults_triggered() > 0);
+    assert!(db.metrics().background_errors > 0, "the failure is counted");
     assert!(db.get(&key(2_999)).expect("reads still work").is_some());
     drop(db);
     fault.clear();

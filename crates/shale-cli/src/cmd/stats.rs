@@ -151,6 +151,7 @@ pub fn metrics_json(m: &Metrics) -> Value {
         "trivial_moves": m.trivial_moves,
         "stall_count": m.stall_count,
         "stall_micros": m.stall_micros,
+        "background_errors": m.background_errors,
         "pending_compaction_bytes": m.pending_compaction_bytes,
         "l0_files": m.l0_files,
         "write_amplification": m.write_amplification(),

@@ -44,7 +44,7 @@ pub(crate) fn run(db: &DbInner) {
         }
         if let Err(e) = db.delete_obsolete_files(false) {
             let mut st = db.state.lock();
-            db.poison(&mut st, &e);
+            db.background_failed(&mut st, &e);
         }
     }
 }
@@ -162,10 +162,12 @@ fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
             }
             db.stats.flushes.incr();
             db.stats.flush_bytes.add(bytes);
-            // A failure poisons inside log_and_apply.
-            let _ = db.log_and_apply(&mut st, edit, 1);
+            // log_and_apply has poisoned the database if it failed.
+            if db.log_and_apply(&mut st, edit, 1).is_err() {
+                db.stats.background_errors.incr();
+            }
         }
-        Err(e) => db.poison(&mut st, &e),
+        Err(e) => db.background_failed(&mut st, &e),
     }
     db.cv.notify_all();
 }
@@ -195,7 +197,7 @@ fn compact(db: &DbInner, c: Compaction) {
     st.running_compactions -= 1;
     match result {
         Ok(()) | Err(Error::Closed) => {}
-        Err(e) => db.poison(&mut st, &e),
+        Err(e) => db.background_failed(&mut st, &e),
     }
     db.cv.notify_all();
 }
@@ -289,7 +291,7 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     st.manual_compaction = false;
     if let Err(e) = &result {
         if !matches!(e, Error::Closed) {
-            db.poison(&mut st, e);
+            db.background_failed(&mut st, e);
         }
     }
     db.cv.notify_all();

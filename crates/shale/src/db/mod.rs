@@ -895,6 +895,13 @@ impl DbInner {
         Ok(())
     }
 
+    /// A flush, compaction or file deletion failed: counted, and the database
+    /// is poisoned so that the next write reports it.
+    pub(crate) fn background_failed(&self, st: &mut State, e: &Error) {
+        self.stats.background_errors.incr();
+        self.poison(st, e);
+    }
+
     /// Records the first background or sync failure and wakes waiters.
     pub(crate) fn poison(&self, st: &mut State, e: &Error) {
         st.poison.get_or_insert_with(|| e.clone());
