@@ -26,6 +26,8 @@
 // next: key distributions (uniform, Zipfian, hot set) for the read workloads, and
 // the engine adapter trait that lets one bench drive shale and its peers.
 
+pub mod results;
+
 use tiny_keccak::{Hasher, Keccak};
 
 /// Value size of the study (bytes).

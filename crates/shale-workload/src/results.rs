@@ -1,0 +1,206 @@
+//! The result schema of `shale bench kvdb` (`results.json`, documented in
+//! `docs/bench-kvdb.md`): one document per bench, one run per cache size. Every
+//! engine harness (shale, Pebble, RocksDB) writes this same shape so that the
+//! reports and comparisons read them alike.
+
+use serde::{Deserialize, Serialize};
+
+/// The three phases of the study's I/O-per-Get curve.
+///
+/// * 1: the cache holds less than IP1 (non-last-level filters and top-level
+///   indexes): Gets read metadata from disk, well above 2 I/Os.
+/// * 2: between IP1 and IP2: about 2 I/Os (an index partition and a data block).
+/// * 3: at or above IP2 (all index blocks fit too): about 1 I/O (the data block).
+pub fn phase(cache_bytes: u64, ip1_bytes: u64, ip2_bytes: u64) -> u8 {
+    if cache_bytes < ip1_bytes {
+        1
+    } else if cache_bytes < ip2_bytes {
+        2
+    } else {
+        3
+    }
+}
+
+/// Block-cache hit rates (hits / lookups) per block kind; `None` without
+/// lookups of that kind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HitRates {
+    pub filter: Option<f64>,
+    pub top_index: Option<f64>,
+    pub index: Option<f64>,
+    pub data: Option<f64>,
+    pub overall: Option<f64>,
+}
+
+/// One cache size of a bench.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Block cache capacity for this run.
+    pub cache_bytes: u64,
+    /// The same as a percentage of `db_bytes`.
+    pub cache_percent: f64,
+    /// 1, 2 or 3 (see [`phase`]).
+    pub phase: u8,
+    /// Gets measured (after warm-up).
+    pub gets: u64,
+    /// Gets that found their key.
+    pub found: u64,
+    /// The study's "I/Os per Get": block-cache misses / Gets.
+    pub io_per_get: f64,
+    /// Read requests the engine issued to its file system / Gets.
+    pub physical_reads_per_get: f64,
+    /// Bytes the operating system read from the device for the process
+    /// (`/proc/self/io` `read_bytes`) / 4096 / Gets; `None` where unavailable.
+    pub device_reads_per_get: Option<f64>,
+    pub hit_rate: HitRates,
+    /// Gets per second over all threads.
+    pub ops_per_sec: f64,
+    /// Get latency percentiles in microseconds.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+}
+
+/// The document `results.json` holds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BenchResults {
+    /// Engine name and version, e.g. `shale 0.1.0`.
+    pub engine: String,
+    /// Keys loaded.
+    pub keys: u64,
+    /// Value size in bytes.
+    pub value_size: usize,
+    /// Key scheme (`hash` or `path`).
+    pub scheme: String,
+    /// Key distribution of the reads (`uniform`, `zipf`, `hotset`).
+    pub distribution: String,
+    /// Share of reads of keys that were never loaded.
+    pub missing: f64,
+    /// Reader threads.
+    pub threads: usize,
+    /// Gets measured per cache size.
+    pub reads: u64,
+    /// Warm-up Gets per cache size, as a fraction of `keys`.
+    pub warmup: f64,
+    /// Reads bypass the page cache (O_DIRECT).
+    pub direct_io: bool,
+    /// Bytes of all table files.
+    pub db_bytes: u64,
+    /// Filter bytes of every level but the last.
+    pub filter_bytes_except_last_level: u64,
+    /// Filter bytes of all levels.
+    pub filter_bytes: u64,
+    /// Top-level index bytes.
+    pub top_level_index_bytes: u64,
+    /// Index bytes: partitions plus top-level indexes.
+    pub index_bytes: u64,
+    /// Data block bytes.
+    pub data_bytes: u64,
+    /// First inflection point: non-last-level filters + top-level indexes.
+    pub ip1_bytes: u64,
+    /// Second inflection point: non-last-level filters + all index blocks.
+    pub ip2_bytes: u64,
+    /// IP1 and IP2 as percentages of `db_bytes`.
+    pub ip1_percent: f64,
+    pub ip2_percent: f64,
+    /// One entry per cache size, in the order run.
+    pub runs: Vec<Run>,
+}
+
+impl BenchResults {
+    /// The CSV form: a header line and one line per run (hit rates empty when
+    /// undefined).
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "engine,keys,db_bytes,ip1_bytes,ip2_bytes,cache_bytes,cache_percent,phase,gets,found,\
+             io_per_get,physical_reads_per_get,device_reads_per_get,hit_filter,hit_top_index,\
+             hit_index,hit_data,hit_overall,ops_per_sec,p50_us,p99_us,p999_us\n",
+        );
+        let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
+        for r in &self.runs {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1}\n",
+                self.engine,
+                self.keys,
+                self.db_bytes,
+                self.ip1_bytes,
+                self.ip2_bytes,
+                r.cache_bytes,
+                r.cache_percent,
+                r.phase,
+                r.gets,
+                r.found,
+                r.io_per_get,
+                r.physical_reads_per_get,
+                opt(r.device_reads_per_get),
+                opt(r.hit_rate.filter),
+                opt(r.hit_rate.top_index),
+                opt(r.hit_rate.index),
+                opt(r.hit_rate.data),
+                opt(r.hit_rate.overall),
+                r.ops_per_sec,
+                r.p50_us,
+                r.p99_us,
+                r.p999_us,
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_split_at_the_inflection_points() {
+        assert_eq!(phase(0, 100, 500), 1);
+        assert_eq!(phase(99, 100, 500), 1);
+        assert_eq!(phase(100, 100, 500), 2);
+        assert_eq!(phase(499, 100, 500), 2);
+        assert_eq!(phase(500, 100, 500), 3);
+        assert_eq!(phase(10_000, 100, 500), 3);
+    }
+
+    #[test]
+    fn json_and_csv_carry_every_run() {
+        let r = BenchResults {
+            engine: "shale 0.1.0".into(),
+            keys: 10,
+            runs: vec![
+                Run {
+                    cache_bytes: 1,
+                    phase: 1,
+                    ..Default::default()
+                },
+                Run {
+                    cache_bytes: 2,
+                    phase: 3,
+                    hit_rate: HitRates {
+                        data: Some(0.5),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&r).expect("json");
+        let back: BenchResults = serde_json::from_str(&json).expect("parse");
+        assert_eq!(back, r);
+        let v: serde_json::Value = serde_json::from_str(&json).expect("value");
+        for field in [
+            "engine",
+            "keys",
+            "db_bytes",
+            "ip1_bytes",
+            "ip2_bytes",
+            "runs",
+        ] {
+            assert!(v.get(field).is_some(), "{field}");
+        }
+        let csv = r.to_csv();
+        assert_eq!(csv.lines().count(), 3);
+        assert!(csv.lines().nth(2).is_some_and(|l| l.contains(",0.500000,")));
+    }
+}
