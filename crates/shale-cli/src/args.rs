@@ -38,6 +38,89 @@ pub enum Command {
     /// Flush, then merge every table into the last level (a full manual
     /// compaction).
     Compact(CompactArgs),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// The cache size to configure for a target I/Os per Get, from the
+    /// database's inflection points.
+    Advise(AdviseArgs),
+}
+
+/// `shale bench ...`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The I/O-per-Get study: Gets of the study's dataset at several block-cache
+    /// sizes, each with a freshly opened database and a cold cache.
+    Kvdb(BenchKvdbArgs),
+}
+
+/// `shale bench kvdb`.
+#[derive(Debug, Args)]
+pub struct BenchKvdbArgs {
+    /// Database directory (default: ./shale-data/kvdb-<keys>-<scheme>-v<value
+    /// size>). Loaded if it holds no database; reused if it holds this dataset.
+    #[arg(long, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// Keys of the dataset.
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    pub keys: u64,
+    /// Gets measured per cache size.
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub reads: u64,
+    /// Warm-up Gets per cache size, as a fraction of the keys.
+    #[arg(long, value_name = "F", default_value_t = 0.0005)]
+    pub warmup: f64,
+    /// Reader (and loader) threads (default: the number of cores).
+    #[arg(long, value_name = "T")]
+    pub threads: Option<usize>,
+    /// Cache sizes, comma-separated: bytes (8MiB, 512KiB, 1GB, 123456), a
+    /// percentage of the database (0.2%), or ip1 / ip2.
+    #[arg(long, value_name = "LIST")]
+    pub cache: Option<String>,
+    /// Sweep from 0.05% to 3% of the database, with IP1, IP2 and points between
+    /// them.
+    #[arg(long, conflicts_with = "cache")]
+    pub sweep: bool,
+    /// Share of Gets for keys that were never loaded.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub missing: f64,
+    /// Key scheme: hash (keccak256 keys, the study's) or path.
+    #[arg(long, value_name = "SCHEME", default_value = "hash")]
+    pub scheme: String,
+    /// Key distribution of the Gets: uniform, zipf[:theta], hotset[:fraction:probability].
+    #[arg(long, value_name = "DIST", default_value = "uniform")]
+    pub distribution: String,
+    /// Value size in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = shale_workload::DEFAULT_VALUE_SIZE)]
+    pub value_size: usize,
+    /// Read tables with O_DIRECT so that physical reads are device reads
+    /// (`--direct-io false` to read through the page cache).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub direct_io: bool,
+    /// Directory for results.json, results.csv, plots and report.html.
+    #[arg(long, value_name = "DIR", default_value = "shale-report")]
+    pub out: PathBuf,
+    /// Print results.json on standard output instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `shale advise`.
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// Database directory (must exist).
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// Target block-cache misses per Get (default: about 1, the smallest cache
+    /// that lets a Get read only its data block).
+    #[arg(long, value_name = "X")]
+    pub target_io: Option<f64>,
+    /// Run a short bench at the advised size and print the measured figure.
+    #[arg(long)]
+    pub verify: bool,
+    /// Gets of the verification run.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub reads: u64,
 }
 
 /// `shale compact`.

@@ -375,3 +375,120 @@ fn load_killed_during_compactions_keeps_earlier_data() {
         assert_dataset_value(&db, i);
     }
 }
+
+/// The main job end to end on a tiny dataset: loads, runs the default five
+/// cache sizes, writes valid results, and reuses the database the second time.
+#[test]
+fn bench_kvdb_runs_end_to_end_on_a_tiny_dataset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    let out = dir.path().join("report");
+    let out_arg = out.to_string_lossy().into_owned();
+    let args = [
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--keys",
+        "20000",
+        "--reads",
+        "2000",
+        "--threads",
+        "2",
+        "--direct-io",
+        "false",
+        "--out",
+        &out_arg,
+        "--json",
+    ];
+    let v: serde_json::Value = serde_json::from_str(&ok(&args)).expect("--json prints JSON");
+    assert_eq!(v["keys"], 20000);
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 5, "the default five cache sizes");
+    for r in runs {
+        assert_eq!(r["gets"], 2000);
+        assert_eq!(r["found"], 2000);
+        for f in [
+            "io_per_get",
+            "physical_reads_per_get",
+            "ops_per_sec",
+            "p50_us",
+            "p99_us",
+        ] {
+            assert!(r[f].as_f64().is_some_and(|x| x >= 0.0), "{f}: {r}");
+        }
+        assert!(r["phase"].as_u64().is_some_and(|p| (1..=3).contains(&p)));
+    }
+    let (ip1, ip2) = (v["ip1_bytes"].as_u64(), v["ip2_bytes"].as_u64());
+    assert!(ip1.is_some() && ip2 > ip1, "{ip1:?} {ip2:?}");
+    // IP1 and IP2 match what `stats` reports for the same database.
+    let s = stats_json(&db);
+    let index = s["index_partition_bytes"].as_u64().unwrap_or(0)
+        + s["top_level_index_bytes"].as_u64().unwrap_or(0);
+    let filters = s["filter_bytes_except_last_level"].as_u64().unwrap_or(0);
+    assert_eq!(ip2, Some(filters + index));
+    assert_eq!(
+        ip1,
+        Some(filters + s["top_level_index_bytes"].as_u64().unwrap_or(0))
+    );
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
+    )
+    .expect("valid results.json");
+    assert_eq!(file["runs"].as_array().map(Vec::len), Some(5));
+    let csv = std::fs::read_to_string(out.join("results.csv")).expect("results.csv");
+    assert_eq!(csv.lines().count(), 6, "{csv}");
+
+    // Reused, not reloaded; a mismatched request is a one-line error.
+    let text = ok(&[
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--keys",
+        "20000",
+        "--reads",
+        "500",
+        "--cache",
+        "1MiB",
+        "--direct-io",
+        "false",
+        "--out",
+        &out_arg,
+    ]);
+    assert!(
+        text.contains("IP1") && text.contains("results in"),
+        "{text}"
+    );
+    let o = run(&[
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--keys",
+        "30000",
+        "--reads",
+        "500",
+        "--direct-io",
+        "false",
+        "--out",
+        &out_arg,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("another dataset"), "{}", stderr(&o));
+    let o = run(&[
+        "bench", "kvdb", "--db", &db, "--keys", "20000", "--cache", "lots", "--out", &out_arg,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("invalid cache size"), "{}", stderr(&o));
+
+    let advice = ok(&["advise", "--db", &db]);
+    assert!(
+        advice.contains(&format!("IP1 = {} bytes", ip1.unwrap_or(0))),
+        "{advice}"
+    );
+    assert!(
+        advice.contains(&format!("IP2 = {} bytes", ip2.unwrap_or(0))),
+        "{advice}"
+    );
+}

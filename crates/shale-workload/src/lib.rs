@@ -23,9 +23,7 @@
 //! so the value depends only on `(seed, i, value_size)`, and a shorter value is a
 //! prefix of a longer one with the same seed and index.
 
-// next: key distributions (uniform, Zipfian, hot set) for the read workloads, and
-// the engine adapter trait that lets one bench drive shale and its peers.
-
+pub mod engine;
 pub mod results;
 
 use tiny_keccak::{Hasher, Keccak};

@@ -77,7 +77,9 @@ pub struct Options {
     /// Block cache capacity in bytes (default 32 MiB). Pinned metadata is
     /// charged to it too. Memtables are not.
     pub block_cache_bytes: u64,
-    /// Shards of the block cache and the table cache (default 16).
+    /// Most shards of the block cache and the table cache (default 16); small
+    /// caches use fewer, so that each block-cache shard holds at least 512 KiB
+    /// and each table-cache shard 16 readers.
     pub cache_shards: usize,
     /// Pin each table's top-level index and (outside the last level) its filter
     /// in the table reader instead of the block cache, charged to the block

@@ -1,6 +1,7 @@
 //! The subcommands. Each writes its normal output to the `out` it is given and
 //! returns its failure as a [`CliError`]; `main` prints it.
 
+mod bench;
 mod kv;
 mod load;
 mod sst;
@@ -25,6 +26,8 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Stats(a) => stats::run(&a, out),
         Command::Sst(a) => sst::run(&a, out),
         Command::Compact(a) => compact(&a, out),
+        Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
+        Command::Advise(a) => bench::advise(&a, out),
     }?;
     out.flush().map_err(CliError::output)
 }

@@ -558,7 +558,13 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
 
     let stats = Arc::new(Stats::default());
     stats.seed(&recovered.lifetime);
-    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes, opts.cache_shards));
+    // Each shard gets an equal share of the capacity, so a small cache is split
+    // into fewer shards (at least 512 KiB each): with 16 shards a cache the size
+    // of the index would overflow in the fuller shards while others sit idle.
+    let shards = usize::try_from(opts.block_cache_bytes / (512 << 10))
+        .unwrap_or(usize::MAX)
+        .clamp(1, opts.cache_shards.max(1));
+    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes, shards));
     let ctx = ReadContext {
         cache: block_cache.clone(),
         stats: stats.clone(),

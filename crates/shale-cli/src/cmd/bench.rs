@@ -1,0 +1,727 @@
+//! `bench kvdb`: the I/O-per-Get study (brief, section 1) on one engine through
+//! the adapter of `shale_workload::engine`, and `advise`, which turns a
+//! database's inflection points into a cache size.
+//!
+//! For each cache size the database is opened afresh (cold block and table
+//! caches), warmed up with a few Gets, then read by `--threads` threads. The
+//! engine's own counters give the study's I/Os per Get (block-cache misses per
+//! Get) and physical reads per Get; `/proc/self/io` gives the device's view.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleOpener};
+use shale_workload::results::{phase, BenchResults, HitRates, Run};
+use shale_workload::Dataset;
+
+use crate::args::{AdviseArgs, BenchKvdbArgs};
+use crate::error::{CliError, CliResult};
+
+const MIB: f64 = 1024.0 * 1024.0;
+/// Keys per load batch.
+const LOAD_BATCH: u64 = 1000;
+/// Cache used while checking or loading a database (not measured).
+const SETUP_CACHE: u64 = 8 << 20;
+
+fn err(e: String) -> CliError {
+    CliError::msg(e)
+}
+
+/// `shale bench kvdb`.
+pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
+    check_args(a)?;
+    let threads = a.threads.unwrap_or_else(cores).max(1);
+    let dir = a.db.clone().unwrap_or_else(|| default_db_dir(a));
+    let dataset = Dataset::with_value_size(a.value_size);
+    let opener = ShaleOpener {
+        direct_io: a.direct_io,
+    };
+    std::fs::create_dir_all(&a.out).map_err(|e| {
+        CliError::msg(format!(
+            "cannot create --out {}: {e}; pass a writable directory",
+            a.out.display()
+        ))
+    })?;
+    prepare(&opener, &dir, a.keys, &dataset, threads)?;
+    let (engine_name, comp) = {
+        let e = opener.open(&dir, SETUP_CACHE, false).map_err(err)?;
+        let c = e.composition().map_err(err)?;
+        let name = e.name();
+        e.close().map_err(err)?;
+        (name, c)
+    };
+    let sizes = plan_sizes(a.cache.as_deref(), a.sweep, &comp).map_err(err)?;
+    let mut results = header(&engine_name, a, threads, &comp);
+    for (i, &cache) in sizes.iter().enumerate() {
+        let label = format!(
+            "run {}/{}: cache {}",
+            i + 1,
+            sizes.len(),
+            size_text(cache, &comp)
+        );
+        let run = run_one(&opener, &dir, a, &dataset, threads, cache, &comp, &label)?;
+        results.runs.push(run);
+        // Written after every run, so an interrupted bench keeps what finished.
+        save(&results, &a.out)?;
+    }
+    if a.json {
+        let s = serde_json::to_string_pretty(&results)
+            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+        writeln!(out, "{s}").map_err(CliError::output)
+    } else {
+        write!(out, "{}", table(&results)).map_err(CliError::output)?;
+        writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
+    }
+}
+
+fn check_args(a: &BenchKvdbArgs) -> CliResult {
+    if a.keys == 0 {
+        return Err(CliError::msg("--keys must be at least 1"));
+    }
+    if !(0.0..1.0).contains(&a.missing) {
+        return Err(CliError::msg("--missing must be a fraction in [0, 1)"));
+    }
+    if !(0.0..=1.0).contains(&a.warmup) {
+        return Err(CliError::msg("--warmup must be a fraction in [0, 1]"));
+    }
+    if a.scheme != "hash" {
+        return Err(CliError::msg(format!(
+            "--scheme {}: only the hash scheme is available in this build",
+            a.scheme
+        )));
+    }
+    if a.distribution != "uniform" {
+        return Err(CliError::msg(format!(
+            "--distribution {}: only uniform is available in this build",
+            a.distribution
+        )));
+    }
+    Ok(())
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+fn default_db_dir(a: &BenchKvdbArgs) -> PathBuf {
+    PathBuf::from("shale-data").join(format!("kvdb-{}-{}-v{}", a.keys, a.scheme, a.value_size))
+}
+
+/// Reuses the database in `dir` if it holds exactly this dataset, loads it if
+/// there is none, and refuses anything else.
+fn prepare(
+    opener: &dyn EngineOpener,
+    dir: &Path,
+    keys: u64,
+    dataset: &Dataset,
+    threads: usize,
+) -> CliResult {
+    if dir.join("CURRENT").exists() {
+        let e = opener.open(dir, SETUP_CACHE, false).map_err(err)?;
+        let c = e.composition().map_err(err)?;
+        let wanted_values = keys * dataset.value_size as u64;
+        // Tables count internal keys: the user key and an 8-byte trailer.
+        let same = c.entries == keys
+            && c.raw_key_bytes == keys * (shale_workload::KEY_LEN as u64 + 8)
+            && c.raw_value_bytes == wanted_values
+            && e.get(&dataset.key(0)).map_err(err)? == Some(dataset.value(0))
+            && e.get(&dataset.key(keys - 1)).map_err(err)? == Some(dataset.value(keys - 1));
+        e.close().map_err(err)?;
+        if !same {
+            return Err(CliError::msg(format!(
+                "{} holds another dataset ({} entries, {} value bytes) than --keys {} with {}-byte values; pass another --db or remove it",
+                dir.display(),
+                c.entries,
+                c.raw_value_bytes,
+                keys,
+                dataset.value_size
+            )));
+        }
+        return Ok(());
+    }
+    load(opener, dir, keys, dataset, threads)
+}
+
+fn bar(len: u64, msg: String) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+    {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(msg);
+    pb
+}
+
+/// Loads keys `0..keys` with `threads` writers, then lets compactions settle.
+fn load(
+    opener: &dyn EngineOpener,
+    dir: &Path,
+    keys: u64,
+    dataset: &Dataset,
+    threads: usize,
+) -> CliResult {
+    let e = opener.open(dir, SETUP_CACHE, true).map_err(err)?;
+    let next = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let pb = bar(keys, format!("loading {keys} keys into {}", dir.display()));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut pairs: Vec<([u8; 32], Vec<u8>)> = Vec::new();
+                while !failed.load(Ordering::Relaxed) {
+                    let lo = next.fetch_add(LOAD_BATCH, Ordering::Relaxed);
+                    if lo >= keys {
+                        return;
+                    }
+                    let hi = (lo + LOAD_BATCH).min(keys);
+                    pairs.clear();
+                    pairs.extend((lo..hi).map(|i| (dataset.key(i), dataset.value(i))));
+                    let refs: Vec<(&[u8], &[u8])> = pairs
+                        .iter()
+                        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+                        .collect();
+                    if let Err(m) = e.load_batch(&refs) {
+                        failed.store(true, Ordering::Relaxed);
+                        if let Ok(mut g) = first_error.lock() {
+                            g.get_or_insert(m);
+                        }
+                        return;
+                    }
+                    pb.inc(hi - lo);
+                }
+            });
+        }
+    });
+    pb.finish_and_clear();
+    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(CliError::msg(m));
+    }
+    e.settle().map_err(err)?;
+    e.close().map_err(err)
+}
+
+/// Parses one cache size: bytes with an optional unit, a percentage of the
+/// database, or `ip1`/`ip2`.
+pub fn parse_size(spec: &str, comp: &Composition) -> Result<u64, String> {
+    let s = spec.trim();
+    let bad = || {
+        format!(
+            "invalid cache size {spec:?}: use bytes (8MiB, 512KiB, 1GB, 4096), a percentage of the database (0.2%), ip1 or ip2"
+        )
+    };
+    match s.to_ascii_lowercase().as_str() {
+        "ip1" => return Ok(comp.ip1_bytes()),
+        "ip2" => return Ok(comp.ip2_bytes()),
+        _ => {}
+    }
+    if let Some(p) = s.strip_suffix('%') {
+        let pct: f64 = p.trim().parse().map_err(|_| bad())?;
+        if !(pct.is_finite() && pct >= 0.0) {
+            return Err(bad());
+        }
+        return Ok((comp.db_bytes as f64 * pct / 100.0).round() as u64);
+    }
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => MIB,
+        "g" | "gib" => MIB * 1024.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        _ => return Err(bad()),
+    };
+    if !(n.is_finite() && n >= 0.0) {
+        return Err(bad());
+    }
+    Ok((n * mult).round() as u64)
+}
+
+/// The cache sizes to run, ascending and without near-duplicates.
+pub fn plan_sizes(list: Option<&str>, sweep: bool, comp: &Composition) -> Result<Vec<u64>, String> {
+    let pct = |p: f64| (comp.db_bytes as f64 * p / 100.0).round() as u64;
+    let (ip1, ip2) = (comp.ip1_bytes(), comp.ip2_bytes());
+    let mut sizes: Vec<u64> = match (list, sweep) {
+        (Some(list), _) => list
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| parse_size(s, comp))
+            .collect::<Result<_, _>>()?,
+        (None, true) => {
+            let mut v: Vec<u64> = (0..10)
+                .map(|i| pct(0.05 * (3.0f64 / 0.05).powf(i as f64 / 9.0)))
+                .collect();
+            v.extend([ip1, ip2]);
+            // Three points spaced geometrically between the inflection points.
+            if ip1 > 0 && ip2 > ip1 {
+                let r = (ip2 as f64 / ip1 as f64).powf(0.25);
+                v.extend((1..4).map(|k| (ip1 as f64 * r.powi(k)).round() as u64));
+            }
+            v
+        }
+        (None, false) => vec![
+            pct(0.05),
+            ip1,
+            ip1 + (ip2.saturating_sub(ip1)) / 2,
+            ip2,
+            pct(3.0),
+        ],
+    };
+    if sizes.is_empty() {
+        return Err("no cache size given".into());
+    }
+    sizes.sort_unstable();
+    // Sizes within 0.5% of each other measure the same thing.
+    sizes.dedup_by(|b, a| (*b as f64) <= *a as f64 * 1.005);
+    Ok(sizes)
+}
+
+/// Bytes the kernel read from storage for this process (`/proc/self/io`).
+fn device_read_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/io").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn header(engine: &str, a: &BenchKvdbArgs, threads: usize, c: &Composition) -> BenchResults {
+    let pct = |b: u64| 100.0 * b as f64 / c.db_bytes.max(1) as f64;
+    BenchResults {
+        engine: engine.to_string(),
+        keys: a.keys,
+        value_size: a.value_size,
+        scheme: a.scheme.clone(),
+        distribution: a.distribution.clone(),
+        missing: a.missing,
+        threads,
+        reads: a.reads,
+        warmup: a.warmup,
+        direct_io: a.direct_io,
+        db_bytes: c.db_bytes,
+        filter_bytes_except_last_level: c.filter_bytes_except_last_level,
+        filter_bytes: c.filter_bytes,
+        top_level_index_bytes: c.top_level_index_bytes,
+        index_bytes: c.index_bytes,
+        data_bytes: c.data_bytes,
+        ip1_bytes: c.ip1_bytes(),
+        ip2_bytes: c.ip2_bytes(),
+        ip1_percent: pct(c.ip1_bytes()),
+        ip2_percent: pct(c.ip2_bytes()),
+        runs: Vec::new(),
+    }
+}
+
+/// A deterministic uniform chooser of key indices: `(index, present)`.
+struct Chooser {
+    state: u64,
+    keys: u64,
+    missing: f64,
+}
+
+impl Chooser {
+    fn new(seed: u64, keys: u64, missing: f64) -> Chooser {
+        Chooser {
+            state: shale_workload::mix64(seed ^ 0x6b76_6462),
+            keys,
+            missing,
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        shale_workload::mix64(self.state)
+    }
+
+    fn next(&mut self) -> (u64, bool) {
+        let absent = self.missing > 0.0
+            && (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= self.missing;
+        // Modulo bias is below 2^-40 for any realistic key count.
+        let i = self.next_u64() % self.keys;
+        if absent {
+            (self.keys + i, false)
+        } else {
+            (i, true)
+        }
+    }
+}
+
+/// Measures one cache size.
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    opener: &dyn EngineOpener,
+    dir: &Path,
+    a: &BenchKvdbArgs,
+    dataset: &Dataset,
+    threads: usize,
+    cache: u64,
+    comp: &Composition,
+    label: &str,
+) -> CliResult<Run> {
+    let e = opener.open(dir, cache, false).map_err(err)?;
+    let warm = (a.warmup * a.keys as f64).round() as u64;
+    let pb = bar(warm + a.reads, label.to_string());
+    // Warm-up: not measured.
+    reads(&*e, dataset, a.keys, a.missing, threads, warm, 1, &pb)?;
+    let before = e.counters();
+    let io_before = device_read_bytes();
+    let start = Instant::now();
+    let hist = reads(&*e, dataset, a.keys, a.missing, threads, a.reads, 2, &pb)?;
+    let elapsed = start.elapsed();
+    let io_after = device_read_bytes();
+    let d = e.counters().since(&before);
+    pb.finish_and_clear();
+    e.close().map_err(err)?;
+    let gets = d.gets.max(1) as f64;
+    let q = |p: f64| hist.value_at_quantile(p) as f64 / 1000.0;
+    Ok(Run {
+        cache_bytes: cache,
+        cache_percent: 100.0 * cache as f64 / comp.db_bytes.max(1) as f64,
+        phase: phase(cache, comp.ip1_bytes(), comp.ip2_bytes()),
+        gets: d.gets,
+        found: d.found,
+        io_per_get: d.cache_misses() as f64 / gets,
+        physical_reads_per_get: d.physical_reads() as f64 / gets,
+        device_reads_per_get: match (io_before, io_after) {
+            (Some(b), Some(a)) => Some(a.saturating_sub(b) as f64 / 4096.0 / gets),
+            _ => None,
+        },
+        hit_rate: HitRates {
+            filter: d.filter.hit_rate(),
+            top_index: d.top_index.hit_rate(),
+            index: d.index.hit_rate(),
+            data: d.data.hit_rate(),
+            overall: d.hit_rate(),
+        },
+        ops_per_sec: d.gets as f64 / elapsed.as_secs_f64().max(1e-9),
+        p50_us: q(0.5),
+        p99_us: q(0.99),
+        p999_us: q(0.999),
+    })
+}
+
+/// `n` Gets over `threads` threads; checks every value read against the
+/// dataset and returns the latency histogram in nanoseconds.
+#[allow(clippy::too_many_arguments)]
+fn reads(
+    e: &dyn KvEngine,
+    dataset: &Dataset,
+    keys: u64,
+    missing: f64,
+    threads: usize,
+    n: u64,
+    seed: u64,
+    pb: &ProgressBar,
+) -> CliResult<Histogram<u64>> {
+    let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
+        .map_err(|e| CliError::msg(format!("histogram: {e}")))?;
+    let results: Vec<Result<Histogram<u64>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads as u64)
+            .map(|t| {
+                let share = n / threads as u64 + u64::from(t < n % threads as u64);
+                s.spawn(move || -> Result<Histogram<u64>, String> {
+                    let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
+                        .map_err(|e| format!("histogram: {e}"))?;
+                    let mut c = Chooser::new(seed * 1_000_003 + t, keys, missing);
+                    let mut value = vec![0u8; dataset.value_size];
+                    for j in 0..share {
+                        let (i, present) = c.next();
+                        let key = dataset.key(i);
+                        let t0 = Instant::now();
+                        let got = e.get(&key)?;
+                        let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+                        h.saturating_record(ns.max(1));
+                        match (present, got) {
+                            (true, Some(v)) => {
+                                dataset.fill_value(i, &mut value);
+                                if v != value {
+                                    return Err(format!("wrong value read for key index {i}"));
+                                }
+                            }
+                            (false, None) => {}
+                            (true, None) => return Err(format!("key index {i} is missing")),
+                            (false, Some(_)) => {
+                                return Err(format!("key index {i} was never loaded but was found"))
+                            }
+                        }
+                        if j % 512 == 511 {
+                            pb.inc(512);
+                        }
+                    }
+                    pb.inc(share % 512);
+                    Ok(h)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("reader thread panicked".into()))
+            })
+            .collect()
+    });
+    for r in results {
+        let h = r.map_err(CliError::msg)?;
+        total
+            .add(&h)
+            .map_err(|e| CliError::msg(format!("histogram: {e}")))?;
+    }
+    Ok(total)
+}
+
+fn size_text(bytes: u64, comp: &Composition) -> String {
+    format!(
+        "{:.2} MiB ({:.3}%)",
+        bytes as f64 / MIB,
+        100.0 * bytes as f64 / comp.db_bytes.max(1) as f64
+    )
+}
+
+/// Writes results.json and results.csv into `dir`.
+fn save(r: &BenchResults, dir: &Path) -> CliResult {
+    let json = serde_json::to_string_pretty(r)
+        .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+    for (name, text) in [("results.json", json + "\n"), ("results.csv", r.to_csv())] {
+        let p = dir.join(name);
+        std::fs::write(&p, text)
+            .map_err(|e| CliError::msg(format!("cannot write {}: {e}", p.display())))?;
+    }
+    Ok(())
+}
+
+/// The study's table: one line per cache size.
+pub fn table(r: &BenchResults) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} keys, database {:.1} MiB; IP1 {:.2} MiB ({:.3}%), IP2 {:.2} MiB ({:.3}%)",
+        r.keys,
+        r.db_bytes as f64 / MIB,
+        r.ip1_bytes as f64 / MIB,
+        r.ip1_percent,
+        r.ip2_bytes as f64 / MIB,
+        r.ip2_percent
+    );
+    let _ = writeln!(
+        s,
+        "{:>11} {:>8} {:>5} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8}",
+        "cache MiB",
+        "cache %",
+        "phase",
+        "I/O/get",
+        "phys/get",
+        "dev/get",
+        "filter",
+        "top",
+        "index",
+        "data",
+        "ops/s",
+        "p99 us"
+    );
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
+    for run in &r.runs {
+        let _ = writeln!(
+            s,
+            "{:>11.2} {:>7.3}% {:>5} {:>9.3} {:>9.3} {:>9} {:>7} {:>7} {:>7} {:>7} {:>9.0} {:>8.0}",
+            run.cache_bytes as f64 / MIB,
+            run.cache_percent,
+            run.phase,
+            run.io_per_get,
+            run.physical_reads_per_get,
+            run.device_reads_per_get
+                .map_or("-".to_string(), |v| format!("{v:.3}")),
+            pct(run.hit_rate.filter),
+            pct(run.hit_rate.top_index),
+            pct(run.hit_rate.index),
+            pct(run.hit_rate.data),
+            run.ops_per_sec,
+            run.p99_us,
+        );
+    }
+    s
+}
+
+/// The cache size for `target` block-cache misses per Get, from the study's
+/// model: about 2 misses at IP1, about 1 at IP2, linear in between; above 2 the
+/// cache can be smaller than IP1 but the curve rises steeply, so IP1 is
+/// advised; below 1 no cache size helps (every Get reads its data block).
+pub fn advised_size(target: f64, comp: &Composition) -> u64 {
+    let (ip1, ip2) = (comp.ip1_bytes() as f64, comp.ip2_bytes() as f64);
+    let t = target.clamp(1.0, 2.0);
+    (ip1 + (2.0 - t) * (ip2 - ip1)).round() as u64
+}
+
+/// `shale advise`.
+pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
+    let opener = ShaleOpener { direct_io: true };
+    if !a.db.join("CURRENT").exists() {
+        return Err(CliError::msg(format!(
+            "{} is not a shale database (no CURRENT); pass the directory of one",
+            a.db.display()
+        )));
+    }
+    let e = opener.open(&a.db, SETUP_CACHE, false).map_err(err)?;
+    let comp = e.composition().map_err(err)?;
+    e.close().map_err(err)?;
+    let target = a.target_io.unwrap_or(1.0);
+    if !(target.is_finite() && target > 0.0) {
+        return Err(CliError::msg("--target-io must be a positive number"));
+    }
+    let size = advised_size(target, &comp);
+    let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
+    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(CliError::output);
+    w(
+        out,
+        format!("database: {:.1} MiB in tables", comp.db_bytes as f64 / MIB),
+    )?;
+    w(
+        out,
+        format!(
+            "IP1 = {} bytes ({:.2} MiB, {:.3}% of the database): filters of all levels but the last + top-level indexes",
+            comp.ip1_bytes(),
+            comp.ip1_bytes() as f64 / MIB,
+            pct(comp.ip1_bytes())
+        ),
+    )?;
+    w(
+        out,
+        format!(
+            "IP2 = {} bytes ({:.2} MiB, {:.3}% of the database): filters of all levels but the last + all index blocks",
+            comp.ip2_bytes(),
+            comp.ip2_bytes() as f64 / MIB,
+            pct(comp.ip2_bytes())
+        ),
+    )?;
+    w(
+        out,
+        format!(
+            "advised block cache for about {target:.2} I/Os per Get: {size} bytes ({:.2} MiB, {:.3}% of the database)",
+            size as f64 / MIB,
+            pct(size)
+        ),
+    )?;
+    if target < 1.0 {
+        w(out, "note: below 1 I/O per Get needs more than index caching: every Get of a key outside the cache reads its data block".into())?;
+    }
+    w(out, "phases: below IP1 a Get also reads filters and top-level indexes from disk (well over 2 I/Os); between IP1 and IP2 it reads an index partition and a data block (about 2);".into())?;
+    w(out, "        at IP2 and above only the data block (about 1); caching data blocks beyond that helps little for random keys.".into())?;
+    if a.verify {
+        let dataset = Dataset::default();
+        let keys = comp.entries;
+        let args = BenchKvdbArgs {
+            db: Some(a.db.clone()),
+            keys,
+            reads: a.reads,
+            warmup: 0.0005,
+            threads: None,
+            cache: None,
+            sweep: false,
+            missing: 0.0,
+            scheme: "hash".into(),
+            distribution: "uniform".into(),
+            value_size: dataset.value_size,
+            direct_io: true,
+            out: PathBuf::from("."),
+            json: false,
+        };
+        let run = run_one(
+            &opener,
+            &a.db,
+            &args,
+            &dataset,
+            cores(),
+            size,
+            &comp,
+            "verifying",
+        )?;
+        w(
+            out,
+            format!(
+                "measured at {:.2} MiB: {:.3} I/Os per Get (cache misses), {:.3} physical reads per Get over {} Gets",
+                size as f64 / MIB,
+                run.io_per_get,
+                run.physical_reads_per_get,
+                run.gets
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comp() -> Composition {
+        Composition {
+            db_bytes: 100 << 20,
+            filter_bytes_except_last_level: 1 << 20,
+            top_level_index_bytes: 1 << 18,
+            index_bytes: 3 << 20,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cache_sizes_parse_every_notation() {
+        let c = comp();
+        assert_eq!(parse_size("8MiB", &c), Ok(8 << 20));
+        assert_eq!(parse_size("512KiB", &c), Ok(512 << 10));
+        assert_eq!(parse_size("1GB", &c), Ok(1_000_000_000));
+        assert_eq!(parse_size("4096", &c), Ok(4096));
+        assert_eq!(parse_size(" 2 m ", &c), Ok(2 << 20));
+        assert_eq!(parse_size("1%", &c), Ok(1_048_576)); // 1% of 100 MiB
+        assert_eq!(parse_size("IP1", &c), Ok(c.ip1_bytes()));
+        assert_eq!(parse_size("ip2", &c), Ok(c.ip2_bytes()));
+        for bad in ["", "abc", "12XB", "-1MiB", "%", "1e3%x", "nan%"] {
+            let e = parse_size(bad, &c).expect_err(bad);
+            assert!(e.contains("invalid cache size"), "{e}");
+        }
+    }
+
+    #[test]
+    fn default_sizes_bracket_the_inflection_points() {
+        let c = comp();
+        let v = plan_sizes(None, false, &c).expect("plan");
+        assert_eq!(v.len(), 5);
+        assert!(v.windows(2).all(|w| w[0] < w[1]));
+        assert!(v.contains(&c.ip1_bytes()) && v.contains(&c.ip2_bytes()));
+        let sweep = plan_sizes(None, true, &c).expect("sweep");
+        assert!(sweep.len() >= 12, "{sweep:?}");
+        let between = sweep
+            .iter()
+            .filter(|&&s| s > c.ip1_bytes() && s < c.ip2_bytes())
+            .count();
+        assert!(between >= 3, "{sweep:?}");
+        assert!(sweep
+            .first()
+            .is_some_and(|&s| s <= (c.db_bytes as f64 * 0.0005) as u64 + 1));
+        let list = plan_sizes(Some("ip2,8MiB,ip1,8MiB"), false, &c).expect("list");
+        assert_eq!(list, vec![c.ip1_bytes(), c.ip2_bytes(), 8 << 20]);
+        assert!(plan_sizes(Some("8XiB"), false, &c).is_err());
+    }
+
+    #[test]
+    fn advice_interpolates_between_the_inflection_points() {
+        let c = comp();
+        assert_eq!(advised_size(1.0, &c), c.ip2_bytes());
+        assert_eq!(advised_size(2.0, &c), c.ip1_bytes());
+        assert_eq!(advised_size(5.0, &c), c.ip1_bytes());
+        assert_eq!(advised_size(0.5, &c), c.ip2_bytes());
+        let mid = advised_size(1.5, &c);
+        assert_eq!(mid, (c.ip1_bytes() + c.ip2_bytes()) / 2);
+    }
+}

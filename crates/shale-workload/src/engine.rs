@@ -1,0 +1,308 @@
+//! The engine adapter: what a benchmark needs from a key-value engine, so that
+//! one bench drives shale today and the Pebble and RocksDB harnesses later.
+//!
+//! An adapter opens a database with a given block-cache size, loads batches,
+//! serves Gets, and reports two things the study needs: counters of the blocks
+//! its Gets read (per block kind: cache hits, cache misses, physical reads) and
+//! the composition of the database (filter, index and data bytes) from which the
+//! inflection points follow.
+//!
+//! # Concurrency
+//!
+//! An opened [`KvEngine`] is shared by the bench's reader threads (`Send +
+//! Sync`); `get` may be called from all of them at once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use shale::{BlockKind, Db, Metrics, Options, WriteBatch, WriteOptions};
+
+/// Counters of one block kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KindCounters {
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub physical_reads: u64,
+}
+
+impl KindCounters {
+    fn minus(&self, e: &KindCounters) -> KindCounters {
+        KindCounters {
+            cache_hits: self.cache_hits.saturating_sub(e.cache_hits),
+            cache_misses: self.cache_misses.saturating_sub(e.cache_misses),
+            physical_reads: self.physical_reads.saturating_sub(e.physical_reads),
+        }
+    }
+
+    /// Hits / lookups, `None` without lookups.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let n = self.cache_hits + self.cache_misses;
+        (n > 0).then(|| self.cache_hits as f64 / n as f64)
+    }
+}
+
+/// Read counters of an engine: Gets and the blocks they read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCounters {
+    pub gets: u64,
+    pub found: u64,
+    pub filter: KindCounters,
+    pub top_index: KindCounters,
+    pub index: KindCounters,
+    pub data: KindCounters,
+    /// Physical reads of table metadata outside the cache (footers,
+    /// properties) when tables are opened.
+    pub table_open_reads: u64,
+}
+
+impl ReadCounters {
+    /// Counters accumulated since `earlier`.
+    pub fn since(&self, earlier: &ReadCounters) -> ReadCounters {
+        ReadCounters {
+            gets: self.gets.saturating_sub(earlier.gets),
+            found: self.found.saturating_sub(earlier.found),
+            filter: self.filter.minus(&earlier.filter),
+            top_index: self.top_index.minus(&earlier.top_index),
+            index: self.index.minus(&earlier.index),
+            data: self.data.minus(&earlier.data),
+            table_open_reads: self
+                .table_open_reads
+                .saturating_sub(earlier.table_open_reads),
+        }
+    }
+
+    fn kinds(&self) -> [KindCounters; 4] {
+        [self.filter, self.top_index, self.index, self.data]
+    }
+
+    /// Block-cache misses of all kinds.
+    pub fn cache_misses(&self) -> u64 {
+        self.kinds().iter().map(|k| k.cache_misses).sum()
+    }
+
+    /// Physical reads of all kinds, table opening included.
+    pub fn physical_reads(&self) -> u64 {
+        self.kinds().iter().map(|k| k.physical_reads).sum::<u64>() + self.table_open_reads
+    }
+
+    /// Overall block-cache hit rate.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let hits: u64 = self.kinds().iter().map(|k| k.cache_hits).sum();
+        let n = hits + self.cache_misses();
+        (n > 0).then(|| hits as f64 / n as f64)
+    }
+}
+
+/// What the database is made of (bytes over all its tables).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Composition {
+    /// Entries in tables.
+    pub entries: u64,
+    /// Bytes of user keys and values in tables.
+    pub raw_key_bytes: u64,
+    pub raw_value_bytes: u64,
+    /// Bytes of all table files.
+    pub db_bytes: u64,
+    pub data_bytes: u64,
+    /// Filters of all levels, and of all levels but the last.
+    pub filter_bytes: u64,
+    pub filter_bytes_except_last_level: u64,
+    /// Top-level indexes, and all index blocks (partitions + top-level).
+    pub top_level_index_bytes: u64,
+    pub index_bytes: u64,
+}
+
+impl Composition {
+    /// First inflection point: what a cache must hold for a Get to read only an
+    /// index partition and a data block (non-last-level filters and top-level
+    /// indexes).
+    pub fn ip1_bytes(&self) -> u64 {
+        self.filter_bytes_except_last_level + self.top_level_index_bytes
+    }
+
+    /// Second inflection point: what a cache must hold for a Get to read only
+    /// its data block (non-last-level filters and every index block).
+    pub fn ip2_bytes(&self) -> u64 {
+        self.filter_bytes_except_last_level + self.index_bytes
+    }
+}
+
+/// An open database as a bench sees it.
+pub trait KvEngine: Send + Sync {
+    /// Engine name and version.
+    fn name(&self) -> String;
+    /// Writes the pairs as one batch, without sync.
+    fn load_batch(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String>;
+    /// The value of `key`, `None` if absent.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String>;
+    /// Read counters since the database was opened.
+    fn counters(&self) -> ReadCounters;
+    /// The composition of the database's tables.
+    fn composition(&self) -> Result<Composition, String>;
+    /// Flushes memory to tables and waits until no compaction is needed.
+    fn settle(&self) -> Result<(), String>;
+    /// Closes cleanly.
+    fn close(self: Box<Self>) -> Result<(), String>;
+}
+
+/// Opens databases of one engine.
+pub trait EngineOpener: Send + Sync {
+    /// Opens (or with `create`, creates) the database in `dir` with a block
+    /// cache of `cache_bytes`.
+    fn open(&self, dir: &Path, cache_bytes: u64, create: bool)
+        -> Result<Box<dyn KvEngine>, String>;
+}
+
+/// Opens shale databases.
+#[derive(Clone, Debug, Default)]
+pub struct ShaleOpener {
+    /// Read tables with O_DIRECT, so that physical reads are device reads.
+    pub direct_io: bool,
+}
+
+impl EngineOpener for ShaleOpener {
+    fn open(
+        &self,
+        dir: &Path,
+        cache_bytes: u64,
+        create: bool,
+    ) -> Result<Box<dyn KvEngine>, String> {
+        let fs = shale::env::PosixFs::new(shale::env::PosixOptions {
+            direct_io: self.direct_io,
+            ..Default::default()
+        });
+        let opts = Options {
+            fs: Arc::new(fs),
+            create_if_missing: create,
+            block_cache_bytes: cache_bytes,
+            ..Options::default()
+        };
+        let db = Db::open(dir, opts).map_err(|e| e.to_string())?;
+        Ok(Box::new(ShaleEngine { db }))
+    }
+}
+
+/// A shale database behind the adapter.
+pub struct ShaleEngine {
+    db: Db,
+}
+
+fn kind(m: &Metrics, k: BlockKind) -> KindCounters {
+    let b = m.block(k);
+    KindCounters {
+        cache_hits: b.cache_hits,
+        cache_misses: b.cache_misses,
+        physical_reads: b.physical_reads,
+    }
+}
+
+impl KvEngine for ShaleEngine {
+    fn name(&self) -> String {
+        format!("shale {}", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn load_batch(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+        let mut b = WriteBatch::new();
+        for (k, v) in pairs {
+            b.put(k, v);
+        }
+        self.db
+            .write(b, &WriteOptions { sync: false })
+            .map_err(|e| e.to_string())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        self.db.get(key).map_err(|e| e.to_string())
+    }
+
+    fn counters(&self) -> ReadCounters {
+        let m = self.db.metrics();
+        ReadCounters {
+            gets: m.gets,
+            found: m.gets_found,
+            filter: kind(&m, BlockKind::Filter),
+            top_index: kind(&m, BlockKind::TopIndex),
+            index: kind(&m, BlockKind::IndexPartition),
+            data: kind(&m, BlockKind::Data),
+            table_open_reads: m.block(BlockKind::Footer).physical_reads
+                + m.block(BlockKind::Properties).physical_reads,
+        }
+    }
+
+    fn composition(&self) -> Result<Composition, String> {
+        let s = self.db.summary().map_err(|e| e.to_string())?;
+        let t = s.total();
+        Ok(Composition {
+            entries: t.entries,
+            raw_key_bytes: t.raw_key_bytes,
+            raw_value_bytes: t.raw_value_bytes,
+            db_bytes: t.bytes,
+            data_bytes: t.data_bytes,
+            filter_bytes: t.filter_bytes,
+            filter_bytes_except_last_level: s.filter_bytes_except_last_level,
+            top_level_index_bytes: t.top_level_index_bytes,
+            index_bytes: t.index_partition_bytes + t.top_level_index_bytes,
+        })
+    }
+
+    fn settle(&self) -> Result<(), String> {
+        self.db.flush().map_err(|e| e.to_string())?;
+        self.db.wait_for_compactions().map_err(|e| e.to_string())
+    }
+
+    fn close(self: Box<Self>) -> Result<(), String> {
+        self.db.close().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inflection_points_add_the_right_parts() {
+        let c = Composition {
+            filter_bytes: 900,
+            filter_bytes_except_last_level: 100,
+            top_level_index_bytes: 10,
+            index_bytes: 400,
+            ..Default::default()
+        };
+        assert_eq!(c.ip1_bytes(), 110);
+        assert_eq!(c.ip2_bytes(), 500);
+    }
+
+    #[test]
+    fn shale_adapter_loads_reads_and_counts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opener = ShaleOpener { direct_io: false };
+        let e = opener.open(dir.path(), 1 << 20, true).expect("open");
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..1000u32)
+            .map(|i| (i.to_be_bytes().to_vec(), vec![i as u8; 20]))
+            .collect();
+        let refs: Vec<(&[u8], &[u8])> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+            .collect();
+        e.load_batch(&refs).expect("load");
+        e.settle().expect("settle");
+        let c = e.composition().expect("composition");
+        assert_eq!(c.entries, 1000);
+        assert!(c.index_bytes > 0 && c.db_bytes > c.data_bytes);
+        e.close().expect("close");
+
+        let e = opener.open(dir.path(), 1 << 20, false).expect("reopen");
+        let before = e.counters();
+        assert_eq!(
+            e.get(&7u32.to_be_bytes()).expect("get"),
+            Some(vec![7u8; 20])
+        );
+        assert_eq!(e.get(&5000u32.to_be_bytes()).expect("get"), None);
+        let d = e.counters().since(&before);
+        assert_eq!(d.gets, 2);
+        assert_eq!(d.found, 1);
+        assert!(d.data.cache_misses >= 1, "a cold cache misses: {d:?}");
+        assert!(d.physical_reads() >= d.cache_misses());
+        e.close().expect("close");
+    }
+}
