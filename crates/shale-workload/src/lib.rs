@@ -23,8 +23,26 @@
 //! so the value depends only on `(seed, i, value_size)`, and a shorter value is a
 //! prefix of a longer one with the same seed and index.
 
+//!
+//! # Key schemes and read distributions
+//!
+//! [`scheme`] turns index `i` into key bytes (`hash`: the keys above; `path`:
+//! account-prefixed keys with locality), and [`dist`] draws which indices a
+//! read workload asks for (`uniform`, `zipf`, `hotset`, plus a share of
+//! never-loaded keys).
+//!
+//! # Engines and results
+//!
+//! [`engine`] is the adapter a bench drives (shale now, its peers later);
+//! [`results`] the schema of what the bench reports.
+
+pub mod dist;
 pub mod engine;
 pub mod results;
+pub mod scheme;
+
+pub use dist::{DistError, Distribution, KeyChooser, Rng, Scramble};
+pub use scheme::{KeyGen, KeyScheme, ParseKeySchemeError, ACCOUNT_SLOTS};
 
 use tiny_keccak::{Hasher, Keccak};
 
@@ -35,7 +53,7 @@ pub const DEFAULT_VALUE_SIZE: usize = 110;
 pub const KEY_LEN: usize = 32;
 
 /// The splitmix64 increment ("golden gamma").
-const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+pub(crate) const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// The splitmix64 output function (Steele, Lea and Flood; the finalizer of
 /// `java.util.SplittableRandom`): a bijection on `u64`.
