@@ -492,3 +492,75 @@ fn bench_kvdb_runs_end_to_end_on_a_tiny_dataset() {
         "{advice}"
     );
 }
+
+/// Path-scheme keys with a Zipfian read distribution and negative reads.
+#[test]
+fn bench_kvdb_path_scheme_zipf_and_missing_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    let out = dir.path().join("report").to_string_lossy().into_owned();
+    let v: serde_json::Value = serde_json::from_str(&ok(&[
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--keys",
+        "5000",
+        "--reads",
+        "4000",
+        "--scheme",
+        "path",
+        "--distribution",
+        "zipf",
+        "--missing",
+        "0.25",
+        "--cache",
+        "1MiB",
+        "--direct-io",
+        "false",
+        "--out",
+        &out,
+        "--json",
+    ]))
+    .expect("json");
+    assert_eq!(v["scheme"], "path");
+    assert_eq!(v["distribution"], "zipf:0.99");
+    let first = &v["runs"][0];
+    assert_eq!(first["gets"], 4000);
+    let found = first["found"].as_u64().expect("found");
+    // A quarter of the Gets ask for keys never loaded (binomial, 4000 draws).
+    assert!((2800..=3200).contains(&found), "found {found}");
+    // The same directory is not a hash-scheme dataset.
+    let o = run(&[
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--keys",
+        "5000",
+        "--reads",
+        "100",
+        "--direct-io",
+        "false",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("another dataset"), "{}", stderr(&o));
+    let o = run(&[
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--distribution",
+        "pareto",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("--distribution pareto"),
+        "{}",
+        stderr(&o)
+    );
+}

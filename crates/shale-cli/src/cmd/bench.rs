@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleOpener};
 use shale_workload::results::{phase, BenchResults, HitRates, Run};
-use shale_workload::Dataset;
+use shale_workload::{Dataset, Distribution, KeyChooser, KeyGen, KeyScheme};
 
 use crate::args::{AdviseArgs, BenchKvdbArgs};
 use crate::error::{CliError, CliResult};
@@ -32,12 +32,30 @@ fn err(e: String) -> CliError {
     CliError::msg(e)
 }
 
+/// What the Gets of a bench read: the keys of a scheme, drawn from a
+/// distribution.
+#[derive(Clone, Copy)]
+struct Workload {
+    keygen: KeyGen,
+    dataset: Dataset,
+    keys: u64,
+    distribution: Distribution,
+    missing: f64,
+}
+
 /// `shale bench kvdb`.
 pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
-    check_args(a)?;
+    let (scheme, distribution) = check_args(a)?;
     let threads = a.threads.unwrap_or_else(cores).max(1);
     let dir = a.db.clone().unwrap_or_else(|| default_db_dir(a));
     let dataset = Dataset::with_value_size(a.value_size);
+    let w = Workload {
+        keygen: KeyGen::new(scheme),
+        dataset,
+        keys: a.keys,
+        distribution,
+        missing: a.missing,
+    };
     let opener = ShaleOpener {
         direct_io: a.direct_io,
     };
@@ -47,7 +65,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             a.out.display()
         ))
     })?;
-    prepare(&opener, &dir, a.keys, &dataset, threads)?;
+    prepare(&opener, &dir, &w, threads)?;
     let (engine_name, comp) = {
         let e = opener.open(&dir, SETUP_CACHE, false).map_err(err)?;
         let c = e.composition().map_err(err)?;
@@ -56,7 +74,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
         (name, c)
     };
     let sizes = plan_sizes(a.cache.as_deref(), a.sweep, &comp).map_err(err)?;
-    let mut results = header(&engine_name, a, threads, &comp);
+    let mut results = header(&engine_name, a, &w, threads, &comp);
     for (i, &cache) in sizes.iter().enumerate() {
         let label = format!(
             "run {}/{}: cache {}",
@@ -64,7 +82,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             sizes.len(),
             size_text(cache, &comp)
         );
-        let run = run_one(&opener, &dir, a, &dataset, threads, cache, &comp, &label)?;
+        let run = run_one(&opener, &dir, a, &w, threads, cache, &comp, &label)?;
         results.runs.push(run);
         // Written after every run, so an interrupted bench keeps what finished.
         save(&results, &a.out)?;
@@ -79,7 +97,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     }
 }
 
-fn check_args(a: &BenchKvdbArgs) -> CliResult {
+fn check_args(a: &BenchKvdbArgs) -> CliResult<(KeyScheme, Distribution)> {
     if a.keys == 0 {
         return Err(CliError::msg("--keys must be at least 1"));
     }
@@ -89,19 +107,17 @@ fn check_args(a: &BenchKvdbArgs) -> CliResult {
     if !(0.0..=1.0).contains(&a.warmup) {
         return Err(CliError::msg("--warmup must be a fraction in [0, 1]"));
     }
-    if a.scheme != "hash" {
-        return Err(CliError::msg(format!(
-            "--scheme {}: only the hash scheme is available in this build",
-            a.scheme
-        )));
-    }
-    if a.distribution != "uniform" {
-        return Err(CliError::msg(format!(
-            "--distribution {}: only uniform is available in this build",
+    let scheme: KeyScheme = a
+        .scheme
+        .parse()
+        .map_err(|e| CliError::msg(format!("--scheme {}: {e}; use hash or path", a.scheme)))?;
+    let distribution: Distribution = a.distribution.parse().map_err(|e| {
+        CliError::msg(format!(
+            "--distribution {}: {e}; use uniform, zipf[:theta] or hotset[:fraction[:probability]]",
             a.distribution
-        )));
-    }
-    Ok(())
+        ))
+    })?;
+    Ok((scheme, distribution))
 }
 
 fn cores() -> usize {
@@ -114,37 +130,39 @@ fn default_db_dir(a: &BenchKvdbArgs) -> PathBuf {
 
 /// Reuses the database in `dir` if it holds exactly this dataset, loads it if
 /// there is none, and refuses anything else.
-fn prepare(
-    opener: &dyn EngineOpener,
-    dir: &Path,
-    keys: u64,
-    dataset: &Dataset,
-    threads: usize,
-) -> CliResult {
+fn prepare(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) -> CliResult {
+    let (keys, dataset) = (w.keys, &w.dataset);
     if dir.join("CURRENT").exists() {
         let e = opener.open(dir, SETUP_CACHE, false).map_err(err)?;
         let c = e.composition().map_err(err)?;
         let wanted_values = keys * dataset.value_size as u64;
-        // Tables count internal keys: the user key and an 8-byte trailer.
+        // Tables count internal keys: the user key and an 8-byte trailer. Hash
+        // keys are 32 bytes; path keys 33 to 40.
+        let hash_key_bytes = keys * (shale_workload::KEY_LEN as u64 + 8);
+        let keys_match = match w.keygen.scheme {
+            KeyScheme::Hash => c.raw_key_bytes == hash_key_bytes,
+            KeyScheme::Path => c.raw_key_bytes > hash_key_bytes,
+        };
         let same = c.entries == keys
-            && c.raw_key_bytes == keys * (shale_workload::KEY_LEN as u64 + 8)
+            && keys_match
             && c.raw_value_bytes == wanted_values
-            && e.get(&dataset.key(0)).map_err(err)? == Some(dataset.value(0))
-            && e.get(&dataset.key(keys - 1)).map_err(err)? == Some(dataset.value(keys - 1));
+            && e.get(&w.keygen.key_vec(0)).map_err(err)? == Some(dataset.value(0))
+            && e.get(&w.keygen.key_vec(keys - 1)).map_err(err)? == Some(dataset.value(keys - 1));
         e.close().map_err(err)?;
         if !same {
             return Err(CliError::msg(format!(
-                "{} holds another dataset ({} entries, {} value bytes) than --keys {} with {}-byte values; pass another --db or remove it",
+                "{} holds another dataset ({} entries, {} value bytes) than --keys {} of the {} scheme with {}-byte values; pass another --db or remove it",
                 dir.display(),
                 c.entries,
                 c.raw_value_bytes,
                 keys,
+                w.keygen.scheme,
                 dataset.value_size
             )));
         }
         return Ok(());
     }
-    load(opener, dir, keys, dataset, threads)
+    load(opener, dir, w, threads)
 }
 
 fn bar(len: u64, msg: String) -> ProgressBar {
@@ -159,13 +177,8 @@ fn bar(len: u64, msg: String) -> ProgressBar {
 }
 
 /// Loads keys `0..keys` with `threads` writers, then lets compactions settle.
-fn load(
-    opener: &dyn EngineOpener,
-    dir: &Path,
-    keys: u64,
-    dataset: &Dataset,
-    threads: usize,
-) -> CliResult {
+fn load(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) -> CliResult {
+    let (keys, dataset) = (w.keys, &w.dataset);
     let e = opener.open(dir, SETUP_CACHE, true).map_err(err)?;
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
@@ -174,7 +187,7 @@ fn load(
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                let mut pairs: Vec<([u8; 32], Vec<u8>)> = Vec::new();
+                let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
                 while !failed.load(Ordering::Relaxed) {
                     let lo = next.fetch_add(LOAD_BATCH, Ordering::Relaxed);
                     if lo >= keys {
@@ -182,7 +195,7 @@ fn load(
                     }
                     let hi = (lo + LOAD_BATCH).min(keys);
                     pairs.clear();
-                    pairs.extend((lo..hi).map(|i| (dataset.key(i), dataset.value(i))));
+                    pairs.extend((lo..hi).map(|i| (w.keygen.key_vec(i), dataset.value(i))));
                     let refs: Vec<(&[u8], &[u8])> = pairs
                         .iter()
                         .map(|(k, v)| (k.as_slice(), v.as_slice()))
@@ -296,14 +309,20 @@ fn device_read_bytes() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-fn header(engine: &str, a: &BenchKvdbArgs, threads: usize, c: &Composition) -> BenchResults {
+fn header(
+    engine: &str,
+    a: &BenchKvdbArgs,
+    w: &Workload,
+    threads: usize,
+    c: &Composition,
+) -> BenchResults {
     let pct = |b: u64| 100.0 * b as f64 / c.db_bytes.max(1) as f64;
     BenchResults {
         engine: engine.to_string(),
         keys: a.keys,
         value_size: a.value_size,
-        scheme: a.scheme.clone(),
-        distribution: a.distribution.clone(),
+        scheme: w.keygen.scheme.to_string(),
+        distribution: w.distribution.to_string(),
         missing: a.missing,
         threads,
         reads: a.reads,
@@ -323,47 +342,13 @@ fn header(engine: &str, a: &BenchKvdbArgs, threads: usize, c: &Composition) -> B
     }
 }
 
-/// A deterministic uniform chooser of key indices: `(index, present)`.
-struct Chooser {
-    state: u64,
-    keys: u64,
-    missing: f64,
-}
-
-impl Chooser {
-    fn new(seed: u64, keys: u64, missing: f64) -> Chooser {
-        Chooser {
-            state: shale_workload::mix64(seed ^ 0x6b76_6462),
-            keys,
-            missing,
-        }
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        shale_workload::mix64(self.state)
-    }
-
-    fn next(&mut self) -> (u64, bool) {
-        let absent = self.missing > 0.0
-            && (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= self.missing;
-        // Modulo bias is below 2^-40 for any realistic key count.
-        let i = self.next_u64() % self.keys;
-        if absent {
-            (self.keys + i, false)
-        } else {
-            (i, true)
-        }
-    }
-}
-
 /// Measures one cache size.
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     opener: &dyn EngineOpener,
     dir: &Path,
     a: &BenchKvdbArgs,
-    dataset: &Dataset,
+    w: &Workload,
     threads: usize,
     cache: u64,
     comp: &Composition,
@@ -373,11 +358,11 @@ fn run_one(
     let warm = (a.warmup * a.keys as f64).round() as u64;
     let pb = bar(warm + a.reads, label.to_string());
     // Warm-up: not measured.
-    reads(&*e, dataset, a.keys, a.missing, threads, warm, 1, &pb)?;
+    reads(&*e, w, threads, warm, 1, &pb)?;
     let before = e.counters();
     let io_before = device_read_bytes();
     let start = Instant::now();
-    let hist = reads(&*e, dataset, a.keys, a.missing, threads, a.reads, 2, &pb)?;
+    let hist = reads(&*e, w, threads, a.reads, 2, &pb)?;
     let elapsed = start.elapsed();
     let io_after = device_read_bytes();
     let d = e.counters().since(&before);
@@ -413,17 +398,18 @@ fn run_one(
 
 /// `n` Gets over `threads` threads; checks every value read against the
 /// dataset and returns the latency histogram in nanoseconds.
-#[allow(clippy::too_many_arguments)]
 fn reads(
     e: &dyn KvEngine,
-    dataset: &Dataset,
-    keys: u64,
-    missing: f64,
+    w: &Workload,
     threads: usize,
     n: u64,
     seed: u64,
     pb: &ProgressBar,
 ) -> CliResult<Histogram<u64>> {
+    let dataset = &w.dataset;
+    let chooser = KeyChooser::new(w.distribution, w.keys, w.missing, seed)
+        .map_err(|e| CliError::msg(format!("read workload: {e}")))?;
+    let chooser = &chooser;
     let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
         .map_err(|e| CliError::msg(format!("histogram: {e}")))?;
     let results: Vec<Result<Histogram<u64>, String>> = std::thread::scope(|s| {
@@ -433,11 +419,12 @@ fn reads(
                 s.spawn(move || -> Result<Histogram<u64>, String> {
                     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
                         .map_err(|e| format!("histogram: {e}"))?;
-                    let mut c = Chooser::new(seed * 1_000_003 + t, keys, missing);
+                    let mut c = chooser.for_thread(t);
                     let mut value = vec![0u8; dataset.value_size];
+                    let mut key = Vec::new();
                     for j in 0..share {
                         let (i, present) = c.next();
-                        let key = dataset.key(i);
+                        w.keygen.key(i, &mut key);
                         let t0 = Instant::now();
                         let got = e.get(&key)?;
                         let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
@@ -637,11 +624,18 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             out: PathBuf::from("."),
             json: false,
         };
+        let workload = Workload {
+            keygen: KeyGen::new(KeyScheme::Hash),
+            dataset,
+            keys,
+            distribution: Distribution::Uniform,
+            missing: 0.0,
+        };
         let run = run_one(
             &opener,
             &a.db,
             &args,
-            &dataset,
+            &workload,
             cores(),
             size,
             &comp,
