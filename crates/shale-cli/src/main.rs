@@ -8,8 +8,6 @@ mod bytes;
 mod cmd;
 mod error;
 mod fmt;
-// The report of `shale bench kvdb`; the bench command wires it in next.
-#[allow(dead_code)]
 mod report;
 
 use std::io::Write;

@@ -438,6 +438,14 @@ fn bench_kvdb_runs_end_to_end_on_a_tiny_dataset() {
     assert_eq!(file["runs"].as_array().map(Vec::len), Some(5));
     let csv = std::fs::read_to_string(out.join("results.csv")).expect("results.csv");
     assert_eq!(csv.lines().count(), 6, "{csv}");
+    for plot in ["io_per_get", "hit_rates"] {
+        let png = std::fs::read(out.join(format!("{plot}.png"))).expect("png plot");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{plot}.png is a PNG");
+        let svg = std::fs::read_to_string(out.join(format!("{plot}.svg"))).expect("svg plot");
+        assert!(svg.contains("<svg") && svg.contains("IP2"), "{plot}.svg");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(html.contains("<svg") && html.contains("IP1"), "report.html");
 
     // Reused, not reloaded; a mismatched request is a one-line error.
     let text = ok(&[

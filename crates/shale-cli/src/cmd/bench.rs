@@ -88,14 +88,14 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
         let run = run_one(&opener, &dir, a, &w, threads, cache, &comp, &label)?;
         results.runs.push(run);
         // Written after every run, so an interrupted bench keeps what finished.
-        save(&results, &a.out)?;
+        crate::report::write_all(&results, &a.out).map_err(CliError::msg)?;
     }
     if a.json {
         let s = serde_json::to_string_pretty(&results)
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
         writeln!(out, "{s}").map_err(CliError::output)
     } else {
-        write!(out, "{}", table(&results)).map_err(CliError::output)?;
+        write!(out, "{}", crate::report::terminal_table(&results)).map_err(CliError::output)?;
         writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
     }
 }
@@ -477,71 +477,6 @@ fn size_text(bytes: u64, comp: &Composition) -> String {
         bytes as f64 / MIB,
         100.0 * bytes as f64 / comp.db_bytes.max(1) as f64
     )
-}
-
-/// Writes results.json and results.csv into `dir`.
-fn save(r: &BenchResults, dir: &Path) -> CliResult {
-    let json = serde_json::to_string_pretty(r)
-        .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-    for (name, text) in [("results.json", json + "\n"), ("results.csv", r.to_csv())] {
-        let p = dir.join(name);
-        std::fs::write(&p, text)
-            .map_err(|e| CliError::msg(format!("cannot write {}: {e}", p.display())))?;
-    }
-    Ok(())
-}
-
-/// The study's table: one line per cache size.
-pub fn table(r: &BenchResults) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{} keys, database {:.1} MiB; IP1 {:.2} MiB ({:.3}%), IP2 {:.2} MiB ({:.3}%)",
-        r.keys,
-        r.db_bytes as f64 / MIB,
-        r.ip1_bytes as f64 / MIB,
-        r.ip1_percent,
-        r.ip2_bytes as f64 / MIB,
-        r.ip2_percent
-    );
-    let _ = writeln!(
-        s,
-        "{:>11} {:>8} {:>5} {:>9} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8}",
-        "cache MiB",
-        "cache %",
-        "phase",
-        "I/O/get",
-        "phys/get",
-        "dev/get",
-        "filter",
-        "top",
-        "index",
-        "data",
-        "ops/s",
-        "p99 us"
-    );
-    let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
-    for run in &r.runs {
-        let _ = writeln!(
-            s,
-            "{:>11.2} {:>7.3}% {:>5} {:>9.3} {:>9.3} {:>9} {:>7} {:>7} {:>7} {:>7} {:>9.0} {:>8.0}",
-            run.cache_bytes as f64 / MIB,
-            run.cache_percent,
-            run.phase,
-            run.io_per_get,
-            run.physical_reads_per_get,
-            run.device_reads_per_get
-                .map_or("-".to_string(), |v| format!("{v:.3}")),
-            pct(run.hit_rate.filter),
-            pct(run.hit_rate.top_index),
-            pct(run.hit_rate.index),
-            pct(run.hit_rate.data),
-            run.ops_per_sec,
-            run.p99_us,
-        );
-    }
-    s
 }
 
 /// The cache size for `target` block-cache misses per Get, from the study's
