@@ -78,7 +78,7 @@ pub struct Options {
     /// charged to it too. Memtables are not.
     pub block_cache_bytes: u64,
     /// Most shards of the block cache and the table cache (default 16); small
-    /// caches use fewer, so that each block-cache shard holds at least 512 KiB
+    /// caches use fewer, so that each block-cache shard holds at least 4 MiB
     /// and each table-cache shard 16 readers.
     pub cache_shards: usize,
     /// Pin each table's top-level index and (outside the last level) its filter

@@ -559,9 +559,13 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
     let stats = Arc::new(Stats::default());
     stats.seed(&recovered.lifetime);
     // Each shard gets an equal share of the capacity, so a small cache is split
-    // into fewer shards (at least 512 KiB each): with 16 shards a cache the size
-    // of the index would overflow in the fuller shards while others sit idle.
-    let shards = usize::try_from(opts.block_cache_bytes / (512 << 10))
+    // into fewer shards (a power of two, at least 4 MiB each): with 16 shards a
+    // cache the size of the index would overflow in the fuller shards while
+    // others sit idle, and a table's filter (one block, hundreds of KiB for a
+    // 64 MiB table) would not fit a shard at all.
+    let per_4mib = (opts.block_cache_bytes >> 22).max(1);
+    let floor_pow2 = 1u64 << (63 - per_4mib.leading_zeros());
+    let shards = usize::try_from(floor_pow2)
         .unwrap_or(usize::MAX)
         .clamp(1, opts.cache_shards.max(1));
     let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes, shards));
