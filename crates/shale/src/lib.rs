@@ -20,6 +20,8 @@ mod table;
 mod version;
 mod wal;
 
+mod golden;
+
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbSummary, LevelSummary, Readable, Snapshot, TableInfo};
 pub use error::{Error, Result};
