@@ -111,15 +111,20 @@ impl Harness {
         );
     }
 
-    fn check_scan(&mut self) {
+    /// Read options with a random lower bound, upper bound, both or neither.
+    fn random_bounds(&mut self) -> ReadOptions {
         let a = self.key();
         let b = self.key();
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-        let opts = ReadOptions {
-            lower_bound: self.rng.chance(0.5).then(|| lo.clone()),
-            upper_bound: self.rng.chance(0.5).then(|| hi.clone()),
+        ReadOptions {
+            lower_bound: self.rng.chance(0.5).then_some(lo),
+            upper_bound: self.rng.chance(0.5).then_some(hi),
             ..Default::default()
-        };
+        }
+    }
+
+    fn check_scan(&mut self) {
+        let opts = self.random_bounds();
         let mut it = self.db().iter(&opts).expect("iter");
         let start = if self.rng.chance(0.5) {
             let s = self.key();
@@ -161,14 +166,7 @@ impl Harness {
     }
 
     fn check_reverse_scan(&mut self) {
-        let a = self.key();
-        let b = self.key();
-        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-        let opts = ReadOptions {
-            lower_bound: self.rng.chance(0.5).then(|| lo.clone()),
-            upper_bound: self.rng.chance(0.5).then(|| hi.clone()),
-            ..Default::default()
-        };
+        let opts = self.random_bounds();
         let mut it = self.db().iter(&opts).expect("iter");
         let start = if self.rng.chance(0.5) {
             let s = self.key();
