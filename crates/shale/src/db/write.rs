@@ -4,8 +4,11 @@
 //! when no other leader is active, becomes the leader: it takes a group of queued
 //! batches (up to [`MAX_GROUP_BYTES`]), makes room in the memtable, assigns
 //! sequence numbers, appends one WAL record for the group (synced if any writer
-//! of the group asked for it), inserts into the memtable, publishes the new
-//! visible sequence number, and hands the result to every writer of the group.
+//! of the group asked for it), then has every writer of the group insert its own
+//! batch into the memtable (the leader its own, the followers theirs, in
+//! parallel), waits for all of them, publishes the new visible sequence number,
+//! and hands the result to every writer of the group. Readers never see part of
+//! a group: nothing of it is visible before the sequence number is published.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
