@@ -4,8 +4,10 @@
 //! the state down to what the durability contract of [`crate::FileSystem`]
 //! promises: names as of the last `sync_dir` of their directory, each file
 //! truncated to its synced length. [`CrashFs::crash_with_torn_tails`] keeps, in
-//! addition, a random prefix of each file's unsynced bytes, the last few of them
-//! possibly garbage, as a disk that wrote part of the cached pages would.
+//! addition, a random prefix of each file's unsynced bytes, possibly zeroed from
+//! the synced length or from a 512-byte sector boundary on, as a disk that
+//! wrote part of the cached pages (and a file system that extended the file
+//! before its data reached the disk) would.
 //!
 //! After a crash the file system is *down*: every call fails, so the crashed
 //! process (a `Db` still running its threads) cannot change the state any more;
@@ -39,7 +41,8 @@ impl CrashFs {
     }
 
     /// Crashes, keeping for each file a random prefix (chosen from `seed`) of its
-    /// unsynced bytes, of which the last up to 8 may be overwritten with garbage.
+    /// unsynced bytes, which may read back as zeros from the synced length or
+    /// from a sector (512-byte) boundary on: lost sectors of an extended file.
     pub fn crash_with_torn_tails(&self, seed: u64) {
         self.cut(Some(seed));
     }
@@ -83,16 +86,23 @@ impl CrashFs {
             };
             n.data.truncate(keep);
             if torn_seed.is_some() && keep > synced && splitmix(&mut rng).is_multiple_of(2) {
-                let garbage = (keep - synced).min(8);
-                for b in &mut n.data[keep - garbage..keep] {
-                    *b = splitmix(&mut rng) as u8;
-                }
+                let first_sector = synced.div_ceil(SECTOR) * SECTOR;
+                let zero_from = if first_sector < keep && splitmix(&mut rng).is_multiple_of(2) {
+                    let sectors = (keep - first_sector).div_ceil(SECTOR) as u64;
+                    first_sector + (splitmix(&mut rng) % sectors) as usize * SECTOR
+                } else {
+                    synced
+                };
+                n.data[zero_from..keep].fill(0);
             }
             n.synced = n.data.len();
         }
         g.live = durable.into_iter().collect();
     }
 }
+
+/// The unit a disk writes atomically: a torn write loses whole sectors.
+const SECTOR: usize = 512;
 
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -135,6 +145,9 @@ impl FileSystem for CrashFs {
     }
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
         self.mem.lock(path)
+    }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.mem.lock_shared(path)
     }
 }
 
@@ -214,10 +227,12 @@ mod tests {
             assert!(data.len() >= 10 && data.len() <= 110);
             assert_eq!(&data[..10], b"0123456789", "synced bytes are intact");
             let tail = &data[10..];
-            let clean = tail.len().saturating_sub(8);
+            let zeros = tail.iter().rev().take_while(|&&b| b == 0).count();
+            let (kept, zeroed) = tail.split_at(tail.len() - zeros);
+            assert!(kept.iter().all(|&b| b == 7), "kept bytes are a prefix");
             assert!(
-                tail[..clean].iter().all(|&b| b == 7),
-                "kept bytes are a prefix"
+                kept.is_empty() || (10 + kept.len()) % SECTOR == 0 || zeroed.is_empty(),
+                "zeros start at the synced length or a sector boundary"
             );
             saw_partial |= data.len() > 10 && data.len() < 110;
         }

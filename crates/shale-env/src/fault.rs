@@ -292,6 +292,10 @@ impl FileSystem for FaultFs {
         self.state.check(OpKind::Lock)?;
         self.inner.lock(path)
     }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.state.check(OpKind::Lock)?;
+        self.inner.lock_shared(path)
+    }
 }
 
 #[cfg(test)]

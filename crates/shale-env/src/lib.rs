@@ -113,7 +113,7 @@ pub trait RandomAccessFile: Send + Sync {
     fn size(&self) -> u64;
 }
 
-/// An exclusive lock on a database directory, released when dropped.
+/// A lock on a database directory (exclusive or shared), released when dropped.
 pub trait FileLock: Send + Sync {}
 
 /// The file system the engine runs on.
@@ -153,6 +153,11 @@ pub trait FileSystem: Send + Sync + 'static {
     /// [`io::ErrorKind::WouldBlock`] if another holder has it, in this process or
     /// another.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+    /// Takes a shared lock on `path` (created if missing): any number of
+    /// shared holders at once, none while the exclusive lock is held. Fails
+    /// with [`io::ErrorKind::WouldBlock`] if the exclusive lock is held, and
+    /// [`FileSystem::lock`] fails while a shared lock is held.
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
 }
 
 /// Shared handle on a file system.

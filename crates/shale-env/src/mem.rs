@@ -39,8 +39,9 @@ pub(crate) struct Names {
     /// Names as they would be found after a crash (updated by `sync_dir`).
     pub(crate) durable: HashMap<PathBuf, Node>,
     pub(crate) dirs: BTreeSet<PathBuf>,
-    /// Held locks and the epoch they were taken in.
-    pub(crate) locks: HashMap<PathBuf, u64>,
+    /// Held locks: the epoch they were taken in and, for shared locks, how
+    /// many holders (0 for an exclusive lock).
+    pub(crate) locks: HashMap<PathBuf, (u64, usize)>,
     /// While true every operation fails (between a crash and `restart`).
     pub(crate) down: bool,
 }
@@ -249,9 +250,46 @@ impl FileLock for MemLock {}
 impl Drop for MemLock {
     fn drop(&mut self) {
         let mut g = self.core.names.lock();
-        if g.locks.get(&self.path) == Some(&self.epoch) {
-            g.locks.remove(&self.path);
+        if let Some((epoch, shared)) = g.locks.get_mut(&self.path) {
+            if *epoch == self.epoch {
+                if *shared > 1 {
+                    *shared -= 1;
+                } else {
+                    g.locks.remove(&self.path);
+                }
+            }
         }
+    }
+}
+
+impl MemFs {
+    /// Takes the lock on `path`, exclusive or one more shared holder.
+    fn take_lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>> {
+        let epoch = self.epoch();
+        {
+            let mut g = self.names()?;
+            match g.locks.get_mut(path) {
+                Some((_, holders)) if shared && *holders > 0 => *holders += 1,
+                Some(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!("{}: locked by another holder", path.display()),
+                    ))
+                }
+                None => {
+                    g.locks
+                        .insert(path.to_path_buf(), (epoch, usize::from(shared)));
+                }
+            }
+        }
+        if !self.exists(path)? {
+            self.create_node(path, false)?;
+        }
+        Ok(Box::new(MemLock {
+            core: self.core.clone(),
+            path: path.to_path_buf(),
+            epoch,
+        }))
     }
 }
 
@@ -368,25 +406,10 @@ impl FileSystem for MemFs {
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        let epoch = self.epoch();
-        {
-            let mut g = self.names()?;
-            if g.locks.contains_key(path) {
-                return Err(io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    format!("{}: locked by another holder", path.display()),
-                ));
-            }
-            g.locks.insert(path.to_path_buf(), epoch);
-        }
-        if !self.exists(path)? {
-            self.create_node(path, false)?;
-        }
-        Ok(Box::new(MemLock {
-            core: self.core.clone(),
-            path: path.to_path_buf(),
-            epoch,
-        }))
+        self.take_lock(path, false)
+    }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.take_lock(path, true)
     }
 }
 

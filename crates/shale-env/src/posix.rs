@@ -364,29 +364,37 @@ impl FileSystem for PosixFs {
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| with_path(path, e))?;
-        // SAFETY: plain system call on an open descriptor owned by `file`.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            let kind = if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                io::ErrorKind::WouldBlock
-            } else {
-                e.kind()
-            };
-            return Err(io::Error::new(
-                kind,
-                format!("{}: cannot lock: {e}", path.display()),
-            ));
-        }
-        Ok(Box::new(PosixLock { _file: file }))
+        flock(path, libc::LOCK_EX)
     }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        flock(path, libc::LOCK_SH)
+    }
+}
+
+/// Opens (creating if missing) and `flock`s `path` with `how` (without waiting).
+fn flock(path: &Path, how: libc::c_int) -> io::Result<Box<dyn FileLock>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| with_path(path, e))?;
+    // SAFETY: plain system call on an open descriptor owned by `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        let kind = if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            io::ErrorKind::WouldBlock
+        } else {
+            e.kind()
+        };
+        return Err(io::Error::new(
+            kind,
+            format!("{}: cannot lock: {e}", path.display()),
+        ));
+    }
+    Ok(Box::new(PosixLock { _file: file }))
 }
 
 #[cfg(test)]
