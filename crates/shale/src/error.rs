@@ -58,6 +58,12 @@ pub enum Error {
     },
     /// The database was closed.
     Closed,
+    /// A write, flush or compaction on a database opened with
+    /// [`crate::Db::open_read_only`].
+    ReadOnly {
+        /// The database directory.
+        path: PathBuf,
+    },
 }
 
 impl Error {
@@ -120,6 +126,9 @@ impl fmt::Display for Error {
                 )
             }
             Error::Closed => write!(f, "database is closed"),
+            Error::ReadOnly { path } => {
+                write!(f, "database {} is open read-only", path.display())
+            }
         }
     }
 }

@@ -39,10 +39,15 @@ pub trait InternalIterator: Send {
 /// current child is found by a linear scan rather than a heap. Entries with equal
 /// keys cannot occur across children (sequence numbers are unique); ties are
 /// broken by child order.
+///
+/// A child's error stops the merge: the iterator becomes invalid with that error
+/// (until the next seek) instead of going on without the child, whose missing
+/// entries (a tombstone, say) would make the merged stream silently wrong.
 pub(crate) struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     current: Option<usize>,
     forward: bool,
+    error: Option<crate::error::Error>,
 }
 
 impl MergingIterator {
@@ -51,10 +56,26 @@ impl MergingIterator {
             children,
             current: None,
             forward: true,
+            error: None,
         }
     }
 
+    /// Records the first error of any child; true if there is one (then the
+    /// iterator is invalid).
+    fn failed(&mut self) -> bool {
+        if self.error.is_none() {
+            self.error = self.children.iter().find_map(|c| c.status().err());
+        }
+        if self.error.is_some() {
+            self.current = None;
+        }
+        self.error.is_some()
+    }
+
     fn find_smallest(&mut self) {
+        if self.failed() {
+            return;
+        }
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
@@ -69,6 +90,9 @@ impl MergingIterator {
     }
 
     fn find_largest(&mut self) {
+        if self.failed() {
+            return;
+        }
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate().rev() {
             if !c.valid() {
@@ -89,24 +113,28 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek_to_first(&mut self) {
+        self.error = None;
         self.children.iter_mut().for_each(|c| c.seek_to_first());
         self.forward = true;
         self.find_smallest();
     }
 
     fn seek_to_last(&mut self) {
+        self.error = None;
         self.children.iter_mut().for_each(|c| c.seek_to_last());
         self.forward = false;
         self.find_largest();
     }
 
     fn seek(&mut self, target: &[u8]) {
+        self.error = None;
         self.children.iter_mut().for_each(|c| c.seek(target));
         self.forward = true;
         self.find_smallest();
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
+        self.error = None;
         self.children
             .iter_mut()
             .for_each(|c| c.seek_for_prev(target));
@@ -167,7 +195,10 @@ impl InternalIterator for MergingIterator {
     }
 
     fn status(&self) -> Result<()> {
-        self.children.iter().try_for_each(|c| c.status())
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => self.children.iter().try_for_each(|c| c.status()),
+        }
     }
 }
 

@@ -10,6 +10,7 @@ mod cache;
 mod compaction;
 mod db;
 mod error;
+mod filenames;
 pub mod format;
 mod iter;
 mod memtable;
@@ -27,7 +28,8 @@ pub use db::{Db, DbIterator, DbSummary, LevelSummary, Readable, Snapshot, TableI
 pub use error::{Error, Result};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
-    Compression, FilterLevels, FilterPolicy, Options, ReadOptions, WriteOptions, NUM_LEVELS,
+    Compression, FilterLevels, FilterPolicy, Options, ReadOptions, WalRecoveryMode, WriteOptions,
+    NUM_LEVELS,
 };
 pub use shale_env as env;
 pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};

@@ -22,6 +22,34 @@ pub enum FilterLevels {
     None,
 }
 
+/// What recovery does with damage at the end of a write-ahead log (after
+/// RocksDB's `WALRecoveryMode`). The manifest is always read under
+/// [`WalRecoveryMode::TornWrites`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WalRecoveryMode {
+    /// Drop only what a crash during an unsynced append can leave at the end of
+    /// the newest log: a record cut short by the end of the file, or one whose
+    /// bytes from some point on read back as zeros. Any other damage (a
+    /// full-length record with a bad checksum, damage followed by valid
+    /// records) fails the open with [`crate::Error::Corruption`]. No write
+    /// acknowledged as synced is ever dropped.
+    #[default]
+    TornWrites,
+    /// Drop any damage at the end of the newest log that no valid record
+    /// follows, whatever it looks like (LevelDB's behaviour, RocksDB's
+    /// `kTolerateCorruptedTailRecords`). A synced write whose bytes were later
+    /// damaged on disk is dropped silently.
+    TolerateCorruptedTail,
+    /// Stop replay at the first damage of any kind, dropping everything after it
+    /// in that log and in every newer log: the database opens at the last
+    /// consistent point before the damage, possibly without writes that were
+    /// acknowledged as synced (RocksDB's `kPointInTimeRecovery`).
+    PointInTime,
+    /// Fail the open on any damage, even a torn write that was never synced
+    /// (RocksDB's `kAbsoluteConsistency`).
+    AbsoluteConsistency,
+}
+
 /// The Bloom filter policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FilterPolicy {
@@ -116,6 +144,9 @@ pub struct Options {
     /// Size past which the manifest is rewritten as a snapshot into a new file
     /// (default 64 MiB).
     pub max_manifest_bytes: u64,
+    /// What recovery accepts at the end of a write-ahead log (default
+    /// [`WalRecoveryMode::TornWrites`]).
+    pub wal_recovery_mode: WalRecoveryMode,
 }
 
 impl Default for Options {
@@ -147,6 +178,7 @@ impl Default for Options {
             hard_pending_compaction_bytes: 256 << 30,
             compaction_rate_limit: None,
             max_manifest_bytes: 64 << 20,
+            wal_recovery_mode: WalRecoveryMode::default(),
         }
     }
 }

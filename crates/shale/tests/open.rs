@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use shale::env::{FileSystem, MemFs, WriteLifetime};
-use shale::{Db, Error, Options};
+use shale::{Db, Error, Options, WalRecoveryMode};
 
 fn options(fs: Arc<MemFs>) -> Options {
     Options {
@@ -152,7 +152,7 @@ fn a_flipped_byte_in_a_table_is_corruption_naming_the_file() {
 }
 
 #[test]
-fn a_damaged_wal_record_is_corruption_but_a_torn_tail_is_not() {
+fn a_damaged_last_wal_record_is_corruption_but_a_torn_tail_is_not() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
     for i in 0..20u32 {
@@ -163,13 +163,54 @@ fn a_damaged_wal_record_is_corruption_but_a_torn_tail_is_not() {
     // page cache does after a process crash.
     drop(db);
     let wal = files(&fs, ".log").pop().expect("a wal");
-    let len = fs.file_size(&Path::new("/db").join(&wal)).expect("size");
+    let wal_path = Path::new("/db").join(&wal);
+    let len = fs.file_size(&wal_path).expect("size");
+    let intact = fs.read_all(&wal_path).expect("read");
 
-    // A damaged last byte: a torn tail, the last write is dropped.
-    flip_byte(&fs, &wal, len - 1);
-    let db = Db::open("/db", options(fs.clone())).expect("a torn tail opens");
+    // D3: a damaged byte in the last, full-length record is not what a crash
+    // leaves: corruption (naming the WAL and the record), nothing dropped.
+    flip_byte(&fs, &wal, len - 3);
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
+    match &err {
+        Error::Corruption { file, offset, .. } => {
+            assert!(file.ends_with(&wal), "{err}");
+            assert!(*offset > 0 && *offset < len, "{err}");
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+    assert_eq!(files(&fs, ".log"), vec![wal.clone()], "nothing deleted");
+    // Tolerating a corrupted tail (LevelDB's behaviour) drops that write.
+    let tolerant = Options {
+        wal_recovery_mode: WalRecoveryMode::TolerateCorruptedTail,
+        ..options(fs.clone())
+    };
+    let db = Db::open_read_only("/db", tolerant).expect("tolerant open");
     assert_eq!(db.get(b"k18").expect("get"), Some(b"value".to_vec()));
-    assert_eq!(db.get(b"k19").expect("get"), None, "the torn write is gone");
+    assert_eq!(
+        db.get(b"k19").expect("get"),
+        None,
+        "the damaged write is gone"
+    );
+    drop(db);
+
+    // A torn write: the last record cut short, or zeroed from its start (the
+    // 20 records have the same size).
+    let record = intact.len() / 20;
+    assert_eq!(intact.len() % 20, 0);
+    for torn in [
+        intact[..intact.len() - 2].to_vec(),
+        [&intact[..intact.len() - record], &vec![0u8; record][..]].concat(),
+    ] {
+        rewrite(&fs, &wal, &torn);
+        let db = Db::open_read_only("/db", options(fs.clone())).expect("a torn tail opens");
+        assert_eq!(db.get(b"k18").expect("get"), Some(b"value".to_vec()));
+        assert_eq!(db.get(b"k19").expect("get"), None, "the torn write is gone");
+    }
+    rewrite(&fs, &wal, &intact);
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    assert_eq!(db.get(b"k19").expect("get"), Some(b"value".to_vec()));
     drop(db);
 
     // Damage in the first record with valid records after it: corruption at 0.
@@ -187,4 +228,296 @@ fn a_damaged_wal_record_is_corruption_but_a_torn_tail_is_not() {
         }
         other => panic!("expected corruption, got {other}"),
     }
+}
+
+/// Replaces a file's bytes.
+fn rewrite(fs: &MemFs, name: &str, data: &[u8]) {
+    let path = Path::new("/db").join(name);
+    fs.remove(&path).expect("remove");
+    let mut w = fs
+        .create_object(&path, WriteLifetime::NotSet)
+        .expect("create");
+    w.write(data).expect("write");
+    w.finish().expect("finish");
+}
+
+/// Positions an iterator.
+type Position<'a> = &'a dyn Fn(&mut shale::DbIterator);
+
+/// A database whose last manifest edit is a compaction: its inputs are gone,
+/// and every key lives in the compaction's output.
+fn compacted_db(fs: &Arc<MemFs>) {
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
+            .expect("put");
+    }
+    db.compact_all().expect("compact");
+    db.close().expect("close");
+}
+
+#[test]
+fn damage_in_the_last_manifest_record_fails_the_open_and_deletes_nothing() {
+    // D1: recovery used to take the damaged last edit for a torn write, roll
+    // back to the version before it and delete the tables that version does
+    // not name: the whole database.
+    let fs = Arc::new(MemFs::new());
+    compacted_db(&fs);
+    let manifest = files(&fs, "")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST-"))
+        .expect("manifest");
+    let len = fs
+        .file_size(&Path::new("/db").join(&manifest))
+        .expect("size");
+    let before = files(&fs, "");
+    flip_byte(&fs, &manifest, len - 20);
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(&manifest), "{err}");
+    assert_eq!(files(&fs, ""), before, "nothing written or deleted");
+    let err = Db::open_read_only("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
+    assert!(err.is_corruption(), "{err}");
+}
+
+#[test]
+fn a_manifest_that_lost_edits_is_caught_by_the_missing_tables() {
+    // A manifest cut back to an earlier, self-consistent state (a torn tail in
+    // form) whose tables were deleted by the lost edits: corruption naming the
+    // missing table, and nothing deleted.
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    drop(db);
+    let manifest = files(&fs, "")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST-"))
+        .expect("manifest");
+    let path = Path::new("/db").join(&manifest);
+    let old = fs.read_all(&path).expect("read");
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    db.compact_all().expect("compact");
+    db.close().expect("close");
+    // Put the old manifest back under the current name, as if the newer one
+    // had lost its records.
+    let current = files(&fs, "")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST-"))
+        .expect("manifest");
+    rewrite(&fs, &current, &old);
+    let before = files(&fs, "");
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(".sst"), "names the table: {err}");
+    assert_eq!(files(&fs, ""), before, "nothing written or deleted");
+}
+
+#[test]
+fn commands_on_a_foreign_directory_create_nothing() {
+    // D5: a LOCK file was left in any directory a command was pointed at.
+    let fs = Arc::new(MemFs::new());
+    fs.create_dir_all(Path::new("/db")).expect("mkdir");
+    let mut w = fs
+        .create_object(Path::new("/db/notes.txt"), WriteLifetime::NotSet)
+        .expect("create");
+    w.write(b"hello").expect("write");
+    w.finish().expect("finish");
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
+    assert!(matches!(err, Error::NotADatabase { .. }), "{err}");
+    let err = Db::open_read_only("/db", options(fs.clone()))
+        .err()
+        .expect("must fail");
+    assert!(matches!(err, Error::NotADatabase { .. }), "{err}");
+    fs.create_dir_all(Path::new("/empty")).expect("mkdir");
+    let err = Db::open_read_only("/empty", options(fs.clone()))
+        .err()
+        .expect("must fail");
+    assert!(matches!(err, Error::NotADatabase { .. }), "{err}");
+    assert_eq!(files(&fs, ""), vec!["notes.txt".to_string()]);
+    assert!(fs.list(Path::new("/empty")).expect("list").is_empty());
+}
+
+#[test]
+fn a_read_only_open_writes_nothing_and_shares_its_lock() {
+    // D6: every open used to flush the WAL and write a new manifest, so a
+    // database on a full file system could not even be read.
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
+            .expect("put");
+    }
+    db.delete(b"k00001").expect("delete");
+    drop(db); // the WAL holds unflushed writes
+    let before: Vec<(String, Vec<u8>)> = files(&fs, "")
+        .into_iter()
+        .map(|n| {
+            let data = fs.read_all(&Path::new("/db").join(&n)).expect("read");
+            (n, data)
+        })
+        .collect();
+    let a = Db::open_read_only("/db", options(fs.clone())).expect("read-only");
+    let b = Db::open_read_only("/db", options(fs.clone())).expect("a second reader");
+    assert!(a.is_read_only());
+    assert_eq!(
+        a.get(b"k02999").expect("get"),
+        Some(2999u32.to_le_bytes().to_vec())
+    );
+    assert_eq!(b.get(b"k00001").expect("get"), None);
+    assert_eq!(common::scan_all(&a).len(), 2999);
+    let err = a.put(b"x", b"y").expect_err("read-only");
+    assert!(matches!(err, Error::ReadOnly { .. }), "{err}");
+    assert!(matches!(a.flush(), Err(Error::ReadOnly { .. })));
+    assert!(matches!(a.compact_all(), Err(Error::ReadOnly { .. })));
+    let err = Db::open("/db", options(fs.clone()))
+        .err()
+        .expect("a writer must wait");
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    a.close().expect("close");
+    drop(b);
+    let after: Vec<(String, Vec<u8>)> = files(&fs, "")
+        .into_iter()
+        .map(|n| {
+            let data = fs.read_all(&Path::new("/db").join(&n)).expect("read");
+            (n, data)
+        })
+        .collect();
+    assert!(before == after, "a read-only open changed the directory");
+    let w = Db::open("/db", options(fs.clone())).expect("writer after readers");
+    let err = Db::open_read_only("/db", options(fs))
+        .err()
+        .expect("locked");
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    drop(w);
+}
+
+#[test]
+fn a_damaged_table_stops_every_scan_instead_of_hiding_its_rows() {
+    // D2: the merging iterator took a child's error for its end, so a scan went
+    // on without the damaged table; a tombstone in it no longer hid the older
+    // value, and the deleted key came back.
+    let fs = Arc::new(MemFs::new());
+    compacted_db(&fs);
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    db.delete(b"k00050").expect("delete");
+    db.flush().expect("flush");
+    let snapshot = db.snapshot();
+    drop(snapshot);
+    db.close().expect("close");
+    // The smallest table holds only the tombstone.
+    let mut tables: Vec<(u64, String)> = files(&fs, ".sst")
+        .into_iter()
+        .map(|n| (fs.file_size(&Path::new("/db").join(&n)).expect("size"), n))
+        .collect();
+    tables.sort();
+    let (_, tombstone_table) = tables.first().cloned().expect("tables");
+    flip_byte(&fs, &tombstone_table, 5);
+
+    let db = Db::open("/db", options(fs.clone())).expect("open reads no data block");
+    let snapshot = db.snapshot();
+    for label in ["db", "snapshot"] {
+        let mut it = match label {
+            "db" => db.iter(&Default::default()),
+            _ => snapshot.iter(&Default::default()),
+        }
+        .expect("iter");
+        let positions: [(&str, Position); 4] = [
+            ("seek", &|it| it.seek(b"k00050")),
+            ("seek_to_first", &|it| it.seek_to_first()),
+            ("seek_to_last", &|it| it.seek_to_last()),
+            ("seek_for_prev", &|it| it.seek_for_prev(b"k00050")),
+        ];
+        for (name, position) in positions {
+            position(&mut it);
+            assert!(!it.valid(), "{label} {name}: a row past the damage");
+            let err = it.status().expect_err("the damage is reported");
+            assert!(err.is_corruption(), "{label} {name}: {err}");
+            assert!(err.to_string().contains(&tombstone_table), "{err}");
+        }
+    }
+    // A bounded iterator whose range the damaged table covers fails too.
+    let mut it = db
+        .iter(&shale::ReadOptions {
+            lower_bound: Some(b"k00040".to_vec()),
+            upper_bound: Some(b"k00060".to_vec()),
+            ..Default::default()
+        })
+        .expect("iter");
+    it.seek_to_first();
+    assert!(!it.valid() && it.status().is_err());
+}
+
+#[test]
+fn obsolete_tables_are_deleted_when_their_last_reader_lets_go() {
+    // D4: `compact_all` kept its inputs referenced while it deleted obsolete
+    // files, so they stayed on disk until the next open.
+    let live_tables = |db: &Db| -> Vec<String> {
+        let mut v: Vec<String> = db
+            .tables()
+            .expect("tables")
+            .iter()
+            .map(|t| format!("{:06}.sst", t.file_number))
+            .collect();
+        v.sort();
+        v
+    };
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs.clone())).expect("open");
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    db.compact_all().expect("compact");
+    assert_eq!(
+        files(&fs, ".sst"),
+        live_tables(&db),
+        "right after compact_all"
+    );
+
+    // An iterator keeps the tables of its version alive; once it is dropped,
+    // the background thread deletes them without any other trigger.
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), b"new").expect("put");
+    }
+    db.flush().expect("flush");
+    let mut it = db.iter(&Default::default()).expect("iter");
+    it.seek_to_first();
+    db.compact_all().expect("compact");
+    assert!(
+        files(&fs, ".sst").len() > live_tables(&db).len(),
+        "the iterator's tables stay"
+    );
+    assert_eq!(it.key(), b"k00000");
+    drop(it);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while files(&fs, ".sst") != live_tables(&db) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "obsolete tables stayed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    // At close, whatever became obsolete is deleted too.
+    let mut it = db.iter(&Default::default()).expect("iter");
+    it.seek_to_first();
+    db.delete(b"k00001").expect("delete");
+    db.compact_all().expect("compact");
+    let live = live_tables(&db);
+    drop(it);
+    db.close().expect("close");
+    assert_eq!(files(&fs, ".sst"), live, "after close");
 }

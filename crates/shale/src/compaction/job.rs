@@ -26,8 +26,9 @@ use std::sync::Arc;
 
 use shale_env::{ObjectWriter, WriteLifetime};
 
-use crate::db::{filenames::table_name, DbInner};
+use crate::db::DbInner;
 use crate::error::{Error, Result};
+use crate::filenames::table_name;
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::memtable::MemTable;

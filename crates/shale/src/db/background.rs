@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{DbInner, State};
 use crate::compaction::job::{self, MergeOutput};
@@ -25,9 +26,19 @@ use crate::options::Options;
 use crate::version::{FileMeta, NewFile, Version, VersionEdit};
 
 enum Job {
-    Flush { imm: Arc<MemTable>, number: u64 },
+    Flush {
+        imm: Arc<MemTable>,
+        number: u64,
+    },
     Compact(Compaction),
+    /// Tables whose last reader let go (an iterator or snapshot dropped after
+    /// the compaction that removed them).
+    DeleteObsolete,
 }
+
+/// How long an idle background thread sleeps before it looks for obsolete
+/// tables again: a table's last reader may drop it without waking anyone.
+const IDLE_WAKEUP: Duration = Duration::from_secs(1);
 
 /// A picked compaction with its input tables.
 struct Compaction {
@@ -41,6 +52,7 @@ pub(crate) fn run(db: &DbInner) {
         match job {
             Job::Flush { imm, number } => flush(db, imm, number),
             Job::Compact(c) => compact(db, c),
+            Job::DeleteObsolete => {}
         }
         if let Err(e) = db.delete_obsolete_files(false) {
             let mut st = db.state.lock();
@@ -80,7 +92,10 @@ fn next_job(db: &DbInner) -> Option<Job> {
                 }
             }
         }
-        db.cv.wait(&mut st);
+        if db.obsolete.has_pending() {
+            return Some(Job::DeleteObsolete);
+        }
+        db.cv.wait_for(&mut st, IDLE_WAKEUP);
     }
 }
 
@@ -297,6 +312,8 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     db.cv.notify_all();
     drop(st);
     result?;
+    // The inputs are obsolete once their last reference goes.
+    drop(inputs);
     db.delete_obsolete_files(false)
 }
 

@@ -17,7 +17,7 @@
 //! * One background thread flushes immutable memtables and deletes obsolete files.
 
 mod background;
-pub(crate) mod filenames;
+mod open;
 mod read;
 mod table_cache;
 mod write;
@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use shale_env::{FileLock, FileSystem, WriteLifetime};
+use shale_env::{FileLock, FileSystem};
 
 pub use read::{DbIterator, Readable, Snapshot};
 
@@ -43,19 +43,23 @@ impl Readable for Db {
     }
 }
 
-use self::filenames::{manifest_name, parse, wal_name, FileType, CURRENT, LOCK};
+pub(crate) use crate::filenames;
+
+use self::open::{open_inner, Access};
 use self::table_cache::TableCache;
 use self::write::WriteQueue;
 use crate::batch::WriteBatch;
 use crate::compaction::picker;
 use crate::error::{Error, Result};
-use crate::format::{SeqNo, DB_FORMAT_VERSION};
+use crate::filenames::{parse, FileType};
+use crate::format::SeqNo;
 use crate::memtable::MemTable;
 use crate::metrics::{Metrics, Stats};
 use crate::options::{Options, ReadOptions, WriteOptions, NUM_LEVELS};
-use crate::table::{BlockCache, ReadContext, TableProperties};
-use crate::version::{LifetimeStats, ObsoleteFiles, Version, VersionEdit};
-use crate::wal::{LogEnd, LogReader, LogWriter};
+use crate::table::{BlockCache, TableProperties};
+use crate::version::manifest::{self, ManifestHeader};
+use crate::version::{ObsoleteFiles, Version, VersionEdit};
+use crate::wal::LogWriter;
 
 /// What a read needs: the memtables and the version, swapped as one.
 pub(crate) struct SuperVersion {
@@ -138,6 +142,8 @@ pub(crate) struct DbInner {
     pub closing: AtomicBool,
     /// Caps flush and compaction writes, if configured.
     pub rate_limiter: Option<Arc<crate::rate_limit::RateLimiter>>,
+    /// Opened with [`Db::open_read_only`]: no background work, no writes.
+    pub read_only: bool,
     _lock: Box<dyn FileLock>,
 }
 
@@ -245,7 +251,7 @@ impl Db {
     /// process has the database open, and [`Error::NotADatabase`] for a directory
     /// that holds other files but no database.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(open_inner(path.as_ref(), options)?);
+        let inner = Arc::new(open_inner(path.as_ref(), options, Access::ReadWrite)?);
         let db = Db {
             inner,
             background: Mutex::new(Vec::new()),
@@ -261,6 +267,35 @@ impl Db {
         // Compactions the recovered shape already needs.
         db.inner.cv.notify_all();
         Ok(db)
+    }
+
+    /// Opens the database in `path` for reading only: recovery replays the
+    /// write-ahead logs into memory and writes nothing (no table, no log, no
+    /// manifest, no deletion), so a database on a full or read-only file system
+    /// can still be read. Takes a shared lock: any number of read-only handles
+    /// may be open at once, but not together with a read-write one
+    /// ([`Error::Locked`]). Never creates a database. Writes, flushes and
+    /// compactions fail with [`Error::ReadOnly`]; no background thread runs.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(open_inner(path.as_ref(), options, Access::ReadOnly)?);
+        Ok(Db {
+            inner,
+            background: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// True if opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Err(Error::ReadOnly {
+                path: self.inner.path.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// The value of `key` in the latest state, or `None` if it is absent or
@@ -297,6 +332,7 @@ impl Db {
     /// failed WAL write or sync the database is poisoned: this and every later
     /// write fail with [`Error::Poisoned`] until it is reopened.
     pub fn write(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.check_writable()?;
         self.inner.write(batch, opts.sync)
     }
 
@@ -318,12 +354,14 @@ impl Db {
     /// Makes the memtable immutable and waits until every memtable is flushed to
     /// tables (then the WALs they came from are deleted).
     pub fn flush(&self) -> Result<()> {
+        self.check_writable()?;
         self.inner.flush()
     }
 
     /// Flushes, then merges every table into the last level, dropping versions
     /// that no snapshot can see and deletions that shadow nothing.
     pub fn compact_all(&self) -> Result<()> {
+        self.check_writable()?;
         self.flush()?;
         background::compact_all(&self.inner)
     }
@@ -333,6 +371,9 @@ impl Db {
     /// the database is poisoned meanwhile.
     pub fn wait_for_compactions(&self) -> Result<()> {
         let db = &self.inner;
+        if db.read_only {
+            return Ok(());
+        }
         let mut st = db.state.lock();
         loop {
             st.check_poison()?;
@@ -435,17 +476,19 @@ impl Db {
     /// Stops the background thread and syncs the WAL, so that every write
     /// acknowledged before survives a machine crash. Errors of the final sync
     /// are returned.
+    /// Tables that became obsolete and are no longer read are deleted.
     pub fn close(self) -> Result<()> {
         self.stop_background();
-        let mut wal = self.inner.wal.lock();
-        wal.sync()?;
-        let st = self.inner.state.lock();
-        match &st.poison {
-            Some(cause) => Err(Error::Poisoned {
-                cause: Box::new(cause.clone()),
-            }),
-            None => Ok(()),
+        if self.inner.read_only {
+            return Ok(());
         }
+        self.inner.wal.lock().sync()?;
+        if let Some(cause) = self.inner.state.lock().poison.clone() {
+            return Err(Error::Poisoned {
+                cause: Box::new(cause),
+            });
+        }
+        self.inner.delete_obsolete_files(false)
     }
 
     fn stop_background(&self) {
@@ -469,382 +512,6 @@ impl Drop for Db {
     }
 }
 
-/// What recovery learned from the manifest.
-struct Recovered {
-    version: Version,
-    log_number: u64,
-    next_file_number: u64,
-    last_sequence: SeqNo,
-    lifetime: LifetimeStats,
-}
-
-fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
-    opts.validate()?;
-    let fs = opts.fs.clone();
-    let exists = fs.exists(path).map_err(|e| Error::io("stat", path, e))?;
-    if !exists {
-        if !opts.create_if_missing {
-            return Err(Error::NotADatabase {
-                path: path.into(),
-                reason: "directory does not exist and create_if_missing is off".into(),
-            });
-        }
-        fs.create_dir_all(path)
-            .map_err(|e| Error::io("create directory", path, e))?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs.sync_dir(parent)
-                .map_err(|e| Error::io("sync directory", parent, e))?;
-        }
-    }
-    let lock = fs.lock(&path.join(LOCK)).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            Error::Locked { path: path.into() }
-        } else {
-            Error::io("lock", path.join(LOCK), e)
-        }
-    })?;
-    let names = fs.list(path).map_err(|e| Error::io("list", path, e))?;
-    let obsolete = Arc::new(ObsoleteFiles::default());
-    let recovered = if names.iter().any(|n| n == CURRENT) {
-        if opts.error_if_exists {
-            return Err(Error::InvalidArgument(format!(
-                "database {} exists and error_if_exists is set",
-                path.display()
-            )));
-        }
-        recover_manifest(path, &*fs, &obsolete)?
-    } else {
-        // An earlier creation that failed before writing CURRENT may have left
-        // its lock, temporary file, manifest and an empty WAL: no write was ever
-        // acknowledged without CURRENT, so they hold nothing and are reused or
-        // deleted. Anything else (a table, a non-empty log, a foreign file) means
-        // this is not a database we may initialise.
-        let mut foreign = Vec::new();
-        for n in &names {
-            let leftover = match parse(n) {
-                Some(FileType::Lock | FileType::Temp | FileType::Manifest(_)) => true,
-                Some(FileType::Wal(_)) => {
-                    let p = path.join(n);
-                    fs.file_size(&p).map_err(|e| Error::io("stat", &p, e))? == 0
-                }
-                _ => false,
-            };
-            if !leftover {
-                foreign.push(n);
-            }
-        }
-        if let Some(first) = foreign.first() {
-            return Err(Error::NotADatabase {
-                path: path.into(),
-                reason: format!(
-                    "no CURRENT file, and the directory holds other files (such as {first:?})"
-                ),
-            });
-        }
-        if !opts.create_if_missing {
-            return Err(Error::NotADatabase {
-                path: path.into(),
-                reason: "no CURRENT file and create_if_missing is off".into(),
-            });
-        }
-        Recovered {
-            version: Version::default(),
-            log_number: 0,
-            next_file_number: 2,
-            last_sequence: 0,
-            lifetime: LifetimeStats::default(),
-        }
-    };
-
-    let stats = Arc::new(Stats::default());
-    stats.seed(&recovered.lifetime);
-    // Each shard gets an equal share of the capacity, so a small cache is split
-    // into fewer shards (a power of two, at least 4 MiB each): with 16 shards a
-    // cache the size of the index would overflow in the fuller shards while
-    // others sit idle, and a table's filter (one block, hundreds of KiB for a
-    // 64 MiB table) would not fit a shard at all.
-    let per_4mib = (opts.block_cache_bytes >> 22).max(1);
-    let floor_pow2 = 1u64 << (63 - per_4mib.leading_zeros());
-    let shards = usize::try_from(floor_pow2)
-        .unwrap_or(usize::MAX)
-        .clamp(1, opts.cache_shards.max(1));
-    let block_cache = Arc::new(BlockCache::new(opts.block_cache_bytes, shards));
-    let ctx = ReadContext {
-        cache: block_cache.clone(),
-        stats: stats.clone(),
-        verify_checksums: opts.verify_checksums,
-    };
-    let table_cache = TableCache::new(path, &opts, ctx);
-
-    // Replay the WALs the manifest still needs, oldest first.
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match parse(n) {
-            Some(FileType::Wal(num)) if num >= recovered.log_number => Some(num),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    // Never reuse the number of a file left behind by a failed flush, open or
-    // compaction: it is deleted below, but may still be in the directory.
-    let highest_in_dir = names
-        .iter()
-        .filter_map(|n| parse(n).and_then(FileType::number))
-        .max()
-        .unwrap_or(0);
-    let mut next_file_number = recovered.next_file_number.max(highest_in_dir + 1);
-    let mut last_sequence = recovered.last_sequence;
-    let mut version = recovered.version;
-    let mut edit = VersionEdit::default();
-    let mut mem = Arc::new(MemTable::new());
-    for (i, &num) in wals.iter().enumerate() {
-        let wal_path = path.join(wal_name(num));
-        let file = fs
-            .open_random(&wal_path)
-            .map_err(|e| Error::io("open wal", &wal_path, e))?;
-        let mut reader = LogReader::new(file, wal_path.clone());
-        while let Some(record) = reader.read_record()? {
-            let at = reader.last_record_offset();
-            let (seq, batch) = WriteBatch::decode(&record).map_err(|reason| {
-                Error::corruption(&wal_path, at, format!("bad write batch: {reason}"))
-            })?;
-            for (j, op) in batch.ops().enumerate() {
-                let op = op.map_err(|reason| Error::corruption(&wal_path, at, reason))?;
-                mem.add(seq + j as u64, op.kind, op.key, op.value);
-            }
-            last_sequence =
-                last_sequence.max(seq + batch.len() as u64 - u64::from(!batch.is_empty()));
-            if mem.approximate_bytes() >= opts.write_buffer_size {
-                let number = next_file_number;
-                next_file_number += 1;
-                if let Some(f) = background::write_level0(path, &opts, &stats, None, &mem, number)?
-                {
-                    edit.added.push((0, f));
-                }
-                mem = Arc::new(MemTable::new());
-            }
-        }
-        if let LogEnd::TornTail { offset } = reader.end() {
-            if i + 1 != wals.len() {
-                return Err(Error::corruption(
-                    &wal_path,
-                    offset,
-                    "log ends in a damaged record but is not the newest log",
-                ));
-            }
-        }
-    }
-    if !mem.is_empty() {
-        let number = next_file_number;
-        next_file_number += 1;
-        if let Some(f) = background::write_level0(path, &opts, &stats, None, &mem, number)? {
-            edit.added.push((0, f));
-        }
-    }
-    if !edit.added.is_empty() {
-        fs.sync_dir(path)
-            .map_err(|e| Error::io("sync directory", path, e))?;
-        version = version.apply(&edit, &obsolete);
-    }
-
-    // A fresh WAL, then a fresh manifest naming it: everything older is in tables.
-    let mem_log = next_file_number;
-    let manifest_number = next_file_number + 1;
-    next_file_number += 2;
-    let wal_path = path.join(wal_name(mem_log));
-    let wal_file = fs
-        .create_append(&wal_path, WriteLifetime::Short)
-        .map_err(|e| Error::io("create wal", &wal_path, e))?;
-    let wal = LogWriter::new(wal_file, wal_path);
-    let manifest = write_manifest(
-        path,
-        &*fs,
-        manifest_number,
-        &version,
-        ManifestHeader {
-            log_number: mem_log,
-            next_file_number,
-            last_sequence,
-            lifetime: stats.lifetime(),
-        },
-    )?;
-
-    let state = State {
-        next_file_number,
-        last_sequence,
-        manifest,
-        manifest_number,
-        mem_log,
-        imm_logs: Vec::new(),
-        poison: None,
-        shutting_down: false,
-        pending_outputs: Default::default(),
-        flush_running: false,
-        compacting: Default::default(),
-        running_compactions: 0,
-        manual_compaction: false,
-        pending_compaction_bytes: 0,
-    };
-    let rate_limiter = opts
-        .compaction_rate_limit
-        .map(|r| Arc::new(crate::rate_limit::RateLimiter::new(r)));
-    let inner = DbInner {
-        path: path.to_path_buf(),
-        fs,
-        stats,
-        block_cache,
-        table_cache,
-        obsolete,
-        sv: ArcSwap::from_pointee(SuperVersion {
-            mem: Arc::new(MemTable::new()),
-            imms: Vec::new(),
-            version: Arc::new(version),
-        }),
-        visible_seq: AtomicU64::new(last_sequence),
-        state: Mutex::new(state),
-        cv: Condvar::new(),
-        wal: Mutex::new(wal),
-        queue: Mutex::new(WriteQueue::default()),
-        queue_cv: Condvar::new(),
-        snapshots: Mutex::new(BTreeMap::new()),
-        compaction_lock: Mutex::new(()),
-        closing: AtomicBool::new(false),
-        rate_limiter,
-        opts,
-        _lock: lock,
-    };
-    inner.delete_obsolete_files(true)?;
-    {
-        let mut st = inner.state.lock();
-        background::update_pending_bytes(&inner, &mut st);
-    }
-    Ok(inner)
-}
-
-/// Reads `CURRENT` and replays the manifest it names.
-fn recover_manifest(
-    dir: &Path,
-    fs: &dyn FileSystem,
-    sink: &Arc<ObsoleteFiles>,
-) -> Result<Recovered> {
-    let current_path = dir.join(CURRENT);
-    let current = fs
-        .read_all(&current_path)
-        .map_err(|e| Error::io("read", &current_path, e))?;
-    let name = std::str::from_utf8(&current)
-        .ok()
-        .and_then(|s| s.strip_suffix('\n'))
-        .filter(|s| matches!(parse(s), Some(FileType::Manifest(_))))
-        .ok_or_else(|| Error::corruption(&current_path, 0, "CURRENT does not name a manifest"))?;
-    let manifest_path = dir.join(name);
-    let file = fs
-        .open_random(&manifest_path)
-        .map_err(|e| Error::io("open manifest", &manifest_path, e))?;
-    let mut reader = LogReader::new(file, manifest_path.clone());
-    let mut version = Version::default();
-    let mut log_number = None;
-    let mut next_file = None;
-    let mut last_sequence = None;
-    let mut lifetime = LifetimeStats::default();
-    let mut format = None;
-    let mut records = 0u64;
-    while let Some(record) = reader.read_record()? {
-        let edit = VersionEdit::decode(&record).map_err(|reason| {
-            Error::corruption(
-                &manifest_path,
-                reader.last_record_offset(),
-                format!("version edit {records}: {reason}"),
-            )
-        })?;
-        records += 1;
-        format = edit.db_format.or(format);
-        log_number = edit.log_number.or(log_number);
-        next_file = edit.next_file_number.or(next_file);
-        last_sequence = edit.last_sequence.or(last_sequence);
-        lifetime = edit.lifetime.unwrap_or(lifetime);
-        version = version.apply(&edit, sink);
-    }
-    // A torn last record is an edit whose sync never returned: not applied.
-    match format {
-        Some(DB_FORMAT_VERSION) => {}
-        Some(v) => {
-            return Err(Error::NotADatabase {
-                path: dir.into(),
-                reason: format!("database format version {v} is not supported (this build reads {DB_FORMAT_VERSION})"),
-            })
-        }
-        None => return Err(Error::corruption(&manifest_path, 0, "manifest has no format record")),
-    }
-    let (Some(log_number), Some(next_file_number), Some(last_sequence)) =
-        (log_number, next_file, last_sequence)
-    else {
-        return Err(Error::corruption(
-            &manifest_path,
-            0,
-            "manifest lacks log number, next file or last sequence",
-        ));
-    };
-    Ok(Recovered {
-        version,
-        log_number,
-        next_file_number,
-        last_sequence,
-        lifetime,
-    })
-}
-
-/// The counters a new manifest starts with.
-struct ManifestHeader {
-    log_number: u64,
-    next_file_number: u64,
-    last_sequence: SeqNo,
-    lifetime: LifetimeStats,
-}
-
-/// Writes a manifest holding a snapshot of `version`, syncs it, and points
-/// `CURRENT` at it (write to a temporary file, sync, rename, sync directory).
-fn write_manifest(
-    dir: &Path,
-    fs: &dyn FileSystem,
-    number: u64,
-    version: &Version,
-    header: ManifestHeader,
-) -> Result<LogWriter> {
-    let path = dir.join(manifest_name(number));
-    let file = fs
-        .create_append(&path, WriteLifetime::Medium)
-        .map_err(|e| Error::io("create manifest", &path, e))?;
-    let mut manifest = LogWriter::new(file, path);
-    let mut edit = version.snapshot_edit();
-    edit.db_format = Some(DB_FORMAT_VERSION);
-    edit.log_number = Some(header.log_number);
-    edit.next_file_number = Some(header.next_file_number);
-    edit.last_sequence = Some(header.last_sequence);
-    edit.lifetime = Some(header.lifetime);
-    manifest.add_record(&edit.encode())?;
-    manifest.sync()?;
-    set_current(dir, fs, number)?;
-    Ok(manifest)
-}
-
-fn set_current(dir: &Path, fs: &dyn FileSystem, manifest_number: u64) -> Result<()> {
-    let tmp = dir.join(format!("{CURRENT}.tmp"));
-    let current = dir.join(CURRENT);
-    if fs.exists(&tmp).map_err(|e| Error::io("stat", &tmp, e))? {
-        fs.remove(&tmp).map_err(|e| Error::io("remove", &tmp, e))?;
-    }
-    let mut w = fs
-        .create_object(&tmp, WriteLifetime::NotSet)
-        .map_err(|e| Error::io("create", &tmp, e))?;
-    w.write(format!("{}\n", manifest_name(manifest_number)).as_bytes())
-        .map_err(|e| Error::io("write", &tmp, e))?;
-    w.finish().map_err(|e| Error::io("sync", &tmp, e))?;
-    fs.rename(&tmp, &current)
-        .map_err(|e| Error::io("rename", &current, e))?;
-    fs.sync_dir(dir)
-        .map_err(|e| Error::io("sync directory", dir, e))
-}
-
 impl DbInner {
     /// Appends `edit` to the manifest, syncs it, and installs the new version
     /// (keeping the memtables of the current super version, minus the oldest
@@ -866,7 +533,7 @@ impl DbInner {
                 .log_number
                 .unwrap_or(st.imm_logs.last().copied().unwrap_or(st.mem_log));
             let number = st.new_file_number();
-            write_manifest(
+            manifest::write_new(
                 &self.path,
                 &*self.fs,
                 number,

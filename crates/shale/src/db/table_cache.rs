@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use shale_env::FileSystem;
 
-use super::filenames::table_name;
 use crate::cache::{LruCache, Priority};
 use crate::error::{Error, Result};
+use crate::filenames::table_name;
 use crate::metrics::Stats;
 use crate::options::Options;
 use crate::table::{ReadContext, TableReader};

@@ -13,6 +13,7 @@
 //! manifest appended by one thread at a time, under the database's state lock.
 
 mod edit;
+pub(crate) mod manifest;
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
@@ -36,6 +37,11 @@ impl ObsoleteFiles {
     /// Takes every pending number.
     pub(crate) fn take(&self) -> Vec<u64> {
         std::mem::take(&mut *self.numbers.lock())
+    }
+
+    /// True if some numbers wait for deletion.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.numbers.lock().is_empty()
     }
 }
 

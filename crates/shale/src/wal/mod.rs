@@ -16,12 +16,17 @@
 //!
 //! # Recovery
 //!
-//! The reader returns records in order. Damage (a CRC mismatch, an impossible
-//! length or type, a record cut short by the end of the file) with no valid
-//! fragment anywhere after it is a *torn tail*: the end of a write that a crash
-//! interrupted, which was never acknowledged as synced. The reader stops there and
-//! reports [`LogEnd::TornTail`]. Damage followed by a valid fragment cannot be
-//! explained by a crash and is [`Error::Corruption`] naming the file and offset.
+//! The reader returns records in order and stops at the first *damage* (a CRC
+//! mismatch, an impossible length or type, a fragment out of sequence, a record
+//! cut short by the end of the file). What it makes of damage depends on its
+//! [`WalRecoveryMode`]. Under the default, [`WalRecoveryMode::TornWrites`], only
+//! what a crash can leave behind is a *torn tail*: a record cut short by the end
+//! of the file, or a record whose bytes from some point on were never written
+//! and read back as zeros (the file ends in zeros from inside the damaged
+//! fragment, at a 512-byte sector boundary or at the fragment's start). Such a
+//! record was never acknowledged as synced; the reader stops there and reports
+//! [`LogEnd::TornTail`]. Any other damage, such as a full-length record with a bad
+//! checksum, is [`Error::Corruption`] naming the file and offset.
 //!
 //! # Concurrency
 //!
@@ -34,11 +39,15 @@ use shale_env::{AppendFile, RandomAccessFile};
 
 use crate::error::{Error, Result};
 use crate::format::masked_crc2;
+use crate::options::WalRecoveryMode;
 
 /// Size of a log block.
 pub const BLOCK_SIZE: usize = 32 * 1024;
 /// Size of a fragment header.
 pub const HEADER_SIZE: usize = 7;
+/// Granularity of a write the device may lose in a crash (a sector): zeros
+/// from such a boundary to the end of the file can be a torn write.
+const SECTOR: u64 = 512;
 
 /// Fragment types; persisted, never renumber.
 const FULL: u8 = 1;
@@ -137,8 +146,9 @@ impl LogWriter {
 pub enum LogEnd {
     /// Every byte belonged to a complete, valid record.
     Clean,
-    /// The log ended in an incomplete or damaged record with nothing valid after
-    /// it (a write torn by a crash) at this offset.
+    /// The log ended in a record that recovery drops, at this offset: under
+    /// the default mode, a write torn by a crash; under the tolerant modes, any
+    /// damage the mode accepts (see [`WalRecoveryMode`]).
     TornTail { offset: u64 },
 }
 
@@ -150,7 +160,12 @@ enum Fragment<'a> {
     },
     /// Fewer than a header's bytes left in the block (padding).
     Padding,
-    Damaged(&'static str),
+    /// Not a valid fragment; `claimed` is how many bytes it claims from its
+    /// start (its header and the payload its length field names).
+    Damaged {
+        reason: &'static str,
+        claimed: u64,
+    },
 }
 
 /// Parses the fragment at the start of `block` (the rest of a block).
@@ -159,20 +174,33 @@ fn parse_fragment(block: &[u8]) -> Fragment<'_> {
         return if block.iter().all(|&b| b == 0) {
             Fragment::Padding
         } else {
-            Fragment::Damaged("non-zero block padding")
+            Fragment::Damaged {
+                reason: "non-zero block padding",
+                claimed: HEADER_SIZE as u64,
+            }
         };
     }
     let crc = u32::from_le_bytes([block[0], block[1], block[2], block[3]]);
     let len = u16::from_le_bytes([block[4], block[5]]) as usize;
     let kind = block[6];
+    let claimed = (HEADER_SIZE + len) as u64;
     if !(FULL..=LAST).contains(&kind) {
-        return Fragment::Damaged("unknown fragment type");
+        return Fragment::Damaged {
+            reason: "unknown fragment type",
+            claimed,
+        };
     }
     let Some(payload) = block.get(HEADER_SIZE..HEADER_SIZE + len) else {
-        return Fragment::Damaged("fragment extends past the end of its block");
+        return Fragment::Damaged {
+            reason: "fragment extends past the end of its block or file",
+            claimed,
+        };
     };
     if masked_crc2(&[kind], payload) != crc {
-        return Fragment::Damaged("fragment checksum mismatch");
+        return Fragment::Damaged {
+            reason: "fragment checksum mismatch",
+            claimed,
+        };
     }
     Fragment::Valid { kind, payload }
 }
@@ -190,11 +218,22 @@ pub struct LogReader {
     /// File offset of the first fragment of the last record returned.
     record_offset: u64,
     end: Option<LogEnd>,
+    mode: WalRecoveryMode,
 }
 
 impl LogReader {
-    /// A reader over `file`, named `path` in errors.
+    /// A reader over `file`, named `path` in errors, accepting only torn writes
+    /// at the end ([`WalRecoveryMode::TornWrites`]).
     pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> LogReader {
+        LogReader::with_mode(file, path, WalRecoveryMode::TornWrites)
+    }
+
+    /// A reader that treats damage as `mode` says.
+    pub fn with_mode(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        mode: WalRecoveryMode,
+    ) -> LogReader {
         let size = file.size();
         LogReader {
             file,
@@ -205,6 +244,7 @@ impl LogReader {
             pos: 0,
             record_offset: 0,
             end: None,
+            mode,
         }
     }
 
@@ -251,7 +291,9 @@ impl LogReader {
             let here = self.block_start + self.pos as u64;
             match parse_fragment(&self.block[self.pos..]) {
                 Fragment::Padding => self.pos = self.block.len(),
-                Fragment::Damaged(reason) => return self.damaged(here, reason),
+                Fragment::Damaged { reason, claimed } => {
+                    return self.damaged(here, claimed, reason)
+                }
                 Fragment::Valid { kind, payload } => {
                     let plen = payload.len();
                     match (kind, in_record) {
@@ -273,7 +315,10 @@ impl LogReader {
                             self.record_offset = record_start;
                             return Ok(Some(record));
                         }
-                        _ => return self.damaged(here, "fragment out of sequence"),
+                        _ => {
+                            let claimed = (HEADER_SIZE + plen) as u64;
+                            return self.damaged(here, claimed, "fragment out of sequence");
+                        }
                     }
                     self.pos += HEADER_SIZE + plen;
                 }
@@ -281,26 +326,93 @@ impl LogReader {
         }
     }
 
-    /// End of file reached; `open_record` is where an unfinished record began.
+    /// End of file reached; `open_record` is where an unfinished record began
+    /// (a record cut short: what a crash leaves behind).
     fn finish(&mut self, open_record: Option<u64>) -> Result<Option<Vec<u8>>> {
         self.end = Some(match open_record {
             None => LogEnd::Clean,
+            Some(offset) if self.mode == WalRecoveryMode::AbsoluteConsistency => {
+                return Err(Error::corruption(
+                    &self.path,
+                    offset,
+                    "log ends inside a record (a torn write; absolute-consistency recovery accepts none)",
+                ));
+            }
             Some(offset) => LogEnd::TornTail { offset },
         });
         Ok(None)
     }
 
-    /// Damage at `offset`: a torn tail if nothing valid follows, else corruption.
-    fn damaged(&mut self, offset: u64, reason: &'static str) -> Result<Option<Vec<u8>>> {
-        if self.valid_fragment_after(offset + 1)? {
-            return Err(Error::corruption(
-                &self.path,
-                offset,
-                format!("{reason}, followed by valid log records"),
-            ));
+    /// Damage at `offset` in a fragment claiming `claimed` bytes: a torn tail or
+    /// corruption, as the recovery mode decides.
+    fn damaged(
+        &mut self,
+        offset: u64,
+        claimed: u64,
+        reason: &'static str,
+    ) -> Result<Option<Vec<u8>>> {
+        let torn = self.is_torn_write(offset, claimed)?;
+        let tail = match self.mode {
+            WalRecoveryMode::TornWrites => torn,
+            WalRecoveryMode::TolerateCorruptedTail => {
+                torn || !self.valid_fragment_after(offset + 1)?
+            }
+            WalRecoveryMode::PointInTime => true,
+            WalRecoveryMode::AbsoluteConsistency => false,
+        };
+        if tail {
+            self.end = Some(LogEnd::TornTail { offset });
+            return Ok(None);
         }
-        self.end = Some(LogEnd::TornTail { offset });
-        Ok(None)
+        let why = if torn {
+            "a torn write; absolute-consistency recovery accepts none"
+        } else if self.valid_fragment_after(offset + 1)? {
+            "followed by valid log records"
+        } else {
+            "not a torn write (the record is complete, its bytes are not zeroed)"
+        };
+        Err(Error::corruption(
+            &self.path,
+            offset,
+            format!("{reason}, {why}"),
+        ))
+    }
+
+    /// True if the damaged fragment at `offset`, claiming `claimed` bytes, is
+    /// what a crash during an unsynced append can leave: cut short by the end of
+    /// the file (within its block), or zeroed from its start or from a sector
+    /// boundary inside it to the end of the file.
+    fn is_torn_write(&mut self, offset: u64, claimed: u64) -> Result<bool> {
+        let end = offset + claimed;
+        let block_end = offset - offset % BLOCK_SIZE as u64 + BLOCK_SIZE as u64;
+        if end > self.size && end <= block_end {
+            return Ok(true);
+        }
+        // Everything from `zeros_from` on is zero, so a lost write explains
+        // the damage if the zeros cover the whole fragment or reach back to a
+        // sector boundary inside it (data before that boundary may end in
+        // zeros of its own).
+        let zeros_from = self.trailing_zeros_start()?;
+        Ok(zeros_from <= offset || zeros_from.div_ceil(SECTOR) * SECTOR < end)
+    }
+
+    /// Offset where the run of zero bytes that ends the file begins (the file
+    /// size if its last byte is not zero).
+    fn trailing_zeros_start(&mut self) -> Result<u64> {
+        let mut end = self.size;
+        let mut buf = vec![0u8; BLOCK_SIZE];
+        while end > 0 {
+            let start = end.saturating_sub(BLOCK_SIZE as u64);
+            let chunk = &mut buf[..(end - start) as usize];
+            self.file
+                .read_exact_at(start, chunk)
+                .map_err(|e| Error::io("read log", &self.path, e))?;
+            match chunk.iter().rposition(|&b| b != 0) {
+                Some(i) => return Ok(start + i as u64 + 1),
+                None => end = start,
+            }
+        }
+        Ok(0)
     }
 
     /// True if a valid fragment starts anywhere at or after `from`. Only run on
@@ -430,21 +542,103 @@ mod tests {
         }
     }
 
-    #[test]
-    fn garbage_at_the_end_is_a_torn_tail() {
-        let fs = MemFs::new();
-        write_log(&fs, &[b"one".to_vec(), b"two".to_vec()]);
-        let mut data = fs.read_all(Path::new("/log")).expect("read");
-        let n = data.len();
-        data[n - 1] ^= 0xff;
-        rewrite(&fs, &data);
-        let (got, end) = read_log(&fs);
-        assert_eq!(got.expect("read"), vec![b"one".to_vec()]);
-        assert_eq!(
-            end,
-            LogEnd::TornTail {
-                offset: (HEADER_SIZE + 3) as u64
+    fn read_log_with(fs: &MemFs, mode: WalRecoveryMode) -> (Result<Vec<Vec<u8>>>, LogEnd) {
+        let file = fs.open_random(Path::new("/log")).expect("open");
+        let mut r = LogReader::with_mode(file, "/log".into(), mode);
+        let mut out = Vec::new();
+        loop {
+            match r.read_record() {
+                Ok(Some(rec)) => out.push(rec),
+                Ok(None) => return (Ok(out), r.end()),
+                Err(e) => return (Err(e), r.end()),
             }
-        );
+        }
+    }
+
+    /// Writes `recs`, then lets `damage` change the bytes.
+    fn damaged_log(recs: &[Vec<u8>], damage: impl FnOnce(&mut Vec<u8>)) -> MemFs {
+        let fs = MemFs::new();
+        write_log(&fs, recs);
+        let mut data = fs.read_all(Path::new("/log")).expect("read");
+        damage(&mut data);
+        rewrite(&fs, &data);
+        fs
+    }
+
+    #[test]
+    fn a_full_length_record_with_a_bad_checksum_is_corruption_by_default() {
+        let recs = vec![b"one".to_vec(), b"two".to_vec()];
+        let fs = damaged_log(&recs, |d| {
+            let n = d.len();
+            d[n - 1] ^= 0xff;
+        });
+        let (got, _) = read_log(&fs);
+        match got {
+            Err(Error::Corruption { offset, reason, .. }) => {
+                assert_eq!(offset, (HEADER_SIZE + 3) as u64);
+                assert!(reason.contains("not a torn write"), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        // The tolerant modes drop it, as LevelDB does.
+        for mode in [
+            WalRecoveryMode::TolerateCorruptedTail,
+            WalRecoveryMode::PointInTime,
+        ] {
+            let (got, end) = read_log_with(&fs, mode);
+            assert_eq!(got.expect("read"), vec![b"one".to_vec()], "{mode:?}");
+            let offset = (HEADER_SIZE + 3) as u64;
+            assert_eq!(end, LogEnd::TornTail { offset }, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_zeroed_tail_is_a_torn_write() {
+        let big: Vec<u8> = (0..3000u32).map(|i| (i % 251 + 1) as u8).collect();
+        let recs = vec![b"one".to_vec(), big.clone()];
+        let second = HEADER_SIZE + 3;
+        // Zeros from the record's start, and from a sector boundary inside it.
+        for zero_from in [second, 512, 1024, 2560] {
+            let fs = damaged_log(&recs, |d| d[zero_from..].fill(0));
+            let (got, end) = read_log(&fs);
+            assert_eq!(
+                got.expect("torn"),
+                vec![b"one".to_vec()],
+                "zeros from {zero_from}"
+            );
+            let offset = second as u64;
+            assert_eq!(end, LogEnd::TornTail { offset }, "zeros from {zero_from}");
+        }
+        // Zeros that reach back to no sector boundary inside the record (it
+        // ends at 3017) cannot come from a lost write.
+        let fs = damaged_log(&recs, |d| d[2600..].fill(0));
+        let (got, _) = read_log(&fs);
+        assert!(got.is_err_and(|e| e.is_corruption()));
+        // Absolute consistency accepts no torn write, zeroed or cut short.
+        let fs = damaged_log(&recs, |d| d[512..].fill(0));
+        let (got, _) = read_log_with(&fs, WalRecoveryMode::AbsoluteConsistency);
+        assert!(got.is_err_and(|e| e.is_corruption()));
+        let fs = damaged_log(&recs, |d| d.truncate(600));
+        let (got, _) = read_log_with(&fs, WalRecoveryMode::AbsoluteConsistency);
+        assert!(got.is_err_and(|e| e.is_corruption()));
+        let (got, _) = read_log(&fs);
+        assert_eq!(got.expect("cut short"), vec![b"one".to_vec()]);
+    }
+
+    #[test]
+    fn point_in_time_stops_at_damage_in_the_middle() {
+        let recs = records();
+        let fs = damaged_log(&recs, |d| d[HEADER_SIZE * 2 + 1] ^= 1);
+        let (got, end) = read_log_with(&fs, WalRecoveryMode::PointInTime);
+        assert_eq!(got.expect("read"), recs[..1].to_vec());
+        let offset = HEADER_SIZE as u64;
+        assert_eq!(end, LogEnd::TornTail { offset });
+        for mode in [
+            WalRecoveryMode::TornWrites,
+            WalRecoveryMode::TolerateCorruptedTail,
+        ] {
+            let (got, _) = read_log_with(&fs, mode);
+            assert!(got.is_err_and(|e| e.is_corruption()), "{mode:?}");
+        }
     }
 }
