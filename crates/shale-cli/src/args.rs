@@ -38,6 +38,9 @@ pub enum Command {
     /// Flush, then merge every table into the last level (a full manual
     /// compaction).
     Compact(CompactArgs),
+    /// Rebuild a damaged or lost manifest from the tables and logs present,
+    /// then compact (files it replaces go to DIR/lost/; nothing is deleted).
+    Repair(RepairArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -126,6 +129,14 @@ pub struct AdviseArgs {
 /// `shale compact`.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
+    /// Database directory (must exist).
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+}
+
+/// `shale repair`.
+#[derive(Debug, Args)]
+pub struct RepairArgs {
     /// Database directory (must exist).
     #[arg(long, value_name = "DIR")]
     pub db: PathBuf,

@@ -40,7 +40,19 @@ impl fmt::Display for CliError {
 
 impl From<shale::Error> for CliError {
     fn from(e: shale::Error) -> CliError {
-        CliError::Msg(e.to_string())
+        let hint = match &e {
+            shale::Error::Corruption { file, .. }
+                if file
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("MANIFEST-"))
+                    && !e.to_string().contains("shale repair") =>
+            {
+                " (`shale repair --db DIR` rebuilds the manifest from the tables and logs present)"
+            }
+            _ => "",
+        };
+        CliError::Msg(format!("{e}{hint}"))
     }
 }
 

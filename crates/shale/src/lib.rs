@@ -24,7 +24,9 @@ mod wal;
 mod golden;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbSummary, LevelSummary, Readable, Snapshot, TableInfo};
+pub use db::{
+    Db, DbIterator, DbSummary, LevelSummary, Readable, RepairReport, Snapshot, TableInfo, LOST_DIR,
+};
 pub use error::{Error, Result};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use shale::{ReadOptions, WriteBatch, WriteOptions};
 
-use super::open;
+use super::{open, open_read_only};
 use crate::args::{DeleteArgs, GetArgs, PutArgs, ScanArgs};
 use crate::bytes::{display_key, display_value};
 use crate::error::{CliError, CliResult};
@@ -28,7 +28,7 @@ pub fn delete(a: &DeleteArgs) -> CliResult {
 }
 
 pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
-    let db = open(&a.db, false)?;
+    let db = open_read_only(&a.db)?;
     let value = db.get(&a.key.0)?;
     db.close()?;
     match value {
@@ -41,7 +41,7 @@ pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
 }
 
 pub fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
-    let db = open(&a.db, false)?;
+    let db = open_read_only(&a.db)?;
     let opts = ReadOptions {
         lower_bound: a.from.as_ref().map(|k| k.0.clone()),
         upper_bound: a.to.as_ref().map(|k| k.0.clone()),

@@ -26,6 +26,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Stats(a) => stats::run(&a, out),
         Command::Sst(a) => sst::run(&a, out),
         Command::Compact(a) => compact(&a, out),
+        Command::Repair(a) => repair(&a, out),
         Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
         Command::Advise(a) => bench::advise(&a, out),
     }?;
@@ -59,6 +60,36 @@ fn compact(a: &crate::args::CompactArgs, out: &mut dyn Write) -> CliResult {
         }
     )
     .map_err(CliError::output)
+}
+
+/// `repair`: rebuild the manifest, then one line per problem and a summary.
+fn repair(a: &crate::args::RepairArgs, out: &mut dyn Write) -> CliResult {
+    let r = Db::repair(&a.db, Options::default())?;
+    for p in &r.problems {
+        writeln!(out, "problem: {p}").map_err(CliError::output)?;
+    }
+    for name in &r.moved_to_lost {
+        writeln!(out, "moved to {}/: {name}", shale::LOST_DIR).map_err(CliError::output)?;
+    }
+    writeln!(
+        out,
+        "repaired: {} tables kept, {} salvaged, {} unreadable, {} log records replayed \
+         ({} logs damaged), {} entries, last sequence {}",
+        r.tables_kept,
+        r.tables_salvaged,
+        r.tables_unreadable,
+        r.wal_records,
+        r.wals_damaged,
+        r.entries,
+        r.last_sequence
+    )
+    .map_err(CliError::output)
+}
+
+/// Opens the database in `dir` for reading only: writes nothing, so it works
+/// on a full file system and next to other readers.
+fn open_read_only(dir: &Path) -> CliResult<Db> {
+    Ok(Db::open_read_only(dir, Options::default())?)
 }
 
 /// Opens the database in `dir` with default options.

@@ -6,13 +6,13 @@ use std::io::Write;
 use serde_json::{json, Map, Value};
 use shale::{BlockKind, DbSummary, LevelSummary, Metrics};
 
-use super::open;
+use super::open_read_only;
 use crate::args::StatsArgs;
 use crate::error::{CliError, CliResult};
 use crate::fmt::{human_bytes, rate_text, ratio};
 
 pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
-    let db = open(&a.db, false)?;
+    let db = open_read_only(&a.db)?;
     let summary = db.summary()?;
     // Taken after the summary, so the table opens it caused are counted.
     let metrics = db.metrics();

@@ -19,6 +19,7 @@
 mod background;
 mod open;
 mod read;
+mod repair;
 mod table_cache;
 mod write;
 
@@ -33,6 +34,7 @@ use parking_lot::{Condvar, Mutex};
 use shale_env::{FileLock, FileSystem};
 
 pub use read::{DbIterator, Readable, Snapshot};
+pub use repair::{RepairReport, LOST_DIR};
 
 impl Readable for Db {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
