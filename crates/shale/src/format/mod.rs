@@ -27,7 +27,9 @@ pub fn masked_crc2(a: &[u8], b: &[u8]) -> u32 {
 
 const MASK_DELTA: u32 = 0xa282_ead8;
 
-fn mask_crc(crc: u32) -> u32 {
+/// LevelDB's masking of a stored CRC (rotate right by 15, add a constant), so
+/// that a CRC of data holding CRCs is not weak.
+pub(crate) fn mask_crc(crc: u32) -> u32 {
     crc.rotate_right(15).wrapping_add(MASK_DELTA)
 }
 

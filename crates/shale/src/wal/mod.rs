@@ -38,7 +38,7 @@ use std::sync::Arc;
 use shale_env::{AppendFile, RandomAccessFile};
 
 use crate::error::{Error, Result};
-use crate::format::masked_crc2;
+use crate::format::{mask_crc, masked_crc2};
 use crate::options::WalRecoveryMode;
 
 /// Size of a log block.
@@ -369,7 +369,7 @@ impl LogReader {
         } else if self.valid_fragment_after(offset + 1)? {
             "followed by valid log records"
         } else {
-            "not a torn write (the record is complete, its bytes are not zeroed)"
+            "not a torn write (a crash leaves a record cut short or zeroed; this one is neither)"
         };
         Err(Error::corruption(
             &self.path,
@@ -386,14 +386,47 @@ impl LogReader {
         let end = offset + claimed;
         let block_end = offset - offset % BLOCK_SIZE as u64 + BLOCK_SIZE as u64;
         if end > self.size && end <= block_end {
-            return Ok(true);
+            // A length field damaged to point past the end of the file looks
+            // the same, unless something valid follows or the bytes present
+            // are a complete fragment under a shorter length.
+            return Ok(!self.valid_fragment_after(offset + 1)?
+                && !self.complete_under_a_shorter_length(offset)?);
         }
         // Everything from `zeros_from` on is zero, so a lost write explains
         // the damage if the zeros cover the whole fragment or reach back to a
         // sector boundary inside it (data before that boundary may end in
         // zeros of its own).
         let zeros_from = self.trailing_zeros_start()?;
-        Ok(zeros_from <= offset || zeros_from.div_ceil(SECTOR) * SECTOR < end)
+        if zeros_from >= self.size {
+            return Ok(false);
+        }
+        Ok(zeros_from <= offset || zeros_from.div_ceil(SECTOR) * SECTOR < end.min(self.size))
+    }
+
+    /// True if the fragment at `offset`, whose length field points past the
+    /// end of the file, has a payload length that fits the bytes present and
+    /// matches its checksum: a damaged length, not a write cut short.
+    fn complete_under_a_shorter_length(&mut self, offset: u64) -> Result<bool> {
+        if self.size < offset + HEADER_SIZE as u64 {
+            return Ok(false);
+        }
+        let mut bytes = vec![0u8; (self.size - offset) as usize];
+        self.file
+            .read_exact_at(offset, &mut bytes)
+            .map_err(|e| Error::io("read log", &self.path, e))?;
+        let stored = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let mut crc = crc32c::crc32c(&bytes[6..7]);
+        let matches = |crc: u32| mask_crc(crc) == stored;
+        if matches(crc) {
+            return Ok(true);
+        }
+        for b in &bytes[HEADER_SIZE..] {
+            crc = crc32c::crc32c_append(crc, std::slice::from_ref(b));
+            if matches(crc) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Offset where the run of zero bytes that ends the file begins (the file
@@ -623,6 +656,25 @@ mod tests {
         assert!(got.is_err_and(|e| e.is_corruption()));
         let (got, _) = read_log(&fs);
         assert_eq!(got.expect("cut short"), vec![b"one".to_vec()]);
+    }
+
+    #[test]
+    fn a_length_field_pointing_past_the_end_is_not_taken_for_a_cut() {
+        let recs: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i + 1; 30]).collect();
+        let record = HEADER_SIZE + 30;
+        // The length of the last record, then of the one before it, made to
+        // reach past the end of the file.
+        for (rec, dropped_if_tolerant) in [(3, 1), (2, 2)] {
+            let at = record * rec;
+            let fs = damaged_log(&recs, |d| d[at + 4] ^= 0x80);
+            let (got, _) = read_log(&fs);
+            match got {
+                Err(Error::Corruption { offset, .. }) => assert_eq!(offset, at as u64),
+                other => panic!("record {rec}: expected corruption, got {other:?}"),
+            }
+            let (got, _) = read_log_with(&fs, WalRecoveryMode::PointInTime);
+            assert_eq!(got.expect("read").len(), 4 - dropped_if_tolerant);
+        }
     }
 
     #[test]
