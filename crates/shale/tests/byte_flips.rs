@@ -44,7 +44,7 @@ fn build() -> (Arc<MemFs>, Model) {
     let db = Db::open(DIR, options(fs.clone())).expect("open");
     let sync = WriteOptions { sync: true };
     let mut rng = Rng::new(7);
-    let mut put = |db: &Db, model: &mut Model, k: String, v: Vec<u8>| {
+    let put = |db: &Db, model: &mut Model, k: String, v: Vec<u8>| {
         let mut b = shale::WriteBatch::new();
         b.put(k.as_bytes(), &v);
         db.write(b, &sync).expect("put");
