@@ -416,3 +416,147 @@ fn db_and_snapshot_share_the_read_trait() {
     assert!(Readable::get(&snap, &key(120)).expect("get").is_none());
     assert!(Readable::get(&db, &key(120)).expect("get").is_some());
 }
+
+/// A file system whose manifest syncs wait until the test lets them go.
+struct SlowManifestFs {
+    inner: MemFs,
+    gate: Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>,
+    blocked: Arc<AtomicBool>,
+}
+
+struct GatedAppend {
+    inner: Box<dyn shale::env::AppendFile>,
+    gate: Option<(
+        Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>,
+        Arc<AtomicBool>,
+    )>,
+}
+
+impl shale::env::AppendFile for GatedAppend {
+    fn append(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        if let Some((gate, blocked)) = &self.gate {
+            let (open, cv) = &**gate;
+            let mut open = open.lock();
+            while !*open {
+                blocked.store(true, Ordering::Release);
+                cv.wait(&mut open);
+            }
+        }
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl FileSystem for SlowManifestFs {
+    fn create_append(
+        &self,
+        path: &Path,
+        hint: shale::env::WriteLifetime,
+    ) -> std::io::Result<Box<dyn shale::env::AppendFile>> {
+        let inner = self.inner.create_append(path, hint)?;
+        let manifest = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"));
+        Ok(Box::new(GatedAppend {
+            inner,
+            gate: manifest.then(|| (self.gate.clone(), self.blocked.clone())),
+        }))
+    }
+    fn create_object(
+        &self,
+        path: &Path,
+        hint: shale::env::WriteLifetime,
+    ) -> std::io::Result<Box<dyn shale::env::ObjectWriter>> {
+        self.inner.create_object(path, hint)
+    }
+    fn open_random(&self, path: &Path) -> std::io::Result<Arc<dyn shale::env::RandomAccessFile>> {
+        self.inner.open_random(path)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> std::io::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> std::io::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> std::io::Result<Box<dyn shale::env::FileLock>> {
+        self.inner.lock(path)
+    }
+    fn lock_shared(&self, path: &Path) -> std::io::Result<Box<dyn shale::env::FileLock>> {
+        self.inner.lock_shared(path)
+    }
+}
+
+/// Writers never wait for a manifest sync: with a flush's manifest edit stuck
+/// in its sync, writes (and reads) still complete.
+#[test]
+fn writes_go_on_while_a_manifest_sync_waits() {
+    let gate = Arc::new((parking_lot::Mutex::new(true), parking_lot::Condvar::new()));
+    let blocked = Arc::new(AtomicBool::new(false));
+    let fs = Arc::new(SlowManifestFs {
+        inner: MemFs::new(),
+        gate: gate.clone(),
+        blocked: blocked.clone(),
+    });
+    // Room for many immutable memtables, so that no write needs the stuck
+    // flush to finish.
+    let opts = Options {
+        max_immutable_memtables: 64,
+        l0_slowdown_writes_trigger: 1000,
+        l0_stop_writes_trigger: 1000,
+        ..small_levels(fs)
+    };
+    let db = Db::open("/db", opts).expect("open");
+    *gate.0.lock() = false;
+    // Fill memtables until a flush reaches its manifest sync and blocks there.
+    let mut i = 0;
+    while !blocked.load(Ordering::Acquire) {
+        db.put(&key(i), &value(i, 0)).expect("put");
+        i += 1;
+        assert!(i < 200_000, "no flush reached the manifest");
+    }
+    // The flush holds no lock writers need: these complete while it waits.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for j in 0..20 {
+                db.put(&key(1_000_000 + j), b"during").expect("put");
+            }
+            assert_eq!(
+                db.get(&key(1_000_000)).expect("get"),
+                Some(b"during".to_vec())
+            );
+            done_tx.send(()).expect("send");
+        });
+        let finished = done_rx.recv_timeout(std::time::Duration::from_secs(10));
+        let still_blocked = blocked.load(Ordering::Acquire) && !*gate.0.lock();
+        *gate.0.lock() = true;
+        gate.1.notify_all();
+        assert!(finished.is_ok(), "writes waited for the manifest sync");
+        assert!(still_blocked);
+    });
+    db.flush().expect("flush");
+    db.close().expect("close");
+}

@@ -158,7 +158,6 @@ fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
     });
     let mut st = db.state.lock();
     st.pending_outputs.remove(&number);
-    st.flush_running = false;
     match built {
         Ok(file) => {
             let mut edit = VersionEdit::default();
@@ -184,6 +183,10 @@ fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
         }
         Err(e) => db.background_failed(&mut st, &e),
     }
+    // Only now: log_and_apply releases the state lock while it writes the
+    // manifest, and the memtable stays in the super version until it installs;
+    // another flush must not pick it up meanwhile.
+    st.flush_running = false;
     db.cv.notify_all();
 }
 

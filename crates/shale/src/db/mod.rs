@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_env::{FileLock, FileSystem};
 
 pub use read::{DbIterator, Readable, Snapshot};
@@ -76,8 +76,12 @@ pub(crate) struct State {
     pub next_file_number: u64,
     /// Last sequence number handed to a write group.
     pub last_sequence: SeqNo,
-    pub manifest: LogWriter,
+    /// Number and length of the live manifest (its writer is
+    /// `DbInner::manifest`).
     pub manifest_number: u64,
+    pub manifest_len: u64,
+    /// An edit is being written to the manifest (outside the state lock).
+    pub manifest_busy: bool,
     /// WAL number of the mutable memtable.
     pub mem_log: u64,
     /// WAL numbers of the immutable memtables, newest first (parallel to
@@ -134,6 +138,9 @@ pub(crate) struct DbInner {
     /// the background thread.
     pub cv: Condvar,
     pub wal: Mutex<LogWriter>,
+    /// The manifest writer: used only by the one `log_and_apply` that set
+    /// `State::manifest_busy`, without the state lock.
+    pub manifest: Mutex<LogWriter>,
     pub queue: Mutex<WriteQueue>,
     pub queue_cv: Condvar,
     /// Live snapshots: sequence number -> count.
@@ -516,52 +523,73 @@ impl Drop for Db {
 
 impl DbInner {
     /// Appends `edit` to the manifest, syncs it, and installs the new version
-    /// (keeping the memtables of the current super version, minus the oldest
-    /// `drop_imms` immutable ones). Caller holds the state lock.
+    /// (keeping the memtables of the super version current at install time,
+    /// minus the oldest `drop_imms` immutable ones).
+    ///
+    /// Caller holds the state lock, which is released while the manifest is
+    /// written and synced, so that writers never wait for a manifest fsync.
+    /// Edits stay serialized: `State::manifest_busy` admits one at a time, and
+    /// no other path installs a new version, so the version this edit is
+    /// applied to is still current when it is installed.
     pub(crate) fn log_and_apply(
         &self,
-        st: &mut State,
+        st: &mut MutexGuard<'_, State>,
         mut edit: VersionEdit,
         drop_imms: usize,
     ) -> Result<()> {
-        st.check_poison()?;
+        loop {
+            st.check_poison()?;
+            if !st.manifest_busy {
+                break;
+            }
+            self.cv.wait(st);
+        }
+        st.manifest_busy = true;
         edit.next_file_number = Some(st.next_file_number);
         edit.last_sequence = Some(st.last_sequence);
         edit.lifetime = Some(self.stats.lifetime());
-        let sv = self.sv.load_full();
-        let version = sv.version.apply(&edit, &self.obsolete);
-        let result = if st.manifest.len() > self.opts.max_manifest_bytes {
-            let log_number = edit
-                .log_number
-                .unwrap_or(st.imm_logs.last().copied().unwrap_or(st.mem_log));
-            let number = st.new_file_number();
-            manifest::write_new(
-                &self.path,
-                &*self.fs,
-                number,
-                &version,
-                ManifestHeader {
-                    log_number,
-                    next_file_number: st.next_file_number,
-                    last_sequence: st.last_sequence,
-                    lifetime: self.stats.lifetime(),
-                },
-            )
-            .map(|m| {
-                st.manifest = m;
-                st.manifest_number = number;
-            })
-        } else {
-            st.manifest
-                .add_record(&edit.encode())
-                .and_then(|()| st.manifest.sync())
+        let version = self.sv.load().version.apply(&edit, &self.obsolete);
+        // Past its size limit the manifest is rewritten as a snapshot.
+        let rollover = (st.manifest_len > self.opts.max_manifest_bytes).then(|| {
+            let header = ManifestHeader {
+                log_number: edit
+                    .log_number
+                    .unwrap_or(st.imm_logs.last().copied().unwrap_or(st.mem_log)),
+                next_file_number: st.next_file_number + 1,
+                last_sequence: st.last_sequence,
+                lifetime: self.stats.lifetime(),
+            };
+            (st.new_file_number(), header)
+        });
+        let new_manifest = rollover.as_ref().map(|(number, _)| *number);
+        let written = MutexGuard::unlocked(st, || {
+            let mut manifest = self.manifest.lock();
+            match rollover {
+                Some((number, header)) => {
+                    manifest::write_new(&self.path, &*self.fs, number, &version, header)
+                        .map(|m| *manifest = m)
+                }
+                None => manifest
+                    .add_record(&edit.encode())
+                    .and_then(|()| manifest.sync()),
+            }
+            .map(|()| manifest.len())
+        });
+        st.manifest_busy = false;
+        let len = match written {
+            Ok(len) => len,
+            Err(e) => {
+                // The edit may or may not be on disk; only a reopen can tell.
+                st.poison.get_or_insert(e.clone());
+                self.cv.notify_all();
+                return Err(e);
+            }
         };
-        if let Err(e) = result {
-            // The edit may or may not be on disk; only a reopen can tell.
-            st.poison.get_or_insert(e.clone());
-            self.cv.notify_all();
-            return Err(e);
+        st.manifest_len = len;
+        if let Some(number) = new_manifest {
+            st.manifest_number = number;
         }
+        let sv = self.sv.load_full();
         let keep = sv.imms.len().saturating_sub(drop_imms);
         self.sv.store(Arc::new(SuperVersion {
             mem: sv.mem.clone(),

@@ -176,8 +176,9 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
     let state = State {
         next_file_number,
         last_sequence,
-        manifest,
         manifest_number,
+        manifest_len: manifest.len(),
+        manifest_busy: false,
         mem_log,
         imm_logs: Vec::new(),
         poison: None,
@@ -208,6 +209,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         state: Mutex::new(state),
         cv: Condvar::new(),
         wal: Mutex::new(wal),
+        manifest: Mutex::new(manifest),
         queue: Mutex::new(WriteQueue::default()),
         queue_cv: Condvar::new(),
         snapshots: Mutex::new(BTreeMap::new()),
