@@ -417,19 +417,19 @@ fn db_and_snapshot_share_the_read_trait() {
     assert!(Readable::get(&db, &key(120)).expect("get").is_some());
 }
 
+/// Open (true) or shut; syncs wait while it is shut.
+type Gate = Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>;
+
 /// A file system whose manifest syncs wait until the test lets them go.
 struct SlowManifestFs {
     inner: MemFs,
-    gate: Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>,
+    gate: Gate,
     blocked: Arc<AtomicBool>,
 }
 
 struct GatedAppend {
     inner: Box<dyn shale::env::AppendFile>,
-    gate: Option<(
-        Arc<(parking_lot::Mutex<bool>, parking_lot::Condvar)>,
-        Arc<AtomicBool>,
-    )>,
+    gate: Option<(Gate, Arc<AtomicBool>)>,
 }
 
 impl shale::env::AppendFile for GatedAppend {
