@@ -25,7 +25,8 @@ mod golden;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, DbIterator, DbSummary, LevelSummary, Readable, RepairReport, Snapshot, TableInfo, LOST_DIR,
+    Db, DbIterator, DbSummary, LevelSummary, Range, Readable, RepairReport, Snapshot, TableInfo,
+    LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
@@ -35,3 +36,8 @@ pub use options::{
 };
 pub use shale_env as env;
 pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};
+
+/// The README's Rust example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctest;

@@ -18,6 +18,7 @@
 
 mod background;
 mod open;
+mod range;
 mod read;
 mod repair;
 mod table_cache;
@@ -33,6 +34,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_env::{FileLock, FileSystem};
 
+pub use range::Range;
 pub use read::{DbIterator, Readable, Snapshot};
 pub use repair::{RepairReport, LOST_DIR};
 
