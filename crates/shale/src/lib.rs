@@ -25,14 +25,13 @@ mod golden;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, DbIterator, DbSummary, LevelSummary, Range, Readable, RepairReport, Snapshot, TableInfo,
-    LOST_DIR,
+    Db, DbIterator, DbSummary, LevelSummary, Range, ReadOptions, Readable, RepairReport, Snapshot,
+    TableInfo, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
-    Compression, FilterLevels, FilterPolicy, Options, ReadOptions, WalRecoveryMode, WriteOptions,
-    NUM_LEVELS,
+    Compression, FilterLevels, FilterPolicy, Options, WalRecoveryMode, WriteOptions, NUM_LEVELS,
 };
 pub use shale_env as env;
 pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};

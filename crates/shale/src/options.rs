@@ -220,14 +220,3 @@ pub struct WriteOptions {
     /// a write survives a process crash but may be lost by a machine crash.
     pub sync: bool,
 }
-
-/// Options of a read or an iterator.
-#[derive(Clone, Debug, Default)]
-pub struct ReadOptions {
-    /// Read as of this snapshot's sequence number (default: the latest).
-    pub snapshot: Option<crate::format::SeqNo>,
-    /// Iterators: first key to return (inclusive).
-    pub lower_bound: Option<Vec<u8>>,
-    /// Iterators: key to stop before (exclusive).
-    pub upper_bound: Option<Vec<u8>>,
-}

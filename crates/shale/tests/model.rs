@@ -112,7 +112,7 @@ impl Harness {
     }
 
     /// Read options with a random lower bound, upper bound, both or neither.
-    fn random_bounds(&mut self) -> ReadOptions {
+    fn random_bounds(&mut self) -> ReadOptions<'static> {
         let a = self.key();
         let b = self.key();
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };

@@ -613,3 +613,27 @@ fn repair_salvages_the_readable_part_of_a_damaged_table() {
         assert_eq!(expected.get(k), Some(v), "no wrong row");
     }
 }
+
+#[test]
+fn read_options_take_a_snapshot_of_the_same_database() {
+    let db = Db::open("/db", options(Arc::new(MemFs::new()))).expect("open");
+    db.put(b"k", b"old").expect("put");
+    let snap = db.snapshot();
+    db.put(b"k", b"new").expect("put");
+    let at_snap = shale::ReadOptions {
+        snapshot: Some(&snap),
+        ..Default::default()
+    };
+    assert_eq!(
+        db.get_with(b"k", &at_snap).expect("get"),
+        Some(b"old".to_vec())
+    );
+    let mut it = db.iter(&at_snap).expect("iter");
+    it.seek_to_first();
+    assert_eq!(it.value(), b"old");
+    let other = Db::open("/other", options(Arc::new(MemFs::new()))).expect("open");
+    let err = other
+        .get_with(b"k", &at_snap)
+        .expect_err("foreign snapshot");
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+}

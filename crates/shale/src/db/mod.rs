@@ -35,7 +35,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_env::{FileLock, FileSystem};
 
 pub use range::Range;
-pub use read::{DbIterator, Readable, Snapshot};
+pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
 pub use repair::{RepairReport, LOST_DIR};
 
 impl Readable for Db {
@@ -59,7 +59,7 @@ use crate::filenames::{parse, FileType};
 use crate::format::SeqNo;
 use crate::memtable::MemTable;
 use crate::metrics::{Metrics, Stats};
-use crate::options::{Options, ReadOptions, WriteOptions, NUM_LEVELS};
+use crate::options::{Options, WriteOptions, NUM_LEVELS};
 use crate::table::{BlockCache, TableProperties};
 use crate::version::manifest::{self, ManifestHeader};
 use crate::version::{ObsoleteFiles, Version, VersionEdit};
@@ -318,9 +318,7 @@ impl Db {
 
     /// Like [`Db::get`], as of `opts.snapshot` when set.
     pub fn get_with(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        let seq = opts
-            .snapshot
-            .unwrap_or_else(|| self.inner.visible_seq.load(Ordering::Acquire));
+        let seq = opts.seq_for(&self.inner, self.inner.visible_seq.load(Ordering::Acquire))?;
         self.inner.get(key, seq)
     }
 
@@ -350,9 +348,7 @@ impl Db {
     /// An iterator over the latest state (or `opts.snapshot`), within the bounds
     /// of `opts`. Unpositioned until a seek.
     pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
-        let seq = opts
-            .snapshot
-            .unwrap_or_else(|| self.inner.visible_seq.load(Ordering::Acquire));
+        let seq = opts.seq_for(&self.inner, self.inner.visible_seq.load(Ordering::Acquire))?;
         Ok(DbIterator::new(&self.inner, seq, opts))
     }
 

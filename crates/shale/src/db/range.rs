@@ -2,9 +2,9 @@
 
 use std::ops::{Bound, RangeBounds};
 
+use super::ReadOptions;
 use super::{Db, DbIterator, Snapshot};
 use crate::error::Result;
-use crate::options::ReadOptions;
 
 /// The keys and values of a key range, in key order, as of the moment
 /// [`Db::range`] was called: a Rust [`DoubleEndedIterator`] (`next` walks up

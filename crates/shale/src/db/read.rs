@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO};
 use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
 use crate::memtable::MemGet;
-use crate::options::{ReadOptions, NUM_LEVELS};
+use crate::options::NUM_LEVELS;
 use crate::table::TableGet;
 use crate::version::FileMeta;
 
@@ -79,6 +79,31 @@ impl Readable for Snapshot {
     }
 }
 
+/// Options of a read or an iterator.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot (default: the latest state). It must be a
+    /// snapshot of the database read ([`Error::InvalidArgument`] otherwise).
+    pub snapshot: Option<&'a Snapshot>,
+    /// Iterators: first key to return (inclusive).
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators: key to stop before (exclusive).
+    pub upper_bound: Option<Vec<u8>>,
+}
+
+impl ReadOptions<'_> {
+    /// The sequence number to read `db` at: the snapshot's, or `latest`.
+    pub(crate) fn seq_for(&self, db: &Arc<DbInner>, latest: SeqNo) -> Result<SeqNo> {
+        match self.snapshot {
+            None => Ok(latest),
+            Some(s) if Arc::ptr_eq(&s.db, db) => Ok(s.seq),
+            Some(_) => Err(Error::InvalidArgument(
+                "ReadOptions::snapshot belongs to another database".into(),
+            )),
+        }
+    }
+}
+
 /// A consistent read-only view of the database as of the moment it was taken.
 ///
 /// Reads through a snapshot are repeatable: later writes are invisible to it,
@@ -114,6 +139,12 @@ impl Snapshot {
     /// (`opts.snapshot` is ignored).
     pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
         Ok(DbIterator::new(&self.db, self.seq, opts))
+    }
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("seq", &self.seq).finish()
     }
 }
 
