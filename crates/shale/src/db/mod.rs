@@ -18,6 +18,7 @@
 
 mod background;
 pub(crate) mod filenames;
+mod group_commit;
 mod read;
 mod table_cache;
 mod write;
@@ -128,8 +129,7 @@ pub(crate) struct DbInner {
     /// the background thread.
     pub cv: Condvar,
     pub wal: Mutex<LogWriter>,
-    pub queue: Mutex<WriteQueue>,
-    pub queue_cv: Condvar,
+    pub queue: WriteQueue,
     /// Live snapshots: sequence number -> count.
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Serializes manual compactions.
@@ -704,8 +704,7 @@ fn open_inner(path: &Path, opts: Options) -> Result<DbInner> {
         state: Mutex::new(state),
         cv: Condvar::new(),
         wal: Mutex::new(wal),
-        queue: Mutex::new(WriteQueue::default()),
-        queue_cv: Condvar::new(),
+        queue: WriteQueue::new(),
         snapshots: Mutex::new(BTreeMap::new()),
         compaction_lock: Mutex::new(()),
         closing: AtomicBool::new(false),
