@@ -1,13 +1,14 @@
-//! The synchronization primitives of the hand-written concurrency protocols
-//! that are model checked: the write path's group commit (`db::group_commit`).
-//! Nothing else in the crate uses this module.
+//! The synchronization primitives of the two hand-written concurrency protocols
+//! that are model checked: the write path's group commit
+//! (`db::group_commit`) and the block cache's shard locks and budget atomics
+//! (`cache`). Nothing else in the crate uses this module.
 //!
-//! By default these are `parking_lot`'s [`Mutex`] and [`Condvar`],
-//! re-exported as they are: the shim costs nothing. With the `shuttle`
+//! By default these are `parking_lot`'s [`Mutex`] and [`Condvar`] and `std`'s
+//! atomics, re-exported as they are: the shim costs nothing. With the `shuttle`
 //! feature they are shuttle's, wrapped in the same (parking_lot-shaped) API, so
 //! that the `model_check` tests run the production code under shuttle's
-//! scheduler, which picks the interleaving at every lock, wait and notify and
-//! reports deadlocks.
+//! scheduler, which picks the interleaving at every lock, wait, notify and
+//! atomic access and reports deadlocks.
 //!
 //! Shuttle's primitives work only inside a shuttle test (`shuttle::check_*`),
 //! so a build with the feature is for the model tests alone: run it as
@@ -15,9 +16,13 @@
 
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use parking_lot::{Condvar, Mutex};
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::sync::atomic::AtomicU64;
 
 #[cfg(feature = "shuttle")]
 pub(crate) use model::{Condvar, Mutex};
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::sync::atomic::AtomicU64;
 
 /// Threads for the tests that drive these primitives: `std`'s by default,
 /// shuttle's (scheduled by the model checker) with the feature.
