@@ -17,6 +17,7 @@ mod memtable;
 mod metrics;
 mod options;
 mod rate_limit;
+mod sync;
 mod table;
 mod version;
 mod wal;

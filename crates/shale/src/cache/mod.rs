@@ -37,11 +37,12 @@
 //! # Concurrency
 //!
 //! `LruCache` is `Send + Sync` when `K` and `V` are `Send`. Each shard sits
-//! behind its own [`parking_lot::Mutex`] (padded to a cache line), held only for
-//! the map and list updates of one call; values that leave the cache (evicted,
-//! replaced, erased or rejected) are dropped after the lock is released, so a
-//! block's memory is never freed under a shard lock. `get` clones `V` under the
-//! lock, so `V` should be cheap to clone.
+//! behind its own mutex (`parking_lot`'s, through `crate::sync`; padded to a
+//! cache line), held only for the map and list updates of one call; values
+//! that leave the cache (evicted, replaced, erased or rejected) are dropped
+//! after the lock is released, so a block's memory is never freed under a
+//! shard lock. `get` clones `V` under the lock, so `V` should be cheap to
+//! clone.
 //!
 //! The capacity and the pinned bytes are atomics. Every shard reads them under
 //! its lock when it evicts, and [`LruCache::reserve_pinned`] and
@@ -51,14 +52,22 @@
 //! releases it and trims it, so the bound holds once both calls return.
 //! [`LruCache::usage`] locks the shards one at a time, so under concurrent
 //! writes it is a sum of per-shard snapshots, not an atomic snapshot.
+//!
+//! The `model_check` tests (feature `shuttle`) run inserts, lookups and erases
+//! against reservations, releases and capacity changes on a one- and a
+//! two-shard cache under shuttle's schedulers, and check the bound above at
+//! every point where no call is in flight. Shuttle runs the atomics as
+//! sequentially consistent: that the Relaxed orderings suffice rests on the
+//! shard mutex argument in `LruCache::budget`'s docs, not on the checker.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::sync::{AtomicU64, Mutex};
 
 /// Priority of a cached entry. Entries of a lower priority are always evicted
 /// before entries of a higher one; within a priority, least recently used first.
@@ -915,5 +924,133 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&n| n > 20), "uneven shards: {seen:?}");
+    }
+
+    /// The pinned-bytes reservation and capacity changes racing with inserts,
+    /// lookups and erases, under shuttle's schedulers: at every point where no
+    /// call is in flight, the bound of the module docs holds and the shards are
+    /// consistent; nothing panics or deadlocks.
+    #[cfg(feature = "shuttle")]
+    mod model_check {
+        use std::sync::Arc;
+
+        use super::*;
+        use crate::sync::{check_schedules, thread};
+
+        fn value(k: u32) -> u32 {
+            k.wrapping_mul(31).wrapping_add(7)
+        }
+
+        /// `n` keys from each shard of `c`.
+        fn keys(c: &LruCache<u32, u32>, n: usize) -> Vec<u32> {
+            let shards = c.shards.len();
+            let mut per_shard = vec![Vec::new(); shards];
+            for k in 0.. {
+                let i = c.shard_of(&k).0;
+                if per_shard[i].len() < n {
+                    per_shard[i].push(k);
+                }
+                if per_shard.iter().all(|s| s.len() == n) {
+                    break;
+                }
+            }
+            per_shard.concat()
+        }
+
+        /// The module's bound where no call is in flight: every shard within
+        /// its budget (so the charges plus the pinned bytes within the
+        /// capacity while the pinned bytes fit), no entry at all when they do
+        /// not fit, and every cached value the one inserted under its key.
+        fn check_quiescent(c: &LruCache<u32, u32>) {
+            c.check();
+            if c.pinned() <= c.capacity() {
+                assert!(
+                    c.usage() <= c.capacity(),
+                    "usage {} over capacity {} with {} pinned",
+                    c.usage(),
+                    c.capacity(),
+                    c.pinned()
+                );
+            } else {
+                assert!(
+                    c.keys().is_empty(),
+                    "entries left with pinned bytes over capacity"
+                );
+                assert_eq!(c.usage(), c.pinned());
+            }
+            for k in c.keys() {
+                assert_eq!(c.get(&k), Some(value(k)));
+            }
+        }
+
+        /// Two cache users, a pinner and a resizer, in three phases with a
+        /// quiescent check after each.
+        fn pinned_and_capacity_race_inserts(shards: usize) {
+            let c = Arc::new(LruCache::new(8, shards));
+            // Six keys, spread evenly over the shards.
+            let ks = Arc::new(keys(&c, 6 / c.shards.len()));
+            let user = |t: usize, c: &Arc<LruCache<u32, u32>>, ks: &Arc<Vec<u32>>| {
+                let (c, ks) = (c.clone(), ks.clone());
+                thread::spawn(move || {
+                    for (j, &k) in ks.iter().enumerate().skip(t).step_by(2) {
+                        c.insert(k, value(k), 1 + (j % 3) as u64, priority(j as u64));
+                        if let Some(v) = c.get(&k) {
+                            assert_eq!(v, value(k));
+                        }
+                    }
+                    c.erase(&ks[t]);
+                })
+            };
+            let run = |handles: Vec<thread::JoinHandle<()>>| {
+                for h in handles {
+                    h.join().expect("cache thread");
+                }
+                check_quiescent(&c);
+            };
+
+            // Pinned bytes come and go and the capacity shrinks while the cache
+            // fills.
+            let (p, r) = (c.clone(), c.clone());
+            run(vec![
+                user(0, &c, &ks),
+                user(1, &c, &ks),
+                thread::spawn(move || {
+                    p.reserve_pinned(3);
+                    p.release_pinned(1);
+                }),
+                thread::spawn(move || r.set_capacity(6)),
+            ]);
+            assert_eq!((c.pinned(), c.capacity()), (2, 6));
+
+            // Pinned bytes beyond the capacity: everything goes.
+            let p = c.clone();
+            run(vec![
+                user(1, &c, &ks),
+                thread::spawn(move || p.reserve_pinned(5)),
+            ]);
+            assert_eq!(c.pinned(), 7);
+
+            // They shrink back while the capacity grows and shrinks.
+            let (p, r) = (c.clone(), c.clone());
+            run(vec![
+                user(0, &c, &ks),
+                thread::spawn(move || p.release_pinned(6)),
+                thread::spawn(move || {
+                    r.set_capacity(12);
+                    r.set_capacity(5);
+                }),
+            ]);
+            assert_eq!((c.pinned(), c.capacity()), (1, 5));
+        }
+
+        #[test]
+        fn cache_one_shard() {
+            check_schedules(|| pinned_and_capacity_race_inserts(1), 3);
+        }
+
+        #[test]
+        fn cache_two_shards() {
+            check_schedules(|| pinned_and_capacity_race_inserts(2), 3);
+        }
     }
 }

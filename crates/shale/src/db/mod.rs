@@ -17,6 +17,7 @@
 //! * One background thread flushes immutable memtables and deletes obsolete files.
 
 mod background;
+mod group_commit;
 mod open;
 mod range;
 mod read;
@@ -143,8 +144,7 @@ pub(crate) struct DbInner {
     /// The manifest writer: used only by the one `log_and_apply` that set
     /// `State::manifest_busy`, without the state lock.
     pub manifest: Mutex<LogWriter>,
-    pub queue: Mutex<WriteQueue>,
-    pub queue_cv: Condvar,
+    pub queue: WriteQueue,
     /// Live snapshots: sequence number -> count.
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Serializes manual compactions.

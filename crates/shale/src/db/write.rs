@@ -1,16 +1,31 @@
 //! The write path: group commit into the WAL, then the memtable.
 //!
-//! Writers enqueue their batch and wait. The writer at the front of the queue,
-//! when no other leader is active, becomes the leader: it takes a group of queued
-//! batches (up to [`MAX_GROUP_BYTES`]), makes room in the memtable, assigns
-//! sequence numbers, appends one WAL record for the group (synced if any writer
-//! of the group asked for it), then has every writer of the group insert its own
-//! batch into the memtable (the leader its own, the followers theirs, in
-//! parallel), waits for all of them, publishes the new visible sequence number,
-//! and hands the result to every writer of the group. Readers never see part of
-//! a group: nothing of it is visible before the sequence number is published.
+//! Writers queue their batch in [`DbInner::queue`](super::DbInner), a
+//! [`GroupCommit`] (see `group_commit.rs` for the queue and leader protocol).
+//! The leader of a group makes room in the memtable, assigns sequence numbers
+//! and appends one WAL record for the group (synced if any writer of the group
+//! asked for it); then every writer of the group inserts its own batch into the
+//! memtable (the leader its own, the followers theirs, in parallel); once all
+//! have, the leader publishes the new visible sequence number. Readers never see
+//! part of a group: nothing of it is visible before the sequence number is
+//! published.
+//!
+//! # Concurrency
+//!
+//! * The hand-off between writers is [`GroupCommit`]'s (its module documents
+//!   the rules, and its model tests check them); the steps it runs for the
+//!   database are [`WalSteps`].
+//! * Lock order: the queue lock, then `state`, then `wal`. No step below runs
+//!   under the queue lock except `cost` and `share`, which take no lock. The
+//!   leader takes `state` to stall, switch memtables and reserve sequence
+//!   numbers, releases it, then takes `wal` to append (and sync) the record.
+//! * Only a leader, or [`DbInner::flush`] inside [`GroupCommit::exclusive`],
+//!   switches memtables, so the memtable handed to a group is the one its
+//!   sequence numbers belong to.
+//! * Followers insert into the memtable outside every lock; the memtable takes
+//!   concurrent inserts. The leader stores the visible sequence number (Release)
+//!   after every insert of the group, which it learns of under the queue lock.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +35,7 @@ use parking_lot::MutexGuard;
 use shale_env::WriteLifetime;
 
 use super::filenames::wal_name;
+use super::group_commit::{GroupCommit, GroupSteps};
 use super::{DbInner, State, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -30,27 +46,35 @@ use crate::wal::LogWriter;
 /// Upper bound on the bytes of one commit group.
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
-/// A writer waiting in the queue.
-struct Waiter {
-    ticket: u64,
-    batch: Arc<WriteBatch>,
+/// The write queue of a database.
+pub(crate) type WriteQueue = GroupCommit<Request, Share>;
+
+/// A writer's batch, waiting in the queue.
+pub(crate) struct Request {
+    batch: WriteBatch,
     sync: bool,
 }
 
-/// Writers waiting for a leader, memtable inserts handed out by the leader, and
-/// results handed back.
-#[derive(Default)]
-pub(crate) struct WriteQueue {
-    next_ticket: u64,
-    waiting: VecDeque<Waiter>,
-    /// Follower ticket -> (first sequence number of its batch, memtable): the
-    /// follower inserts its own batch, in parallel with the rest of its group.
-    inserts: HashMap<u64, (SeqNo, Arc<MemTable>)>,
-    /// Followers of the current group that finished inserting.
-    inserted: usize,
-    done: HashMap<u64, Result<()>>,
-    leader_active: bool,
+/// A writer's part of a committed group: where its batch goes.
+pub(crate) struct Share {
+    /// Sequence number of the batch's first op.
+    seq: SeqNo,
+    mem: Arc<MemTable>,
 }
+
+/// A committed group, from the leader's WAL write to its publish.
+pub(crate) struct Committed {
+    /// First sequence number of the next batch to hand out.
+    next: SeqNo,
+    /// Last sequence number of the group.
+    last: SeqNo,
+    mem: Arc<MemTable>,
+    user_bytes: u64,
+}
+
+/// The group commit steps of a database: one WAL record per group, memtable
+/// inserts, the visible sequence number.
+struct WalSteps<'a>(&'a DbInner);
 
 /// Inserts the ops of `batch` into `mem` with sequence numbers from `seq` on.
 fn insert(mem: &MemTable, batch: &WriteBatch, seq: SeqNo) {
@@ -62,87 +86,41 @@ fn insert(mem: &MemTable, batch: &WriteBatch, seq: SeqNo) {
     }
 }
 
-impl DbInner {
-    pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
-        batch.validate()?;
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let batch = Arc::new(batch);
-        let mut q = self.queue.lock();
-        let ticket = q.next_ticket;
-        q.next_ticket += 1;
-        q.waiting.push_back(Waiter {
-            ticket,
-            batch: batch.clone(),
-            sync,
-        });
-        loop {
-            if let Some(result) = q.done.remove(&ticket) {
-                return result;
-            }
-            if let Some((seq, mem)) = q.inserts.remove(&ticket) {
-                // A follower: the group is in the WAL; insert our own batch.
-                MutexGuard::unlocked(&mut q, || insert(&mem, &batch, seq));
-                q.inserted += 1;
-                self.queue_cv.notify_all();
-                continue;
-            }
-            if !q.leader_active && q.waiting.front().map(|w| w.ticket) == Some(ticket) {
-                break;
-            }
-            self.queue_cv.wait(&mut q);
-        }
-        q.leader_active = true;
-        let mut group = Vec::new();
-        let mut bytes = 0;
-        while let Some(front) = q.waiting.front() {
-            let len = front.batch.encoded_len();
-            if !group.is_empty() && bytes + len > MAX_GROUP_BYTES {
-                break;
-            }
-            bytes += len;
-            if let Some(w) = q.waiting.pop_front() {
-                group.push(w);
-            }
-        }
-        drop(q);
+impl GroupSteps<Request> for WalSteps<'_> {
+    type Committed = Committed;
+    type Share = Share;
 
-        let result = self.commit_group(&group);
-
-        let mut q = self.queue.lock();
-        for w in &group[1..] {
-            q.done.insert(w.ticket, result.clone());
-        }
-        q.leader_active = false;
-        self.queue_cv.notify_all();
-        result
+    fn cost(&self, request: &Request) -> usize {
+        request.batch.encoded_len()
     }
 
-    /// The leader's work for a group: room, sequence numbers, one WAL record,
-    /// then the memtable inserts (each follower inserts its own batch while the
-    /// leader inserts its own), and only then the new visible sequence number.
-    fn commit_group(&self, group: &[Waiter]) -> Result<()> {
+    fn max_group_cost(&self) -> usize {
+        MAX_GROUP_BYTES
+    }
+
+    /// Room, sequence numbers, one WAL record (synced if any writer asked).
+    fn commit(&self, group: &[Request]) -> Result<Committed> {
+        let db = self.0;
         let sync = group.iter().any(|w| w.sync);
         let (first, rest) = group
             .split_first()
             .ok_or(Error::InvalidArgument("empty group".into()))?;
-        let mut record = (*first.batch).clone();
+        let mut record = first.batch.clone();
         for w in rest {
             record.append(&w.batch);
         }
         let count = record.len() as u64;
         let (seq, mem) = {
-            let mut st = self.state.lock();
-            self.stall_if_needed(&mut st)?;
-            self.make_room(&mut st, false)?;
+            let mut st = db.state.lock();
+            db.stall_if_needed(&mut st)?;
+            db.make_room(&mut st, false)?;
             let seq = st.last_sequence + 1;
             st.last_sequence += count;
-            (seq, self.sv.load().mem.clone())
+            (seq, db.sv.load().mem.clone())
         };
         let user_bytes = record.encoded_len() as u64;
         let wal_result = {
-            let mut wal = self.wal.lock();
+            let mut wal = db.wal.lock();
             let before = wal.len();
             let r = wal.add_record(record.encode(seq)).and_then(|()| {
                 if sync {
@@ -151,37 +129,52 @@ impl DbInner {
                     wal.flush()
                 }
             });
-            self.stats.bytes_written_wal.add(wal.len() - before);
+            db.stats.bytes_written_wal.add(wal.len() - before);
             r
         };
         if let Err(e) = wal_result {
-            let mut st = self.state.lock();
-            self.poison(&mut st, &e);
+            let mut st = db.state.lock();
+            db.poison(&mut st, &e);
             return Err(e);
         }
         if sync {
-            self.stats.wal_syncs.incr();
+            db.stats.wal_syncs.incr();
         }
-        if !rest.is_empty() {
-            let mut q = self.queue.lock();
-            q.inserted = 0;
-            let mut next = seq + first.batch.len() as u64;
-            for w in rest {
-                q.inserts.insert(w.ticket, (next, mem.clone()));
-                next += w.batch.len() as u64;
-            }
-            self.queue_cv.notify_all();
+        Ok(Committed {
+            next: seq,
+            last: seq + count - 1,
+            mem,
+            user_bytes,
+        })
+    }
+
+    fn share(&self, committed: &mut Committed, request: &Request) -> Share {
+        let share = Share {
+            seq: committed.next,
+            mem: committed.mem.clone(),
+        };
+        committed.next += request.batch.len() as u64;
+        share
+    }
+
+    fn apply(&self, request: &Request, share: Share) {
+        insert(&share.mem, &request.batch, share.seq);
+    }
+
+    fn publish(&self, committed: Committed) {
+        let db = self.0;
+        db.stats.bytes_written_user.add(committed.user_bytes);
+        db.visible_seq.store(committed.last, Ordering::Release);
+    }
+}
+
+impl DbInner {
+    pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        batch.validate()?;
+        if batch.is_empty() {
+            return Ok(());
         }
-        insert(&mem, &first.batch, seq);
-        if !rest.is_empty() {
-            let mut q = self.queue.lock();
-            while q.inserted < rest.len() {
-                self.queue_cv.wait(&mut q);
-            }
-        }
-        self.stats.bytes_written_user.add(user_bytes);
-        self.visible_seq.store(seq + count - 1, Ordering::Release);
-        Ok(())
+        self.queue.write(&WalSteps(self), Request { batch, sync })
     }
 
     /// Write stalls: waits while L0 holds `l0_stop_writes_trigger` tables or the
@@ -295,23 +288,10 @@ impl DbInner {
     /// flushed.
     pub(crate) fn flush(&self) -> Result<()> {
         // Hold the write queue so that no leader switches memtables meanwhile.
-        {
-            let mut q = self.queue.lock();
-            while q.leader_active {
-                self.queue_cv.wait(&mut q);
-            }
-            q.leader_active = true;
-            drop(q);
-            let result = {
-                let mut st = self.state.lock();
-                self.make_room(&mut st, true)
-            };
-            let mut q = self.queue.lock();
-            q.leader_active = false;
-            self.queue_cv.notify_all();
-            drop(q);
-            result?;
-        }
+        self.queue.exclusive(|| {
+            let mut st = self.state.lock();
+            self.make_room(&mut st, true)
+        })?;
         let mut st = self.state.lock();
         loop {
             st.check_poison()?;
@@ -320,5 +300,79 @@ impl DbInner {
             }
             self.cv.wait(&mut st);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::env::MemFs;
+    use crate::{Db, Options, WriteOptions};
+
+    /// Writers on several threads (some syncing, memtables switching under
+    /// them, flushes in between) while a reader checks that every batch
+    /// becomes visible whole: the group commit with the real steps.
+    #[test]
+    fn concurrent_writers_commit_whole_batches() {
+        const THREADS: u64 = 4;
+        const BATCHES: u64 = 1000;
+        let opts = Options {
+            fs: Arc::new(MemFs::new()),
+            write_buffer_size: 16 << 10,
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts).expect("open");
+        let key = |name: &str, t: u64| format!("{name}{t}").into_bytes();
+        let writers_done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let db = &db;
+                    s.spawn(move || {
+                        for i in 1..=BATCHES {
+                            let mut b = WriteBatch::new();
+                            b.put(&key("a", t), &i.to_be_bytes());
+                            b.put(&key("b", t), &i.to_be_bytes());
+                            let opts = WriteOptions { sync: i % 20 == 0 };
+                            db.write(b, &opts).expect("write");
+                        }
+                    })
+                })
+                .collect();
+            s.spawn(|| {
+                for _ in 0..3 {
+                    db.flush().expect("flush");
+                }
+            });
+            s.spawn(|| {
+                let mut seen = [0u64; THREADS as usize];
+                while !writers_done.load(Ordering::Acquire) {
+                    let snap = db.snapshot();
+                    for t in 0..THREADS {
+                        let a = snap.get(&key("a", t)).expect("get a");
+                        let b = snap.get(&key("b", t)).expect("get b");
+                        assert_eq!(a, b, "half a batch of writer {t} visible");
+                        let v = a.map_or(0, |v| u64::from_be_bytes(v.try_into().expect("u64")));
+                        assert!(v >= seen[t as usize], "writer {t} went back");
+                        seen[t as usize] = v;
+                    }
+                }
+            });
+            for w in writers {
+                w.join().expect("writer");
+            }
+            writers_done.store(true, Ordering::Release);
+        });
+        for t in 0..THREADS {
+            let want = Some(BATCHES.to_be_bytes().to_vec());
+            assert_eq!(db.get(&key("a", t)).expect("get"), want);
+            assert_eq!(db.get(&key("b", t)).expect("get"), want);
+        }
+        let ops = THREADS * BATCHES * 2;
+        assert_eq!(db.inner.visible_seq.load(Ordering::Acquire), ops);
+        assert_eq!(db.inner.state.lock().last_sequence, ops);
+        db.close().expect("close");
     }
 }
