@@ -22,6 +22,11 @@ mod wal;
 
 mod golden;
 
+/// Entry points of the fuzz targets (`fuzz/`, `docs/fuzzing.md`); not part of the API.
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz_api;
+
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbSummary, LevelSummary, Readable, Snapshot, TableInfo};
 pub use error::{Error, Result};
