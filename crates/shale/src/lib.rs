@@ -24,6 +24,11 @@ mod wal;
 
 mod golden;
 
+/// Entry points of the fuzz targets (`fuzz/`, `docs/fuzzing.md`); not part of the API.
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz_api;
+
 pub use batch::WriteBatch;
 pub use db::{
     Db, DbIterator, DbSummary, LevelSummary, Range, ReadOptions, Readable, RepairReport, Snapshot,

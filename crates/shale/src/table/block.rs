@@ -370,6 +370,11 @@ impl Cursor {
         let off = self.next;
         if off >= b.restarts_off {
             self.valid = false;
+            // Every restart point must start an entry: one that the last entry
+            // overlaps would let a seek decode bytes a scan never sees.
+            if self.restart_idx + 1 < b.num_restarts {
+                return Err(Corrupt("entries end before the last restart point"));
+            }
             return Ok(());
         }
         let mut is_restart = false;
@@ -714,6 +719,31 @@ mod tests {
             assert_eq!(c.key(), &k[..]);
             c.prev(&block).unwrap();
         }
+    }
+
+    #[test]
+    fn an_entry_overlapping_the_last_restart_is_corrupt() {
+        // Found by the fuzz target `block`: the last restart pointed inside the
+        // last entry, so a scan ended cleanly while seeks decoded from the middle
+        // of that entry.
+        let mut b = BlockBuilder::new(EntryFormat::Data, 1);
+        b.add_data(&ikey(1, 7), b"one");
+        b.add_data(&ikey(2, 7), b"two");
+        let mut d = b.finish();
+        let n = d.len();
+        let last_restart = u32::from_le_bytes(d[n - 8..n - 4].try_into().unwrap());
+        d[n - 8..n - 4].copy_from_slice(&(last_restart + 1).to_le_bytes());
+        let block = Block::new(d, EntryFormat::Data).unwrap();
+        let mut c = Cursor::default();
+        c.seek_to_first(&block).unwrap();
+        assert!(c.valid());
+        c.next(&block).unwrap();
+        assert_eq!(c.key(), &ikey(2, 7)[..]);
+        assert_eq!(
+            c.next(&block),
+            Err(Corrupt("entries end before the last restart point"))
+        );
+        assert!(!c.valid());
     }
 
     #[test]

@@ -1,0 +1,398 @@
+//! The fuzz targets on stable Rust: every target over its seed corpus (the
+//! committed files under `fuzz/corpus/<target>/`, which include the inputs of
+//! past findings) and a few thousand deterministic mutations of the seeds.
+//! Also checks that the committed seeds are the ones generated here
+//! (`SHALE_WRITE_FUZZ_SEEDS=1 cargo test -p shale fuzz_api` rewrites them).
+
+use std::path::PathBuf;
+
+use super::*;
+use crate::table::block::BlockBuilder;
+
+const TABLE: &[u8] = include_bytes!("../../tests/fixtures/table-v1.sst");
+const WAL: &[u8] = include_bytes!("../../tests/fixtures/wal-v1.log");
+const MANIFEST: &[u8] = include_bytes!("../../tests/fixtures/manifest-v1");
+
+/// SplitMix64: deterministic mutations.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn corpus_dir(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target)
+}
+
+fn with(prefix: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut v = vec![prefix];
+    v.extend_from_slice(bytes);
+    v
+}
+
+/// Reads the stored bytes (contents + trailer) of a block of the fixture.
+fn stored(h: BlockHandle) -> Vec<u8> {
+    TABLE[h.offset as usize..(h.offset + h.size + 5) as usize].to_vec()
+}
+
+fn contents(h: BlockHandle) -> Vec<u8> {
+    unwrap_block(stored(h), true).expect("fixture block")
+}
+
+fn log_records(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut r = LogReader::new(mem_file(bytes), PathBuf::from("fixture"));
+    let mut out = Vec::new();
+    while let Some(rec) = r.read_record().expect("fixture log reads") {
+        out.push(rec);
+    }
+    out
+}
+
+/// A small table written by this build: LZ4, no filter, several partitions.
+fn small_table() -> Vec<u8> {
+    let mut rng = Rng(3);
+    let mut case = TableCase {
+        block_size: 200,
+        restart_interval: 3,
+        index_partition_size: 40,
+        lz4: true,
+        filter_bits: None,
+        pin_top: false,
+        pin_filter: false,
+        verify: true,
+        entries: Vec::new(),
+        ops: Vec::new(),
+    };
+    for i in 0..40u64 {
+        case.entries.push(CaseEntry {
+            user_key: format!("k{:03}", i / 2).into_bytes(),
+            seq: 100 - i,
+            delete: i % 5 == 0,
+            value: if i % 5 == 0 {
+                Vec::new()
+            } else {
+                vec![b'v'; rng.below(40)]
+            },
+        });
+    }
+    let fs = MemFs::new();
+    let path = Path::new("/small.sst");
+    let w = fs
+        .create_object(path, WriteLifetime::NotSet)
+        .expect("create");
+    let opts = TableBuildOptions {
+        block_size: case.block_size,
+        block_restart_interval: case.restart_interval,
+        index_partition_size: case.index_partition_size,
+        compression: Compression::Lz4,
+        filter_bits_per_key: None,
+    };
+    let mut b = TableBuilder::new(w, path.into(), opts);
+    let mut keys: Vec<(Vec<u8>, Vec<u8>)> = case
+        .entries
+        .iter()
+        .map(|e| {
+            let kind = if e.delete {
+                ValueKind::Delete
+            } else {
+                ValueKind::Value
+            };
+            let k = InternalKey::new(&e.user_key, e.seq, kind);
+            (k.encoded().to_vec(), e.value.clone())
+        })
+        .collect();
+    keys.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    for (k, v) in &keys {
+        b.add(k, v).expect("add");
+    }
+    b.finish().expect("finish");
+    fs.read_all(path).expect("read")
+}
+
+/// The seed corpus of every target: `(target, file name, bytes)`.
+fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
+    let mut out: Vec<(&'static str, String, Vec<u8>)> = Vec::new();
+    let mut add = |t: &'static str, name: &str, bytes: Vec<u8>| out.push((t, name.into(), bytes));
+
+    let footer_bytes = &TABLE[TABLE.len() - FOOTER_LEN as usize..];
+    let footer = Footer::decode(footer_bytes).expect("fixture footer");
+    let layout = inspect_table(mem_file(TABLE), "fixture".into()).expect("fixture inspects");
+    let handle = |kind: &str| {
+        let b = layout
+            .blocks
+            .iter()
+            .find(|b| b.kind == kind)
+            .expect("fixture block kind");
+        BlockHandle {
+            offset: b.offset,
+            size: b.size,
+        }
+    };
+
+    // Blocks: cut out of the fixture and built here.
+    add("block", "fixture-data", with(0, &contents(handle("data"))));
+    add(
+        "block",
+        "fixture-index",
+        with(1, &contents(handle("index"))),
+    );
+    add(
+        "block",
+        "fixture-top-index",
+        with(1, &contents(footer.top_index)),
+    );
+    let mut bb = BlockBuilder::new(EntryFormat::Data, 3);
+    for i in 0..12u64 {
+        let mut user = vec![b'x'; if i % 4 == 0 { 70 } else { 3 }];
+        user.extend_from_slice(format!("{i:02}").as_bytes());
+        let k = InternalKey::new(&user, 50 - i, ValueKind::Value);
+        bb.add_data(k.encoded(), &vec![i as u8; i as usize]);
+    }
+    add("block", "built-data", with(0, &bb.finish()));
+    add("block", "empty", with(0, &[0, 0, 0, 0]));
+
+    // Filters.
+    let filter = footer.filter.expect("fixture has a filter");
+    add("filter", "fixture", contents(filter));
+    let hashes: Vec<u64> = (0..20u32).map(|i| filter_hash(&i.to_le_bytes())).collect();
+    add("filter", "built", build_filter(&hashes, 10));
+
+    // Footer, properties, stored blocks, LZ4.
+    add("layout", "footer", with(0, footer_bytes));
+    add("layout", "footer-fix-crc", with(0x10, footer_bytes));
+    add(
+        "layout",
+        "properties",
+        with(1, &contents(footer.properties)),
+    );
+    add("layout", "lz4-data-block", with(2, &stored(handle("data"))));
+    add(
+        "layout",
+        "lz4-data-block-fix-crc",
+        with(0x12, &stored(handle("data"))),
+    );
+    add(
+        "layout",
+        "lz4-roundtrip",
+        with(3, &b"abcabcabcabc shale shale shale".repeat(4)),
+    );
+
+    // Whole tables.
+    let small = small_table();
+    add("table_inspect", "fixture-fix-crc", with(1, TABLE));
+    add("table_inspect", "small", with(0, &small));
+    add("table_read", "fixture-fix-crc-verify", with(3, TABLE));
+    add("table_read", "small-pinned", with(0x0c, &small));
+
+    // Logs: the manifest whole, the WAL cut inside its second record.
+    add("log_reader", "manifest", with(0, MANIFEST));
+    add("log_reader", "wal-torn", with(0, &WAL[..1024]));
+    add("log_reader", "write-records", with(1, b"one\ntwo\n\nthree"));
+    add("log_reader", "write-spanning", with(3, b"x\ny"));
+
+    for (i, r) in log_records(MANIFEST).into_iter().enumerate() {
+        add("version_edit", &format!("manifest-{i}"), r);
+    }
+    let wal = log_records(WAL);
+    add("write_batch", "wal-0", wal[0].clone());
+    add("write_batch", "wal-2", wal[2].clone());
+    let mut b = WriteBatch::new();
+    b.put(b"key", b"value");
+    b.delete(b"gone");
+    b.put(b"", b"");
+    add("write_batch", "built", b.encode(99).to_vec());
+
+    let mut rng = Rng(11);
+    for i in 0..4 {
+        add("table_roundtrip", &format!("random-{i}"), rng.bytes(1024));
+    }
+    out
+}
+
+#[test]
+fn committed_seeds_match_the_generator() {
+    let write = std::env::var_os("SHALE_WRITE_FUZZ_SEEDS").is_some();
+    for (target, name, bytes) in seeds() {
+        let path = corpus_dir(target).join(&name);
+        if write {
+            std::fs::create_dir_all(corpus_dir(target)).expect("create corpus dir");
+            std::fs::write(&path, &bytes).expect("write seed");
+        }
+        let committed = std::fs::read(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (SHALE_WRITE_FUZZ_SEEDS=1 writes it)",
+                path.display()
+            )
+        });
+        assert!(committed == bytes, "{} is stale", path.display());
+        assert!(bytes.len() <= 12 * 1024, "{name}: seeds stay small");
+    }
+}
+
+fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
+    let mut d = seed.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let len = d.len();
+        match rng.below(8) {
+            0 | 1 if len > 0 => {
+                let i = rng.below(len);
+                d[i] ^= 1 << rng.below(8);
+            }
+            2 if len > 0 => {
+                let i = rng.below(len);
+                d[i] = [0, 0xff, 0x7f, 0x80, 1, rng.next() as u8][rng.below(6)];
+            }
+            3 => d.truncate(rng.below(len + 1)),
+            4 => {
+                let i = rng.below(len + 1);
+                let n = 1 + rng.below(8);
+                let ins = rng.bytes(n);
+                d.splice(i..i, ins);
+            }
+            5 if len > 0 => {
+                let i = rng.below(len);
+                let n = (1 + rng.below(16)).min(len - i);
+                d.drain(i..i + n);
+            }
+            6 if len > 0 => {
+                let i = rng.below(len);
+                let n = (1 + rng.below(32)).min(len - i);
+                let chunk = d[i..i + n].to_vec();
+                let at = rng.below(len + 1);
+                d.splice(at..at, chunk);
+            }
+            _ if len > 0 => {
+                // A varint-looking byte somewhere in the first bytes.
+                let i = rng.below(len.min(64));
+                d[i] = 0x80 | rng.next() as u8;
+            }
+            _ => d.push(rng.next() as u8),
+        }
+    }
+    d
+}
+
+/// Runs `target` over its seeds (generated, committed, `extra`) and `mutations`
+/// mutations of them; returns how many inputs decoded and how many were
+/// rejected.
+fn replay(target: &str, extra: &[&[u8]], mutations: usize) -> (usize, usize) {
+    let run = TARGETS
+        .iter()
+        .find(|(name, _)| *name == target)
+        .map(|(_, f)| *f)
+        .expect("known target");
+    let mut inputs: Vec<Vec<u8>> = seeds()
+        .into_iter()
+        .filter(|(t, _, _)| *t == target)
+        .map(|(_, _, b)| b)
+        .collect();
+    if let Ok(dir) = std::fs::read_dir(corpus_dir(target)) {
+        let mut paths: Vec<_> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            inputs.push(std::fs::read(&p).expect("read corpus file"));
+        }
+    }
+    inputs.extend(extra.iter().map(|e| e.to_vec()));
+    assert!(!inputs.is_empty(), "{target} has seeds");
+    let mut counts = (0, 0);
+    let tally = |counts: &mut (usize, usize), o: Outcome| match o {
+        Outcome::Decoded => counts.0 += 1,
+        Outcome::Rejected => counts.1 += 1,
+    };
+    for input in &inputs {
+        tally(&mut counts, run(input));
+    }
+    assert!(counts.0 > 0, "{target}: no seed decodes");
+    let mut rng = Rng(0x5eed ^ target.len() as u64);
+    for _ in 0..mutations {
+        let seed = &inputs[rng.below(inputs.len())];
+        tally(&mut counts, run(&mutate(&mut rng, seed)));
+    }
+    counts
+}
+
+fn replay_decoder(target: &str, extra: &[&[u8]], mutations: usize) {
+    let (decoded, rejected) = replay(target, extra, mutations);
+    assert!(rejected > 0, "{target}: no mutation was rejected");
+    eprintln!("{target}: {decoded} decoded, {rejected} rejected");
+}
+
+#[test]
+fn replay_block() {
+    replay_decoder("block", &[], 4000);
+}
+
+#[test]
+fn replay_filter() {
+    replay_decoder("filter", &[], 3000);
+}
+
+#[test]
+fn replay_layout() {
+    replay_decoder("layout", &[], 4000);
+}
+
+#[test]
+fn replay_table_inspect() {
+    replay_decoder("table_inspect", &[], 2000);
+}
+
+#[test]
+fn replay_table_read() {
+    replay_decoder("table_read", &[], 2000);
+}
+
+#[test]
+fn replay_log_reader() {
+    let whole_wal = with(0, WAL);
+    replay_decoder("log_reader", &[&whole_wal], 2000);
+}
+
+#[test]
+fn replay_version_edit() {
+    replay_decoder("version_edit", &[], 3000);
+}
+
+#[test]
+fn replay_write_batch() {
+    let big = log_records(WAL).swap_remove(1);
+    replay_decoder("write_batch", &[&big], 3000);
+}
+
+#[test]
+fn replay_table_roundtrip() {
+    let (decoded, _) = replay("table_roundtrip", &[], 1500);
+    eprintln!("table_roundtrip: {decoded} cases");
+}
+
+#[test]
+fn the_checksum_fixer_restores_every_checksum_of_the_fixture() {
+    let layout = inspect_table(mem_file(TABLE), "fixture".into()).expect("fixture inspects");
+    let mut t = TABLE.to_vec();
+    let n = t.len();
+    t[n - 12] ^= 0xff; // the footer's checksum
+    for b in &layout.blocks {
+        t[(b.offset + b.size + 1) as usize] ^= 0x5a; // each block trailer's
+    }
+    let err = inspect_table(mem_file(&t), "t".into()).expect_err("damaged checksums");
+    assert!(err.is_corruption());
+    fix_table_checksums(&mut t);
+    assert!(t == TABLE, "the fixer restores the written checksums");
+}

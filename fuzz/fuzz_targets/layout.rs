@@ -1,0 +1,8 @@
+//! Fuzz target `layout`: see `shale::fuzz_api::fuzz_layout` for what it checks.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    shale::fuzz_api::fuzz_layout(data);
+});

@@ -1,0 +1,8 @@
+//! Fuzz target `table_read`: see `shale::fuzz_api::fuzz_table_read` for what it checks.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    shale::fuzz_api::fuzz_table_read(data);
+});
