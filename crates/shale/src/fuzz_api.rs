@@ -25,6 +25,7 @@ use crate::error::Error;
 use crate::format::{compare_internal, masked_crc, masked_crc2, InternalKey, ValueKind, MAX_SEQNO};
 use crate::iter::InternalIterator;
 use crate::metrics::Stats;
+use crate::options::WalRecoveryMode;
 use crate::table::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat};
 use crate::table::filter::{build_filter, filter_hash, Filter};
 use crate::table::layout::{
@@ -562,27 +563,59 @@ pub fn fuzz_log_reader(data: &[u8]) -> Outcome {
 }
 
 fn read_log(bytes: &[u8]) -> Outcome {
-    let mut reader = LogReader::new(mem_file(bytes), PathBuf::from("fuzz.log"));
-    let mut n = 0usize;
+    // Every recovery mode stops at the same first damage and differs only in
+    // its verdict, so all of them must return the same records.
+    let mut outcome = None;
+    let mut first: Option<Vec<Vec<u8>>> = None;
+    for mode in [
+        WalRecoveryMode::TornWrites,
+        WalRecoveryMode::TolerateCorruptedTail,
+        WalRecoveryMode::PointInTime,
+        WalRecoveryMode::AbsoluteConsistency,
+    ] {
+        let (records, this) = read_log_with(bytes, mode);
+        match &first {
+            None => first = Some(records),
+            Some(f) => assert_eq!(f, &records, "{mode:?} read other records"),
+        }
+        outcome.get_or_insert(this);
+    }
+    outcome.unwrap_or(Outcome::Rejected)
+}
+
+fn read_log_with(bytes: &[u8], mode: WalRecoveryMode) -> (Vec<Vec<u8>>, Outcome) {
+    let mut reader = LogReader::with_mode(mem_file(bytes), PathBuf::from("fuzz.log"), mode);
+    let mut records = Vec::new();
     loop {
         match reader.read_record() {
             Ok(Some(record)) => {
-                n += 1;
                 // A fragment header is 7 bytes: more records than that is a hang.
-                assert!(n <= bytes.len() / 7 + 1, "log reading does not end");
+                assert!(
+                    records.len() < bytes.len() / 7 + 1,
+                    "log reading does not end"
+                );
                 let _ = fuzz_write_batch(&record);
                 let _ = fuzz_version_edit(&record);
+                records.push(record);
             }
             Ok(None) => {
                 if let LogEnd::TornTail { offset } = reader.end() {
                     assert!(offset <= bytes.len() as u64, "torn tail past the end");
-                    return Outcome::Rejected;
+                    assert!(
+                        mode != WalRecoveryMode::AbsoluteConsistency,
+                        "absolute consistency accepted a torn tail"
+                    );
+                    return (records, Outcome::Rejected);
                 }
-                return Outcome::Decoded;
+                return (records, Outcome::Decoded);
             }
             Err(e) => {
                 expect_corruption(&e, "LogReader::read_record");
-                return Outcome::Rejected;
+                assert!(
+                    mode != WalRecoveryMode::PointInTime,
+                    "point-in-time recovery refused a log: {e}"
+                );
+                return (records, Outcome::Rejected);
             }
         }
     }
