@@ -26,23 +26,41 @@ use crate::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, Wr
 pub enum OpKind {
     /// Matches every operation (only in rules and `ops_seen`).
     Any,
+    /// `FileSystem::create_append`.
     CreateAppend,
+    /// `AppendFile::append`.
     Append,
+    /// `AppendFile::flush`.
     FlushAppend,
+    /// `AppendFile::sync`.
     SyncAppend,
+    /// `FileSystem::create_object`.
     CreateObject,
+    /// `ObjectWriter::write`.
     WriteObject,
+    /// `ObjectWriter::finish`.
     FinishObject,
+    /// `ObjectWriter::abort`.
     AbortObject,
+    /// `FileSystem::open_random`.
     OpenRandom,
+    /// `RandomAccessFile::read_exact_at`.
     Read,
+    /// `FileSystem::list`.
     List,
+    /// `FileSystem::rename`.
     Rename,
+    /// `FileSystem::remove`.
     Remove,
+    /// `FileSystem::create_dir_all`.
     CreateDir,
+    /// `FileSystem::exists`.
     Exists,
+    /// `FileSystem::file_size`.
     FileSize,
+    /// `FileSystem::sync_dir`.
     SyncDir,
+    /// `FileSystem::lock` and `FileSystem::lock_shared`.
     Lock,
 }
 

@@ -32,6 +32,11 @@
 //! durable only after [`FileSystem::sync_dir`] on its parent directory returned
 //! `Ok`. [`CrashFs`] enforces exactly this contract and nothing more.
 
+// The system calls of `PosixFs` (O_DIRECT buffers, fadvise, write-life hints,
+// flock) are the engine's only unsafe code; every block states why it is sound.
+#![allow(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
 use std::io;
 use std::path::Path;
 use std::sync::Arc;

@@ -114,11 +114,16 @@ pub enum Distribution {
     #[default]
     Uniform,
     /// `P(rank k) ∝ k^-theta` over ranks `1..=n`, ranks scrambled over indices.
-    Zipf { theta: f64 },
+    Zipf {
+        /// The skew (0.99 in YCSB).
+        theta: f64,
+    },
     /// A fixed pseudo-random `hot_fraction` of the keys receives
     /// `hot_probability` of the reads; the others share the rest evenly.
     HotSet {
+        /// Share of the keys that are hot (0..1).
         hot_fraction: f64,
+        /// Share of the reads that go to the hot keys (0..1).
         hot_probability: f64,
     },
 }
@@ -265,11 +270,19 @@ impl FromStr for Distribution {
 #[non_exhaustive]
 pub enum DistError {
     /// The text names no distribution or has a malformed parameter.
-    Parse { input: String, reason: String },
+    Parse {
+        /// The text given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A parameter outside its range.
     InvalidParameter {
+        /// The parameter.
         what: &'static str,
+        /// The value given.
         value: f64,
+        /// The range it must be in.
         expected: &'static str,
     },
     /// A key chooser over no keys (`n == 0`).
@@ -618,6 +631,7 @@ impl KeyChooser {
         (index, true)
     }
 
+    /// The distribution this chooser draws from.
     pub fn distribution(&self) -> Distribution {
         self.distribution
     }

@@ -20,8 +20,11 @@ use shale::{BlockKind, Db, Metrics, Options, WriteBatch, WriteOptions};
 /// Counters of one block kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KindCounters {
+    /// Lookups answered by the block cache.
     pub cache_hits: u64,
+    /// Lookups the block cache could not answer.
     pub cache_misses: u64,
+    /// Reads issued to the file system.
     pub physical_reads: u64,
 }
 
@@ -44,11 +47,17 @@ impl KindCounters {
 /// Read counters of an engine: Gets and the blocks they read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadCounters {
+    /// Gets completed.
     pub gets: u64,
+    /// Gets that found their key.
     pub found: u64,
+    /// Bloom filter blocks.
     pub filter: KindCounters,
+    /// Top-level index blocks.
     pub top_index: KindCounters,
+    /// Index partitions.
     pub index: KindCounters,
+    /// Data blocks.
     pub data: KindCounters,
     /// Physical reads of table metadata outside the cache (footers,
     /// properties) when tables are opened.
@@ -100,15 +109,19 @@ pub struct Composition {
     pub entries: u64,
     /// Bytes of user keys and values in tables.
     pub raw_key_bytes: u64,
+    /// Bytes of values in tables.
     pub raw_value_bytes: u64,
     /// Bytes of all table files.
     pub db_bytes: u64,
+    /// Bytes of data blocks.
     pub data_bytes: u64,
     /// Filters of all levels, and of all levels but the last.
     pub filter_bytes: u64,
+    /// Filters of all levels but the last (what a Get consults).
     pub filter_bytes_except_last_level: u64,
     /// Top-level indexes, and all index blocks (partitions + top-level).
     pub top_level_index_bytes: u64,
+    /// All index blocks: partitions and top-level indexes.
     pub index_bytes: u64,
 }
 

@@ -23,6 +23,9 @@
 //! so the value depends only on `(seed, i, value_size)`, and a shorter value is a
 //! prefix of a longer one with the same seed and index.
 
+// Library code returns errors; it never unwraps what can fail at run time.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
 //!
 //! # Key schemes and read distributions
 //!

@@ -25,10 +25,15 @@ pub fn phase(cache_bytes: u64, ip1_bytes: u64, ip2_bytes: u64) -> u8 {
 /// lookups of that kind.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HitRates {
+    /// Bloom filter blocks.
     pub filter: Option<f64>,
+    /// Top-level index blocks.
     pub top_index: Option<f64>,
+    /// Index partitions.
     pub index: Option<f64>,
+    /// Data blocks.
     pub data: Option<f64>,
+    /// All kinds together.
     pub overall: Option<f64>,
 }
 
@@ -52,12 +57,15 @@ pub struct Run {
     /// Bytes the operating system read from the device for the process
     /// (`/proc/self/io` `read_bytes`) / 4096 / Gets; `None` where unavailable.
     pub device_reads_per_get: Option<f64>,
+    /// Block-cache hit rates per block kind.
     pub hit_rate: HitRates,
     /// Gets per second over all threads.
     pub ops_per_sec: f64,
     /// Get latency percentiles in microseconds.
     pub p50_us: f64,
+    /// 99th percentile.
     pub p99_us: f64,
+    /// 99.9th percentile.
     pub p999_us: f64,
 }
 
@@ -102,6 +110,7 @@ pub struct BenchResults {
     pub ip2_bytes: u64,
     /// IP1 and IP2 as percentages of `db_bytes`.
     pub ip1_percent: f64,
+    /// IP2 as a percentage of `db_bytes`.
     pub ip2_percent: f64,
     /// One entry per cache size, in the order run.
     pub runs: Vec<Run>,

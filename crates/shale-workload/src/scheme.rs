@@ -147,10 +147,12 @@ pub fn account_hash(account: u64) -> [u8; KEY_LEN] {
 /// it between threads freely.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeyGen {
+    /// The scheme the keys follow.
     pub scheme: KeyScheme,
 }
 
 impl KeyGen {
+    /// A generator of `scheme` keys.
     pub fn new(scheme: KeyScheme) -> KeyGen {
         KeyGen { scheme }
     }

@@ -5,6 +5,9 @@
 //! [`Snapshot`], [`DbIterator`], [`Error`] and [`Metrics`]. Everything a Get reads
 //! is counted per block kind in [`Metrics`]; see `docs/design.md` for the read path.
 
+// Library code returns errors; it never unwraps what can fail at run time.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
 mod batch;
 mod cache;
 mod compaction;
