@@ -58,6 +58,9 @@ pub enum Error {
     },
     /// The database was closed.
     Closed,
+    /// A broken internal invariant: a bug in shale, never a caller's mistake
+    /// or bad input. The operation is refused rather than given a wrong answer.
+    Internal(String),
     /// A write, flush or compaction on a database opened with
     /// [`crate::Db::open_read_only`].
     ReadOnly {
@@ -126,6 +129,7 @@ impl fmt::Display for Error {
                 )
             }
             Error::Closed => write!(f, "database is closed"),
+            Error::Internal(msg) => write!(f, "internal error (a bug in shale): {msg}"),
             Error::ReadOnly { path } => {
                 write!(f, "database {} is open read-only", path.display())
             }

@@ -250,7 +250,7 @@ impl<'a> TableOutput<'a> {
     fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         match self.builder.as_mut() {
             Some((_, b)) => b.add(key, value),
-            None => Err(Error::InvalidArgument("table output not open".into())),
+            None => Err(Error::Internal("compaction output table not open".into())),
         }
     }
 
@@ -307,7 +307,9 @@ impl ObjectWriter for LimitedWriter {
 fn new_file(number: u64, p: &TableProperties) -> Result<NewFile> {
     let key = |k: &[u8], what: &str| {
         InternalKey::from_encoded(k.to_vec()).ok_or_else(|| {
-            Error::InvalidArgument(format!("table {number} has a malformed {what} key"))
+            Error::Internal(format!(
+                "table {number} was written with a malformed {what} key"
+            ))
         })
     };
     Ok(NewFile {

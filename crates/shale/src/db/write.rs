@@ -104,7 +104,7 @@ impl GroupSteps<Request> for WalSteps<'_> {
         let sync = group.iter().any(|w| w.sync);
         let (first, rest) = group
             .split_first()
-            .ok_or(Error::InvalidArgument("empty group".into()))?;
+            .ok_or(Error::Internal("empty commit group".into()))?;
         let mut record = first.batch.clone();
         for w in rest {
             record.append(&w.batch);

@@ -83,21 +83,20 @@ impl TableBuilder {
         }
     }
 
-    /// Appends an entry. `internal_key` must be a valid encoded internal key greater
-    /// than every key added before; otherwise `Error::InvalidArgument`.
+    /// Appends an entry. `internal_key` must be a valid encoded internal key
+    /// greater than every key added before; otherwise `Error::Internal` (the
+    /// engine builds tables only from sorted internal keys).
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
         let Some(parsed) = parse_internal_key(internal_key) else {
-            return Err(Error::InvalidArgument(
-                "table key is not an internal key".into(),
-            ));
+            return Err(Error::Internal("table key is not an internal key".into()));
         };
         if self.props.num_entries > 0
             && compare_internal(&self.last_key, internal_key) != std::cmp::Ordering::Less
         {
-            return Err(Error::InvalidArgument(
+            return Err(Error::Internal(
                 "table keys must be added in increasing order".into(),
             ));
         }
