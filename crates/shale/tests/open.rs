@@ -28,6 +28,14 @@ fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
     v
 }
 
+/// Puts keys `k00000`.. with their index as value.
+fn fill(db: &Db, n: u32) {
+    for i in 0..n {
+        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
+            .expect("put");
+    }
+}
+
 /// Overwrites one byte of a file in place (MemFs has no in-place writes, so the
 /// file is rewritten).
 fn flip_byte(fs: &MemFs, name: &str, offset: u64) {
@@ -46,10 +54,7 @@ fn flip_byte(fs: &MemFs, name: &str, offset: u64) {
 fn writes_survive_close_and_reopen() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
-    for i in 0..2000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
-            .expect("put");
-    }
+    fill(&db, 2000);
     db.delete(b"k00007").expect("delete");
     db.close().expect("close");
     let db = Db::open("/db", options(fs)).expect("reopen");
@@ -248,10 +253,7 @@ type Position<'a> = &'a dyn Fn(&mut shale::DbIterator);
 /// and every key lives in the compaction's output.
 fn compacted_db(fs: &Arc<MemFs>) {
     let db = Db::open("/db", options(fs.clone())).expect("open");
-    for i in 0..3000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
-            .expect("put");
-    }
+    fill(&db, 3000);
     db.compact_all().expect("compact");
     db.close().expect("close");
 }
@@ -291,10 +293,7 @@ fn a_manifest_that_lost_edits_is_caught_by_the_missing_tables() {
     // missing table, and nothing deleted.
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
-    for i in 0..3000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
-            .expect("put");
-    }
+    fill(&db, 3000);
     db.flush().expect("flush");
     drop(db);
     let manifest = files(&fs, "")
@@ -355,10 +354,7 @@ fn a_read_only_open_writes_nothing_and_shares_its_lock() {
     // database on a full file system could not even be read.
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
-    for i in 0..3000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
-            .expect("put");
-    }
+    fill(&db, 3000);
     db.delete(b"k00001").expect("delete");
     drop(db); // the WAL holds unflushed writes
     let before: Vec<(String, Vec<u8>)> = files(&fs, "")
@@ -475,10 +471,7 @@ fn obsolete_tables_are_deleted_when_their_last_reader_lets_go() {
     };
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
-    for i in 0..3000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
-            .expect("put");
-    }
+    fill(&db, 3000);
     db.flush().expect("flush");
     db.compact_all().expect("compact");
     assert_eq!(
@@ -526,10 +519,7 @@ fn obsolete_tables_are_deleted_when_their_last_reader_lets_go() {
 fn repair_rebuilds_a_damaged_manifest_from_tables_and_logs() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open("/db", options(fs.clone())).expect("open");
-    for i in 0..3000u32 {
-        db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
-            .expect("put");
-    }
+    fill(&db, 3000);
     db.compact_all().expect("compact");
     // Newer versions in L0 tables and in the WAL, and deletions of both kinds.
     for i in (0..3000u32).step_by(7) {

@@ -492,16 +492,7 @@ mod tests {
     }
 
     fn read_log(fs: &MemFs) -> (Result<Vec<Vec<u8>>>, LogEnd) {
-        let file = fs.open_random(Path::new("/log")).expect("open");
-        let mut r = LogReader::new(file, "/log".into());
-        let mut out = Vec::new();
-        loop {
-            match r.read_record() {
-                Ok(Some(rec)) => out.push(rec),
-                Ok(None) => return (Ok(out), r.end()),
-                Err(e) => return (Err(e), r.end()),
-            }
-        }
+        read_log_with(fs, WalRecoveryMode::TornWrites)
     }
 
     fn rewrite(fs: &MemFs, data: &[u8]) {
