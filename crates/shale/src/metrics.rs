@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-use crate::options::NUM_LEVELS;
+use crate::format::NUM_LEVELS;
 use crate::version::LifetimeStats;
 
 /// Number of stripes per counter.

@@ -6,8 +6,8 @@ use shale_env::{FileSystem, PosixFs, PosixOptions};
 
 pub use crate::table::Compression;
 
-/// Number of levels: L0 and L1..L6.
-pub const NUM_LEVELS: usize = 7;
+pub use crate::format::NUM_LEVELS;
+pub use crate::wal::WalRecoveryMode;
 
 /// Which levels get Bloom filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,34 +20,6 @@ pub enum FilterLevels {
     All,
     /// No filters.
     None,
-}
-
-/// What recovery does with damage at the end of a write-ahead log (after
-/// RocksDB's `WALRecoveryMode`). The manifest is always read under
-/// [`WalRecoveryMode::TornWrites`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WalRecoveryMode {
-    /// Drop only what a crash during an unsynced append can leave at the end of
-    /// the newest log: a record cut short by the end of the file, or one whose
-    /// bytes from some point on read back as zeros. Any other damage (a
-    /// full-length record with a bad checksum, damage followed by valid
-    /// records) fails the open with [`crate::Error::Corruption`]. No write
-    /// acknowledged as synced is ever dropped.
-    #[default]
-    TornWrites,
-    /// Drop any damage at the end of the newest log that no valid record
-    /// follows, whatever it looks like (LevelDB's behaviour, RocksDB's
-    /// `kTolerateCorruptedTailRecords`). A synced write whose bytes were later
-    /// damaged on disk is dropped silently.
-    TolerateCorruptedTail,
-    /// Stop replay at the first damage of any kind, dropping everything after it
-    /// in that log and in every newer log: the database opens at the last
-    /// consistent point before the damage, possibly without writes that were
-    /// acknowledged as synced (RocksDB's `kPointInTimeRecovery`).
-    PointInTime,
-    /// Fail the open on any damage, even a torn write that was never synced
-    /// (RocksDB's `kAbsoluteConsistency`).
-    AbsoluteConsistency,
 }
 
 /// The Bloom filter policy.

@@ -16,24 +16,24 @@
 //!
 //! # Concurrency
 //!
-//! A job runs on one background thread. It takes the state lock only to allocate
-//! output file numbers; the tables it reads are pinned by the `Arc<FileMeta>`s it
-//! holds, so they outlive any version change made meanwhile.
+//! A job runs on one background thread. It reaches the database only through
+//! [`JobHost`] (which takes the state lock only to allocate output file
+//! numbers); the tables it reads are pinned by the `Arc<FileMeta>`s it holds, so
+//! they outlive any version change made meanwhile.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use shale_env::{ObjectWriter, WriteLifetime};
+use shale_env::{FileSystem, ObjectWriter, WriteLifetime};
 
-use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::filenames::table_name;
+use crate::format::NUM_LEVELS;
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
-use crate::options::{Options, NUM_LEVELS};
+use crate::options::Options;
 use crate::rate_limit::RateLimiter;
 use crate::table::{TableBuildOptions, TableBuilder, TableProperties};
 use crate::version::{FileMeta, NewFile};
@@ -50,28 +50,56 @@ pub(crate) struct MergeOutput {
     pub bytes_written: u64,
 }
 
+/// What a job needs from the database it runs for (implemented by the
+/// database; a test can supply its own).
+pub(crate) trait JobHost {
+    /// The database directory.
+    fn dir(&self) -> &Path;
+    /// Its file system.
+    fn fs(&self) -> &dyn FileSystem;
+    /// Its options.
+    fn opts(&self) -> &Options;
+    /// Its counters.
+    fn stats(&self) -> &Stats;
+    /// The write rate limiter, if any.
+    fn rate_limiter(&self) -> Option<Arc<RateLimiter>>;
+    /// Sequence numbers of the live snapshots. Read once when a job starts: a
+    /// snapshot taken later sees the newest version of every input key, which
+    /// a job always keeps.
+    fn snapshots(&self) -> Vec<SeqNo>;
+    /// True once the database starts closing (the job gives up).
+    fn closing(&self) -> bool;
+    /// An iterator over table `number` of `level` for a compaction.
+    fn scan_table(&self, number: u64, level: usize) -> Result<Box<dyn InternalIterator>>;
+    /// A new file number for an output table, registered as being written so
+    /// that nothing deletes it before it is installed or abandoned.
+    fn new_output(&self) -> u64;
+    /// Ends the registration of the outputs `numbers`.
+    fn outputs_done(&self, numbers: &[u64]);
+}
+
 /// Merges `inputs` (with their levels) into tables of `output_level`.
 /// `bottommost`: no level below the output holds keys of the inputs' range, so
 /// deletions with nothing under them can go. Fails with [`Error::Closed`] if the
 /// database starts closing meanwhile (outputs are removed).
 pub(crate) fn merge(
-    db: &DbInner,
+    db: &dyn JobHost,
     inputs: &[(usize, Arc<FileMeta>)],
     output_level: usize,
     bottommost: bool,
 ) -> Result<MergeOutput> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for (level, f) in inputs {
-        children.push(db.table_cache.get(f.number, *level)?.scan());
+        children.push(db.scan_table(f.number, *level)?);
     }
     let mut it = MergingIterator::new(children);
-    let snapshots: Vec<SeqNo> = db.snapshots.lock().keys().copied().collect();
-    let target = db.opts.target_file_size(output_level);
+    let snapshots = db.snapshots();
+    let target = db.opts().target_file_size(output_level);
     let mut out = TableOutput::new(
-        &db.path,
-        &db.opts,
-        &db.stats,
-        db.rate_limiter.clone(),
+        db.dir(),
+        db.opts(),
+        db.stats(),
+        db.rate_limiter(),
         output_level,
     );
     let mut tables: Vec<NewFile> = Vec::new();
@@ -101,7 +129,7 @@ pub(crate) fn merge(
             }
             let versions = &pool[..n];
             merged += 1;
-            if merged.is_multiple_of(CLOSE_CHECK_INTERVAL) && db.closing.load(Ordering::Acquire) {
+            if merged.is_multiple_of(CLOSE_CHECK_INTERVAL) && db.closing() {
                 return Err(Error::Closed);
             }
             // `versions` holds every version of one user key, newest first. The
@@ -125,12 +153,7 @@ pub(crate) fn merge(
                     if let Some(f) = out.finish()? {
                         tables.push(f);
                     }
-                    let number = {
-                        let mut st = db.state.lock();
-                        let num = st.new_file_number();
-                        st.pending_outputs.insert(num);
-                        num
-                    };
+                    let number = db.new_output();
                     numbers.push(number);
                     out.open(number)?;
                 }
@@ -144,17 +167,11 @@ pub(crate) fn merge(
         if let Some(f) = out.finish()? {
             tables.push(f);
         }
-        db.fs
-            .sync_dir(&db.path)
-            .map_err(|e| Error::io("sync directory", &db.path, e))
+        db.fs()
+            .sync_dir(db.dir())
+            .map_err(|e| Error::io("sync directory", db.dir(), e))
     })();
-
-    {
-        let mut st = db.state.lock();
-        for n in &numbers {
-            st.pending_outputs.remove(n);
-        }
-    }
+    db.outputs_done(&numbers);
     result?;
     Ok(MergeOutput {
         bytes_read: inputs.iter().map(|(_, f)| f.size).sum(),

@@ -48,7 +48,7 @@
 //!   filter; otherwise it is rewritten so that it carries its new level's filter
 //!   policy.
 
-use crate::options::NUM_LEVELS;
+use crate::format::NUM_LEVELS;
 
 /// The last level.
 pub(crate) const LAST_LEVEL: usize = NUM_LEVELS - 1;

@@ -13,13 +13,18 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+
+use shale_env::FileSystem;
 
 use super::{DbInner, State};
 use crate::compaction::job::{self, MergeOutput};
 use crate::compaction::picker::{self, Pick, PickerOptions, TableSummary, LAST_LEVEL};
 use crate::error::{Error, Result};
+use crate::format::SeqNo;
+use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::Options;
@@ -57,6 +62,45 @@ pub(crate) fn run(db: &DbInner) {
         if let Err(e) = db.delete_obsolete_files(false) {
             let mut st = db.state.lock();
             db.background_failed(&mut st, &e);
+        }
+    }
+}
+
+impl job::JobHost for DbInner {
+    fn dir(&self) -> &Path {
+        &self.path
+    }
+    fn fs(&self) -> &dyn FileSystem {
+        &*self.fs
+    }
+    fn opts(&self) -> &Options {
+        &self.opts
+    }
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+    fn rate_limiter(&self) -> Option<Arc<crate::rate_limit::RateLimiter>> {
+        self.rate_limiter.clone()
+    }
+    fn snapshots(&self) -> Vec<SeqNo> {
+        self.snapshots.lock().keys().copied().collect()
+    }
+    fn closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+    fn scan_table(&self, number: u64, level: usize) -> Result<Box<dyn InternalIterator>> {
+        Ok(self.table_cache.get(number, level)?.scan())
+    }
+    fn new_output(&self) -> u64 {
+        let mut st = self.state.lock();
+        let number = st.new_file_number();
+        st.pending_outputs.insert(number);
+        number
+    }
+    fn outputs_done(&self, numbers: &[u64]) {
+        let mut st = self.state.lock();
+        for n in numbers {
+            st.pending_outputs.remove(n);
         }
     }
 }

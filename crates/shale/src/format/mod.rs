@@ -25,6 +25,9 @@ pub fn masked_crc2(a: &[u8], b: &[u8]) -> u32 {
     mask_crc(crc32c::crc32c_append(crc32c::crc32c(a), b))
 }
 
+/// Number of levels: L0 and L1..L6.
+pub const NUM_LEVELS: usize = 7;
+
 const MASK_DELTA: u32 = 0xa282_ead8;
 
 /// LevelDB's masking of a stored CRC (rotate right by 15, add a constant), so

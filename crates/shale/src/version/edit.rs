@@ -25,11 +25,11 @@
 //! Tags are frozen: DO NOT CHANGE their numbers or payloads; new fields take new
 //! tags. An unknown tag is corruption (a newer writer would bump `DB_FORMAT`).
 
+use crate::format::NUM_LEVELS;
 use crate::format::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
     put_varint64, InternalKey, SeqNo,
 };
-use crate::options::NUM_LEVELS;
 
 const TAG_DB_FORMAT: u32 = 1;
 const TAG_LOG_NUMBER: u32 = 2;

@@ -23,8 +23,8 @@ use parking_lot::Mutex;
 
 pub(crate) use edit::{LifetimeStats, NewFile, VersionEdit};
 
+use crate::format::NUM_LEVELS;
 use crate::format::{compare_internal, InternalKey, SeqNo};
-use crate::options::NUM_LEVELS;
 
 /// Table file numbers whose last reference dropped after they left the version;
 /// the background thread deletes their files.

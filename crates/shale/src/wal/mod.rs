@@ -39,7 +39,34 @@ use shale_env::{AppendFile, RandomAccessFile};
 
 use crate::error::{Error, Result};
 use crate::format::{mask_crc, masked_crc2};
-use crate::options::WalRecoveryMode;
+
+/// What recovery does with damage at the end of a write-ahead log (after
+/// RocksDB's `WALRecoveryMode`). The manifest is always read under
+/// [`WalRecoveryMode::TornWrites`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WalRecoveryMode {
+    /// Drop only what a crash during an unsynced append can leave at the end of
+    /// the newest log: a record cut short by the end of the file, or one whose
+    /// bytes from some point on read back as zeros. Any other damage (a
+    /// full-length record with a bad checksum, damage followed by valid
+    /// records) fails the open with [`crate::Error::Corruption`]. No write
+    /// acknowledged as synced is ever dropped.
+    #[default]
+    TornWrites,
+    /// Drop any damage at the end of the newest log that no valid record
+    /// follows, whatever it looks like (LevelDB's behaviour, RocksDB's
+    /// `kTolerateCorruptedTailRecords`). A synced write whose bytes were later
+    /// damaged on disk is dropped silently.
+    TolerateCorruptedTail,
+    /// Stop replay at the first damage of any kind, dropping everything after it
+    /// in that log and in every newer log: the database opens at the last
+    /// consistent point before the damage, possibly without writes that were
+    /// acknowledged as synced (RocksDB's `kPointInTimeRecovery`).
+    PointInTime,
+    /// Fail the open on any damage, even a torn write that was never synced
+    /// (RocksDB's `kAbsoluteConsistency`).
+    AbsoluteConsistency,
+}
 
 /// Size of a log block.
 pub const BLOCK_SIZE: usize = 32 * 1024;
