@@ -3,6 +3,10 @@
 //! Every failure is reported as one line `shale: <message>` on standard error
 //! with exit code 1; usage errors exit with 2 (clap's convention).
 
+// A binary has no outside users: `pub` here only marks what other modules of
+// the tool use.
+#![allow(unreachable_pub)]
+
 mod args;
 mod bytes;
 mod cmd;

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::format::compare_internal;
 
 /// A cursor over internal entries in internal-key order.
-pub trait InternalIterator: Send {
+pub(crate) trait InternalIterator: Send {
     /// True if positioned on an entry.
     fn valid(&self) -> bool;
     /// Positions on the first entry.

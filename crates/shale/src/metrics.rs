@@ -21,7 +21,7 @@ use crate::format::NUM_LEVELS;
 use crate::version::LifetimeStats;
 
 /// Number of stripes per counter.
-pub const STRIPES: usize = 8;
+pub(crate) const STRIPES: usize = 8;
 
 /// What a block read was for. Persisted nowhere; used as an index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -89,25 +89,25 @@ fn stripe() -> usize {
 
 /// A striped monotonically increasing counter.
 #[derive(Default)]
-pub struct Counter {
+pub(crate) struct Counter {
     cells: [CachePadded<AtomicU64>; STRIPES],
 }
 
 impl Counter {
     /// Adds `n`.
     #[inline]
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.cells[stripe()].fetch_add(n, Ordering::Relaxed);
     }
 
     /// Adds one.
     #[inline]
-    pub fn incr(&self) {
+    pub(crate) fn incr(&self) {
         self.add(1);
     }
 
     /// Current total.
-    pub fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.cells.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 }
@@ -123,7 +123,7 @@ struct BlockCounters {
 
 /// The live counters of one database. Shared by all threads.
 #[derive(Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     blocks: [BlockCounters; 6],
     pub(crate) gets: Counter,
     pub(crate) gets_found: Counter,
@@ -151,19 +151,19 @@ pub struct Stats {
 impl Stats {
     /// Records a block found in the block cache.
     #[inline]
-    pub fn cache_hit(&self, kind: BlockKind) {
+    pub(crate) fn cache_hit(&self, kind: BlockKind) {
         self.blocks[kind.index()].cache_hits.incr();
     }
 
     /// Records a block looked up in the block cache and not found there.
     #[inline]
-    pub fn cache_miss(&self, kind: BlockKind) {
+    pub(crate) fn cache_miss(&self, kind: BlockKind) {
         self.blocks[kind.index()].cache_misses.incr();
     }
 
     /// Records one read request of `bytes` bytes issued to the file system.
     #[inline]
-    pub fn physical_read(&self, kind: BlockKind, bytes: u64) {
+    pub(crate) fn physical_read(&self, kind: BlockKind, bytes: u64) {
         let c = &self.blocks[kind.index()];
         c.physical_reads.incr();
         c.bytes_read.add(bytes);
@@ -171,7 +171,7 @@ impl Stats {
 
     /// Records a filter probe and its answer.
     #[inline]
-    pub fn filter_probe(&self, may_contain: bool) {
+    pub(crate) fn filter_probe(&self, may_contain: bool) {
         if may_contain {
             self.filter_positives.incr();
         } else {
@@ -211,7 +211,7 @@ impl Stats {
     }
 
     /// A point-in-time copy of every counter.
-    pub fn snapshot(&self) -> Metrics {
+    pub(crate) fn snapshot(&self) -> Metrics {
         let mut blocks = [BlockMetrics::default(); 6];
         for kind in BlockKind::ALL {
             let c = &self.blocks[kind.index()];

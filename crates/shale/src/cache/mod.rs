@@ -72,7 +72,7 @@ use crate::sync::{AtomicU64, Mutex};
 /// Priority of a cached entry. Entries of a lower priority are always evicted
 /// before entries of a higher one; within a priority, least recently used first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Priority {
+pub(crate) enum Priority {
     /// Data blocks.
     Low,
     /// Index partitions.
@@ -103,7 +103,7 @@ impl Priority {
 /// A cache of `V` values keyed by `K`, bounded by the sum of the charges of its
 /// entries plus the bytes pinned outside it. See the [module docs](self) for
 /// sharding, eviction order and concurrency.
-pub struct LruCache<K, V> {
+pub(crate) struct LruCache<K, V> {
     shards: Box<[ShardLock<K, V>]>,
     hasher: KeyHashBuilder,
     capacity: AtomicU64,
@@ -113,7 +113,7 @@ pub struct LruCache<K, V> {
 impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
     /// A cache of `capacity` charge units split over `shards` shards (rounded up
     /// to a power of two; at least 1, at most 65536).
-    pub fn new(capacity: u64, shards: usize) -> Self {
+    pub(crate) fn new(capacity: u64, shards: usize) -> Self {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
         let shards = (0..n)
             .map(|_| CachePadded::new(Mutex::new(Shard::new())))
@@ -127,7 +127,7 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
     }
 
     /// Looks `key` up; a hit makes it the most recently used entry of its pool.
-    pub fn get(&self, key: &K) -> Option<V> {
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
         let (_, shard) = self.shard_of(key);
         shard.lock().get(key)
     }
@@ -137,7 +137,7 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
     /// recently used of its pool, then evicts until the shard is within its
     /// budget. If `charge` alone exceeds the shard's budget, nothing is cached
     /// and any previous entry under `key` is removed.
-    pub fn insert(&self, key: K, value: V, charge: u64, priority: Priority) {
+    pub(crate) fn insert(&self, key: K, value: V, charge: u64, priority: Priority) {
         let (i, shard) = self.shard_of(&key);
         let mut garbage = Vec::new();
         {
@@ -149,7 +149,7 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
     }
 
     /// Removes `key` if present.
-    pub fn erase(&self, key: &K) {
+    pub(crate) fn erase(&self, key: &K) {
         let (_, shard) = self.shard_of(key);
         let removed = shard.lock().remove(key);
         drop(removed);
@@ -157,7 +157,7 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
 
     /// Charges `bytes` held outside the cache (pinned table metadata) against its
     /// capacity, evicting from every shard as needed.
-    pub fn reserve_pinned(&self, bytes: u64) {
+    pub(crate) fn reserve_pinned(&self, bytes: u64) {
         update_saturating(&self.pinned, |p| p.saturating_add(bytes));
         self.trim_all();
     }
@@ -165,12 +165,12 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
     /// Returns bytes reserved with [`reserve_pinned`](Self::reserve_pinned)
     /// (saturating at zero). Nothing is evicted; the room becomes available to
     /// later inserts.
-    pub fn release_pinned(&self, bytes: u64) {
+    pub(crate) fn release_pinned(&self, bytes: u64) {
         update_saturating(&self.pinned, |p| p.saturating_sub(bytes));
     }
 
     /// Sum of the charges of the cached entries plus the pinned bytes.
-    pub fn usage(&self) -> u64 {
+    pub(crate) fn usage(&self) -> u64 {
         let charges = self
             .shards
             .iter()
@@ -179,17 +179,17 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
     }
 
     /// Bytes currently reserved with [`reserve_pinned`](Self::reserve_pinned).
-    pub fn pinned(&self) -> u64 {
+    pub(crate) fn pinned(&self) -> u64 {
         self.pinned.load(Ordering::Relaxed)
     }
 
     /// The capacity, in charge units.
-    pub fn capacity(&self) -> u64 {
+    pub(crate) fn capacity(&self) -> u64 {
         self.capacity.load(Ordering::Relaxed)
     }
 
     /// Changes the capacity, evicting from every shard as needed.
-    pub fn set_capacity(&self, capacity: u64) {
+    pub(crate) fn set_capacity(&self, capacity: u64) {
         self.capacity.store(capacity, Ordering::Relaxed);
         self.trim_all();
     }

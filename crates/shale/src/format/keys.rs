@@ -198,7 +198,7 @@ pub fn parse_internal_key(encoded: &[u8]) -> Option<InternalKeyRef<'_>> {
 /// first eight bytes, so those are compared as one big-endian integer before
 /// falling back to `memcmp`: the memtable and merges compare constantly.
 #[inline]
-pub fn compare_user_keys(a: &[u8], b: &[u8]) -> Ordering {
+pub(super) fn compare_user_keys(a: &[u8], b: &[u8]) -> Ordering {
     if let (Some(pa), Some(pb)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
         match u64::from_be_bytes(*pa).cmp(&u64::from_be_bytes(*pb)) {
             Ordering::Equal => a[8..].cmp(&b[8..]),

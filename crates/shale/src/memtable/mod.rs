@@ -26,14 +26,14 @@ use crate::format::{InternalKey, SeqNo, ValueKind};
 const ENTRY_OVERHEAD: usize = 80;
 
 /// A concurrent sorted in-memory table.
-pub struct MemTable {
+pub(crate) struct MemTable {
     map: SkipMap<InternalKey, Vec<u8>>,
     bytes: AtomicUsize,
 }
 
 /// Result of a memtable lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemGet {
+pub(crate) enum MemGet {
     /// The newest visible entry is a value.
     Value(Vec<u8>),
     /// The newest visible entry is a deletion.
@@ -50,7 +50,7 @@ impl Default for MemTable {
 
 impl MemTable {
     /// An empty memtable.
-    pub fn new() -> MemTable {
+    pub(crate) fn new() -> MemTable {
         MemTable {
             map: SkipMap::new(),
             bytes: AtomicUsize::new(0),
@@ -59,7 +59,7 @@ impl MemTable {
 
     /// Adds an entry. Safe to call from several threads at once. `(key, seq)`
     /// must be new to this memtable (sequence numbers are unique).
-    pub fn add(&self, seq: SeqNo, kind: ValueKind, key: &[u8], value: &[u8]) {
+    pub(crate) fn add(&self, seq: SeqNo, kind: ValueKind, key: &[u8], value: &[u8]) {
         let ikey = InternalKey::new(key, seq, kind);
         let charge = ikey.encoded().len() + value.len() + ENTRY_OVERHEAD;
         self.map.insert(ikey, value.to_vec());
@@ -67,7 +67,7 @@ impl MemTable {
     }
 
     /// The newest entry for `key` with sequence number `<= seq`.
-    pub fn get(&self, key: &[u8], seq: SeqNo) -> MemGet {
+    pub(crate) fn get(&self, key: &[u8], seq: SeqNo) -> MemGet {
         let target = InternalKey::seek_key(key, seq);
         let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
             return MemGet::Absent;
@@ -85,25 +85,28 @@ impl MemTable {
     }
 
     /// Approximate memory used, in bytes.
-    pub fn approximate_bytes(&self) -> usize {
+    pub(crate) fn approximate_bytes(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
 
     /// Number of entries.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
     /// True if empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
     /// Calls `f` on every entry in internal-key order, stopping at its first
     /// error. A single pass over the skiplist, cheaper than [`MemTable::iter`]
     /// (which searches from its copied key at every step): the flush path.
-    pub fn for_each<E>(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), E>) -> Result<(), E> {
+    pub(crate) fn for_each<E>(
+        &self,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
         for e in self.map.iter() {
             f(e.key().encoded(), e.value())?;
         }
@@ -112,7 +115,7 @@ impl MemTable {
 
     /// An iterator over a shared memtable. It sees entries added after its
     /// creation too; callers bound what they read by sequence number.
-    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+    pub(crate) fn iter(self: &Arc<Self>) -> MemTableIterator {
         MemTableIterator {
             mem: self.clone(),
             current: None,
@@ -125,7 +128,7 @@ impl MemTable {
 /// Holds a copy of the current entry; each step is a skiplist search from the
 /// copied key, which keeps the iterator free of borrows so that it can be stored
 /// next to the `Arc` it reads.
-pub struct MemTableIterator {
+pub(crate) struct MemTableIterator {
     mem: Arc<MemTable>,
     current: Option<(InternalKey, Vec<u8>)>,
 }

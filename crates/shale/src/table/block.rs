@@ -33,21 +33,21 @@ use crate::format::{
 };
 
 /// Length of the trailer after every block: compression type byte + masked CRC32C.
-pub const BLOCK_TRAILER_LEN: u64 = 5;
+pub(crate) const BLOCK_TRAILER_LEN: u64 = 5;
 
 /// Restart interval of index blocks (partitions and the top-level index). Fixed by
 /// the format: readers find restarts through the restart array, so the value is not
 /// needed to decode, but writers of format version 1 always use it.
-pub const INDEX_RESTART_INTERVAL: usize = 16;
+pub(crate) const INDEX_RESTART_INTERVAL: usize = 16;
 
 /// Why a block did not decode. Converted to `Error::Corruption` by the reader, which
 /// knows the file and the block offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Corrupt(pub &'static str);
+pub(crate) struct Corrupt(pub &'static str);
 
 /// Which entry grammar a block uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryFormat {
+pub(crate) enum EntryFormat {
     /// `data_entry`: internal keys and values.
     Data,
     /// `index_entry`: user-key separators and delta-encoded block handles.
@@ -56,7 +56,7 @@ pub enum EntryFormat {
 
 /// A decoded (uncompressed) block whose restart array has been validated.
 #[derive(Debug)]
-pub struct Block {
+pub(crate) struct Block {
     data: Vec<u8>,
     restarts_off: usize,
     num_restarts: usize,
@@ -65,7 +65,7 @@ pub struct Block {
 
 impl Block {
     /// Validates the restart array of `data` and wraps it.
-    pub fn new(data: Vec<u8>, format: EntryFormat) -> Result<Block, Corrupt> {
+    pub(crate) fn new(data: Vec<u8>, format: EntryFormat) -> Result<Block, Corrupt> {
         let len = data.len();
         let count = data
             .get(len.wrapping_sub(4)..)
@@ -107,13 +107,13 @@ impl Block {
     }
 
     /// Bytes held by the block (its decoded contents).
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.data.len()
     }
 
     /// True if the block holds no entry.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.num_restarts == 0
     }
 
@@ -163,7 +163,7 @@ fn check_internal_key(key: &[u8]) -> Result<(), Corrupt> {
 /// A key being reassembled from prefix-compressed entries. Keys up to
 /// `INLINE` bytes live inline so that a point lookup does not allocate.
 #[derive(Clone)]
-pub struct KeyBuf {
+pub(crate) struct KeyBuf {
     inline: [u8; KeyBuf::INLINE],
     len: usize,
     heap: Vec<u8>,
@@ -183,7 +183,7 @@ impl KeyBuf {
     const INLINE: usize = 64;
 
     /// The key.
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         if self.len <= Self::INLINE {
             self.inline.get(..self.len).unwrap_or(&[])
         } else {
@@ -230,7 +230,7 @@ impl KeyBuf {
 ///
 /// After an error the cursor is invalid.
 #[derive(Clone, Default)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     valid: bool,
     /// Offset of the current entry.
     cur: usize,
@@ -247,17 +247,17 @@ pub struct Cursor {
 
 impl Cursor {
     /// True if positioned on an entry.
-    pub fn valid(&self) -> bool {
+    pub(crate) fn valid(&self) -> bool {
         self.valid
     }
 
     /// The current key. Requires `valid()`.
-    pub fn key(&self) -> &[u8] {
+    pub(crate) fn key(&self) -> &[u8] {
         self.key.as_slice()
     }
 
     /// The current value of a data block. Requires `valid()`.
-    pub fn value<'b>(&self, block: &'b Block) -> &'b [u8] {
+    pub(crate) fn value<'b>(&self, block: &'b Block) -> &'b [u8] {
         block
             .data
             .get(self.val_start..self.val_start + self.val_len)
@@ -265,12 +265,12 @@ impl Cursor {
     }
 
     /// The block handle `(offset, size)` of the current index entry.
-    pub fn handle(&self) -> (u64, u64) {
+    pub(crate) fn handle(&self) -> (u64, u64) {
         (self.handle_offset, self.handle_size)
     }
 
     /// Makes the cursor invalid.
-    pub fn invalidate(&mut self) {
+    pub(crate) fn invalidate(&mut self) {
         self.valid = false;
     }
 
@@ -344,7 +344,7 @@ impl Cursor {
     }
 
     /// Positions on the first entry.
-    pub fn seek_to_first(&mut self, b: &Block) -> Result<(), Corrupt> {
+    pub(crate) fn seek_to_first(&mut self, b: &Block) -> Result<(), Corrupt> {
         if b.num_restarts == 0 {
             self.valid = false;
             return Ok(());
@@ -353,7 +353,7 @@ impl Cursor {
     }
 
     /// Positions on the last entry.
-    pub fn seek_to_last(&mut self, b: &Block) -> Result<(), Corrupt> {
+    pub(crate) fn seek_to_last(&mut self, b: &Block) -> Result<(), Corrupt> {
         if b.num_restarts == 0 {
             self.valid = false;
             return Ok(());
@@ -366,7 +366,7 @@ impl Cursor {
     }
 
     /// Moves to the next entry (invalid past the last). Requires `valid()`.
-    pub fn next(&mut self, b: &Block) -> Result<(), Corrupt> {
+    pub(crate) fn next(&mut self, b: &Block) -> Result<(), Corrupt> {
         let off = self.next;
         if off >= b.restarts_off {
             self.valid = false;
@@ -392,7 +392,7 @@ impl Cursor {
     }
 
     /// Moves to the previous entry (invalid before the first). Requires `valid()`.
-    pub fn prev(&mut self, b: &Block) -> Result<(), Corrupt> {
+    pub(crate) fn prev(&mut self, b: &Block) -> Result<(), Corrupt> {
         let target = self.cur;
         let mut r = self.restart_idx;
         if b.restart(r)? >= target {
@@ -415,7 +415,11 @@ impl Cursor {
 
     /// Positions on the first entry whose key is not less than the target, where
     /// `cmp(key)` orders a key against the target. Invalid if every key is less.
-    pub fn seek_by(&mut self, b: &Block, cmp: impl Fn(&[u8]) -> Ordering) -> Result<(), Corrupt> {
+    pub(crate) fn seek_by(
+        &mut self,
+        b: &Block,
+        cmp: impl Fn(&[u8]) -> Ordering,
+    ) -> Result<(), Corrupt> {
         if b.num_restarts == 0 {
             self.valid = false;
             return Ok(());
@@ -442,7 +446,7 @@ impl Cursor {
 /// trailer is `seqno << 8 | kind` and larger trailers sort first. `key` must be at
 /// least [`TRAILER_LEN`] long (data block keys are checked when decoded).
 #[inline]
-pub fn cmp_internal_to(key: &[u8], user_key: &[u8], trailer: u64) -> Ordering {
+pub(crate) fn cmp_internal_to(key: &[u8], user_key: &[u8], trailer: u64) -> Ordering {
     let n = key.len().saturating_sub(TRAILER_LEN);
     let (ku, kt) = key.split_at(n);
     match ku.cmp(user_key) {
@@ -456,7 +460,7 @@ pub fn cmp_internal_to(key: &[u8], user_key: &[u8], trailer: u64) -> Ordering {
 
 /// Splits a caller-supplied internal key into `(user_key, trailer)`; a target
 /// shorter than a trailer is taken as a user key sorting before all its versions.
-pub fn split_target(target: &[u8]) -> (&[u8], u64) {
+pub(crate) fn split_target(target: &[u8]) -> (&[u8], u64) {
     if target.len() < TRAILER_LEN {
         return (target, u64::MAX);
     }
@@ -466,7 +470,7 @@ pub fn split_target(target: &[u8]) -> (&[u8], u64) {
 
 /// Builds a block of either grammar.
 #[derive(Debug)]
-pub struct BlockBuilder {
+pub(crate) struct BlockBuilder {
     format: EntryFormat,
     restart_interval: usize,
     buf: Vec<u8>,
@@ -478,7 +482,7 @@ pub struct BlockBuilder {
 
 impl BlockBuilder {
     /// An empty builder; `restart_interval` is clamped to at least 1.
-    pub fn new(format: EntryFormat, restart_interval: usize) -> BlockBuilder {
+    pub(crate) fn new(format: EntryFormat, restart_interval: usize) -> BlockBuilder {
         BlockBuilder {
             format,
             restart_interval: restart_interval.max(1),
@@ -491,17 +495,17 @@ impl BlockBuilder {
     }
 
     /// True if no entry was added since the last `finish`.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries == 0
     }
 
     /// Size of the block if finished now.
-    pub fn estimated_size(&self) -> usize {
+    pub(crate) fn estimated_size(&self) -> usize {
         self.buf.len() + 4 * self.restarts.len() + 4
     }
 
     /// The last key added.
-    pub fn last_key(&self) -> &[u8] {
+    pub(crate) fn last_key(&self) -> &[u8] {
         &self.last_key
     }
 
@@ -530,7 +534,7 @@ impl BlockBuilder {
     }
 
     /// Appends a data entry; keys must be added in increasing order.
-    pub fn add_data(&mut self, key: &[u8], value: &[u8]) {
+    pub(crate) fn add_data(&mut self, key: &[u8], value: &[u8]) {
         debug_assert_eq!(self.format, EntryFormat::Data);
         let (_, shared) = self.start_entry(key);
         put_varint32(&mut self.buf, shared as u32);
@@ -544,7 +548,7 @@ impl BlockBuilder {
     /// Appends an index entry for the block at `offset` of `size` bytes (without
     /// trailer). Unless the entry is a restart, `offset` must equal the previous
     /// entry's `offset + size + BLOCK_TRAILER_LEN`.
-    pub fn add_index(&mut self, separator: &[u8], offset: u64, size: u64) {
+    pub(crate) fn add_index(&mut self, separator: &[u8], offset: u64, size: u64) {
         debug_assert_eq!(self.format, EntryFormat::Index);
         let (restart, shared) = self.start_entry(separator);
         put_varint32(&mut self.buf, shared as u32);
@@ -559,7 +563,7 @@ impl BlockBuilder {
     }
 
     /// Returns the finished block contents and resets the builder.
-    pub fn finish(&mut self) -> Vec<u8> {
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.buf);
         for &r in &self.restarts {
             put_fixed32(&mut out, r);

@@ -36,7 +36,7 @@ use crate::format::{compare_internal, parse_internal_key, ValueKind, TABLE_FORMA
 /// Keys must be added in strictly increasing internal order. The builder is not
 /// shared between threads. After an error every later call returns it again; the
 /// caller should then `abort`. Nothing is durable until `finish` returns.
-pub struct TableBuilder {
+pub(crate) struct TableBuilder {
     writer: Option<Box<dyn ObjectWriter>>,
     path: PathBuf,
     opts: TableBuildOptions,
@@ -55,7 +55,7 @@ pub struct TableBuilder {
 
 impl TableBuilder {
     /// A builder writing to `writer`; `path` only names the file in errors.
-    pub fn new(
+    pub(crate) fn new(
         writer: Box<dyn ObjectWriter>,
         path: PathBuf,
         opts: TableBuildOptions,
@@ -86,7 +86,7 @@ impl TableBuilder {
     /// Appends an entry. `internal_key` must be a valid encoded internal key
     /// greater than every key added before; otherwise `Error::Internal` (the
     /// engine builds tables only from sorted internal keys).
-    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+    pub(crate) fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -140,13 +140,13 @@ impl TableBuilder {
     }
 
     /// Entries added so far.
-    pub fn num_entries(&self) -> u64 {
+    pub(crate) fn num_entries(&self) -> u64 {
         self.props.num_entries
     }
 
     /// Approximate size of the file if finished now (data written, the open data
     /// block, the index and the filter).
-    pub fn estimated_size(&self) -> u64 {
+    pub(crate) fn estimated_size(&self) -> u64 {
         let bits = u64::from(self.opts.filter_bits_per_key.unwrap_or(0));
         self.offset
             + self.data.estimated_size() as u64
@@ -200,7 +200,7 @@ impl TableBuilder {
 
     /// Writes the rest of the table, makes it durable (`ObjectWriter::finish`) and
     /// returns its properties. An empty table (no entries) is valid.
-    pub fn finish(mut self) -> Result<TableProperties> {
+    pub(crate) fn finish(mut self) -> Result<TableProperties> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -255,7 +255,7 @@ impl TableBuilder {
     }
 
     /// Abandons the table and removes what was written.
-    pub fn abort(mut self) -> Result<()> {
+    pub(crate) fn abort(mut self) -> Result<()> {
         match self.writer.take() {
             Some(w) => w
                 .abort()

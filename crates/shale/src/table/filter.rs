@@ -23,21 +23,21 @@ use super::block::Corrupt;
 use crate::format::{decode_fixed32, put_fixed32};
 
 /// The only filter format of table format version 1. Persisted: DO NOT CHANGE.
-pub const FILTER_FORMAT_BLOCKED_XXH3: u8 = 1;
+pub(crate) const FILTER_FORMAT_BLOCKED_XXH3: u8 = 1;
 
 const LINE_BYTES: usize = 64;
 const LINE_BITS: u64 = 512;
 const FILTER_TRAILER: usize = 6;
 
 /// Number of probes for `bits_per_key` (about `0.69 * bits_per_key`, in 1..=16).
-pub fn num_probes(bits_per_key: u32) -> u8 {
+pub(crate) fn num_probes(bits_per_key: u32) -> u8 {
     let k = (f64::from(bits_per_key) * 0.69).round() as u32;
     k.clamp(1, 16) as u8
 }
 
 /// The hash a filter is built from and probed with.
 #[inline]
-pub fn filter_hash(user_key: &[u8]) -> u64 {
+pub(crate) fn filter_hash(user_key: &[u8]) -> u64 {
     xxh3_64(user_key)
 }
 
@@ -54,7 +54,7 @@ fn probe_seed(h: u64) -> u64 {
 }
 
 /// Builds the filter block of a table from the hashes of its distinct user keys.
-pub fn build_filter(hashes: &[u64], bits_per_key: u32) -> Vec<u8> {
+pub(crate) fn build_filter(hashes: &[u64], bits_per_key: u32) -> Vec<u8> {
     let k = num_probes(bits_per_key);
     let total_bits = hashes.len() as u64 * u64::from(bits_per_key.max(1));
     let num_lines = total_bits.div_ceil(LINE_BITS) as usize;
@@ -80,7 +80,7 @@ pub fn build_filter(hashes: &[u64], bits_per_key: u32) -> Vec<u8> {
 
 /// A decoded filter block.
 #[derive(Debug)]
-pub struct Filter {
+pub(crate) struct Filter {
     data: Vec<u8>,
     num_lines: usize,
     k: u8,
@@ -88,7 +88,7 @@ pub struct Filter {
 
 impl Filter {
     /// Checks the trailer of a filter block and wraps it.
-    pub fn new(mut data: Vec<u8>) -> Result<Filter, Corrupt> {
+    pub(crate) fn new(mut data: Vec<u8>) -> Result<Filter, Corrupt> {
         let len = data.len();
         if len < FILTER_TRAILER {
             return Err(Corrupt("filter block shorter than its trailer"));
@@ -112,12 +112,12 @@ impl Filter {
 
     /// False only if no key with this user key was added. Never allocates.
     #[inline]
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
         self.may_contain_hash(filter_hash(user_key))
     }
 
     /// [`Filter::may_contain`] for a precomputed [`filter_hash`].
-    pub fn may_contain_hash(&self, h: u64) -> bool {
+    pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
         if self.num_lines == 0 {
             return false;
         }
@@ -137,19 +137,19 @@ impl Filter {
     }
 
     /// Bytes held.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.data.len()
     }
 
     /// Number of 64-byte lines.
     #[cfg(test)]
-    pub fn num_lines(&self) -> usize {
+    pub(crate) fn num_lines(&self) -> usize {
         self.num_lines
     }
 
     /// Number of probes per key.
     #[cfg(test)]
-    pub fn num_probes(&self) -> u8 {
+    pub(crate) fn num_probes(&self) -> u8 {
         self.k
     }
 }

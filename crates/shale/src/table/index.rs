@@ -17,7 +17,7 @@ use super::block::{BlockBuilder, EntryFormat, INDEX_RESTART_INTERVAL};
 
 /// The shortest `S` with `a <= S < b`; `a` itself when `a == b` or when `a` is a
 /// prefix of `b`. Requires `a <= b`.
-pub fn shortest_separator(a: &[u8], b: &[u8]) -> Vec<u8> {
+pub(crate) fn shortest_separator(a: &[u8], b: &[u8]) -> Vec<u8> {
     let p = a.iter().zip(b.iter()).take_while(|(x, y)| x == y).count();
     let (Some(&ap), Some(&bp)) = (a.get(p), b.get(p)) else {
         return a.to_vec(); // equal, or a is a prefix of b
@@ -47,7 +47,7 @@ pub fn shortest_separator(a: &[u8], b: &[u8]) -> Vec<u8> {
 
 /// A short key `>= a`: `a` with its first non-0xff byte incremented and the rest
 /// dropped, or `a` itself.
-pub fn short_successor(a: &[u8]) -> Vec<u8> {
+pub(crate) fn short_successor(a: &[u8]) -> Vec<u8> {
     match a.iter().position(|&x| x != 0xff) {
         Some(j) if j + 1 < a.len() => prefix_bumped(a, j).unwrap_or_else(|| a.to_vec()),
         _ => a.to_vec(),
@@ -64,7 +64,7 @@ fn prefix_bumped(a: &[u8], j: usize) -> Option<Vec<u8>> {
 }
 
 /// A finished index partition, waiting to be written after the filter.
-pub struct Partition {
+pub(crate) struct Partition {
     /// The partition's last separator (its top-level index key).
     pub last_separator: Vec<u8>,
     /// Encoded block contents.
@@ -72,7 +72,7 @@ pub struct Partition {
 }
 
 /// Accumulates index entries into partitions.
-pub struct IndexBuilder {
+pub(crate) struct IndexBuilder {
     partition_size: usize,
     current: BlockBuilder,
     /// Partitions finished so far.
@@ -83,7 +83,7 @@ pub struct IndexBuilder {
 
 impl IndexBuilder {
     /// A builder cutting partitions at about `partition_size` bytes.
-    pub fn new(partition_size: usize) -> IndexBuilder {
+    pub(crate) fn new(partition_size: usize) -> IndexBuilder {
         IndexBuilder {
             partition_size: partition_size.max(1),
             current: BlockBuilder::new(EntryFormat::Index, INDEX_RESTART_INTERVAL),
@@ -93,7 +93,7 @@ impl IndexBuilder {
     }
 
     /// Adds the entry of one data block.
-    pub fn add(&mut self, separator: &[u8], offset: u64, size: u64) {
+    pub(crate) fn add(&mut self, separator: &[u8], offset: u64, size: u64) {
         self.current.add_index(separator, offset, size);
         if self.current.estimated_size() >= self.partition_size {
             self.cut();
@@ -101,7 +101,7 @@ impl IndexBuilder {
     }
 
     /// Bytes of index written if finished now.
-    pub fn estimated_size(&self) -> u64 {
+    pub(crate) fn estimated_size(&self) -> u64 {
         let open = if self.current.is_empty() {
             0
         } else {
@@ -121,7 +121,7 @@ impl IndexBuilder {
     }
 
     /// Closes the open partition and returns all partitions.
-    pub fn finish(mut self) -> Vec<Partition> {
+    pub(crate) fn finish(mut self) -> Vec<Partition> {
         if !self.current.is_empty() {
             self.cut();
         }

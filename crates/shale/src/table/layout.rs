@@ -33,15 +33,15 @@ use crate::format::{
 };
 
 /// Size of the footer at the end of every table.
-pub const FOOTER_LEN: u64 = 64;
+pub(crate) const FOOTER_LEN: u64 = 64;
 
 /// Magic number closing every table file. Persisted: DO NOT CHANGE.
-pub const TABLE_MAGIC: u64 = 0x0be5_3145_4c41_4853;
+pub(crate) const TABLE_MAGIC: u64 = 0x0be5_3145_4c41_4853;
 
 /// Location of a block: offset in the file and size of its contents (the trailer
 /// follows).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BlockHandle {
+pub(crate) struct BlockHandle {
     /// Offset of the block's first byte.
     pub offset: u64,
     /// Size of the stored contents, without the trailer.
@@ -50,7 +50,7 @@ pub struct BlockHandle {
 
 impl BlockHandle {
     /// Offset just past the block's trailer (saturating).
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.offset
             .saturating_add(self.size)
             .saturating_add(BLOCK_TRAILER_LEN)
@@ -59,7 +59,7 @@ impl BlockHandle {
 
 /// The decoded footer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Footer {
+pub(crate) struct Footer {
     /// The properties block.
     pub properties: BlockHandle,
     /// The top-level index block.
@@ -72,7 +72,7 @@ pub struct Footer {
 
 impl Footer {
     /// Encodes the footer (exactly [`FOOTER_LEN`] bytes).
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(FOOTER_LEN as usize);
         for h in [
             self.properties,
@@ -91,7 +91,7 @@ impl Footer {
     }
 
     /// Decodes a footer; the caller checks the version and the handles.
-    pub fn decode(src: &[u8]) -> Result<Footer, Corrupt> {
+    pub(crate) fn decode(src: &[u8]) -> Result<Footer, Corrupt> {
         if src.len() as u64 != FOOTER_LEN {
             return Err(Corrupt("footer has the wrong length"));
         }
@@ -120,7 +120,7 @@ impl Footer {
 }
 
 /// Builds a block trailer for `contents` stored with `compression`.
-pub fn block_trailer(contents: &[u8], compression: Compression) -> [u8; 5] {
+pub(crate) fn block_trailer(contents: &[u8], compression: Compression) -> [u8; 5] {
     let c = compression as u8;
     let crc = masked_crc2(contents, &[c]).to_le_bytes();
     [c, crc[0], crc[1], crc[2], crc[3]]
@@ -128,7 +128,7 @@ pub fn block_trailer(contents: &[u8], compression: Compression) -> [u8; 5] {
 
 /// Checks the trailer of a block read with it and returns the uncompressed
 /// contents. `raw` is `contents ++ trailer`.
-pub fn unwrap_block(mut raw: Vec<u8>, verify: bool) -> Result<Vec<u8>, Corrupt> {
+pub(crate) fn unwrap_block(mut raw: Vec<u8>, verify: bool) -> Result<Vec<u8>, Corrupt> {
     let size = raw
         .len()
         .checked_sub(BLOCK_TRAILER_LEN as usize)
@@ -164,7 +164,7 @@ pub fn unwrap_block(mut raw: Vec<u8>, verify: bool) -> Result<Vec<u8>, Corrupt> 
 
 /// Compresses `raw` with LZ4 in the `contents` form above; `None` unless that
 /// saves at least 1/8 of the bytes.
-pub fn lz4_contents(raw: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn lz4_contents(raw: &[u8]) -> Option<Vec<u8>> {
     let compressed = lz4_flex::block::compress(raw);
     let mut out = Vec::with_capacity(compressed.len() + 5);
     put_varint64(&mut out, raw.len() as u64);
@@ -173,24 +173,24 @@ pub fn lz4_contents(raw: &[u8]) -> Option<Vec<u8>> {
 }
 
 mod tag {
-    pub const FORMAT_VERSION: u32 = 1;
-    pub const NUM_ENTRIES: u32 = 2;
-    pub const NUM_DELETIONS: u32 = 3;
-    pub const RAW_KEY_BYTES: u32 = 4;
-    pub const RAW_VALUE_BYTES: u32 = 5;
-    pub const DATA_BYTES: u32 = 6;
-    pub const DATA_BLOCKS: u32 = 7;
-    pub const INDEX_PARTITION_BYTES: u32 = 8;
-    pub const INDEX_PARTITIONS: u32 = 9;
-    pub const TOP_LEVEL_INDEX_BYTES: u32 = 10;
-    pub const FILTER_BYTES: u32 = 11;
-    pub const FILTER_BITS_PER_KEY: u32 = 12;
-    pub const SMALLEST_KEY: u32 = 13;
-    pub const LARGEST_KEY: u32 = 14;
-    pub const SMALLEST_SEQNO: u32 = 15;
-    pub const LARGEST_SEQNO: u32 = 16;
-    pub const FILE_SIZE: u32 = 17;
-    pub const COMPRESSION: u32 = 18;
+    pub(super) const FORMAT_VERSION: u32 = 1;
+    pub(super) const NUM_ENTRIES: u32 = 2;
+    pub(super) const NUM_DELETIONS: u32 = 3;
+    pub(super) const RAW_KEY_BYTES: u32 = 4;
+    pub(super) const RAW_VALUE_BYTES: u32 = 5;
+    pub(super) const DATA_BYTES: u32 = 6;
+    pub(super) const DATA_BLOCKS: u32 = 7;
+    pub(super) const INDEX_PARTITION_BYTES: u32 = 8;
+    pub(super) const INDEX_PARTITIONS: u32 = 9;
+    pub(super) const TOP_LEVEL_INDEX_BYTES: u32 = 10;
+    pub(super) const FILTER_BYTES: u32 = 11;
+    pub(super) const FILTER_BITS_PER_KEY: u32 = 12;
+    pub(super) const SMALLEST_KEY: u32 = 13;
+    pub(super) const LARGEST_KEY: u32 = 14;
+    pub(super) const SMALLEST_SEQNO: u32 = 15;
+    pub(super) const LARGEST_SEQNO: u32 = 16;
+    pub(super) const FILE_SIZE: u32 = 17;
+    pub(super) const COMPRESSION: u32 = 18;
 }
 
 fn put_prop_u64(out: &mut Vec<u8>, t: u32, v: u64) {
@@ -208,7 +208,7 @@ fn put_prop_bytes(out: &mut Vec<u8>, t: u32, v: &[u8]) {
 /// Encodes the properties block contents. Its length does not depend on
 /// `file_size` (stored fixed-width), so a writer can encode once to learn the
 /// length, then again with the final size.
-pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
+pub(crate) fn encode_properties(p: &TableProperties) -> Vec<u8> {
     let mut out = Vec::with_capacity(128 + p.smallest_key.len() + p.largest_key.len());
     put_prop_u64(&mut out, tag::FORMAT_VERSION, u64::from(p.format_version));
     put_prop_u64(&mut out, tag::NUM_ENTRIES, p.num_entries);
@@ -244,7 +244,7 @@ pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
 }
 
 /// Decodes a properties block; unknown tags are skipped, missing ones stay 0.
-pub fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corrupt> {
+pub(crate) fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corrupt> {
     let mut p = TableProperties::default();
     while !src.is_empty() {
         let t = get_varint32(&mut src).ok_or(Corrupt("bad property tag"))?;

@@ -19,19 +19,20 @@ use crate::cache::LruCache;
 use crate::format::ValueKind;
 use crate::metrics::{BlockKind, Stats};
 
-pub mod block;
-pub mod builder;
-pub mod filter;
-pub mod index;
-pub mod layout;
-pub mod reader;
+pub(crate) mod block;
+pub(crate) mod builder;
+pub(crate) mod filter;
+pub(crate) mod index;
+pub(crate) mod layout;
+pub(crate) mod reader;
 #[cfg(test)]
 mod test_util;
 #[cfg(test)]
 mod tests;
 
-pub use builder::TableBuilder;
-pub use reader::{inspect_table, TableReader};
+pub(crate) use builder::TableBuilder;
+pub use reader::inspect_table;
+pub(crate) use reader::TableReader;
 
 /// Block compression. Persisted in every block trailer: DO NOT CHANGE the values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +46,7 @@ pub enum Compression {
 
 /// How to build one table.
 #[derive(Clone, Debug)]
-pub struct TableBuildOptions {
+pub(crate) struct TableBuildOptions {
     /// Target uncompressed size of a data block: a block is cut before an entry
     /// that would take it past this size (a block holds at least one entry).
     pub block_size: usize,
@@ -117,11 +118,11 @@ pub struct TableProperties {
 }
 
 /// Cache key of a block: (table file number, block offset).
-pub type BlockCacheKey = (u64, u64);
+pub(crate) type BlockCacheKey = (u64, u64);
 
 /// A decoded block in the cache: stored decompressed, shared by `Arc`, immutable.
 #[derive(Debug)]
-pub enum CachedBlock {
+pub(crate) enum CachedBlock {
     /// A data block.
     Data(block::Block),
     /// An index partition or a top-level index.
@@ -132,7 +133,7 @@ pub enum CachedBlock {
 
 impl CachedBlock {
     /// The block of a data or index entry, `None` for a filter.
-    pub fn as_block(&self) -> Option<&block::Block> {
+    pub(crate) fn as_block(&self) -> Option<&block::Block> {
         match self {
             CachedBlock::Data(b) | CachedBlock::Index(b) => Some(b),
             CachedBlock::Filter(_) => None,
@@ -140,7 +141,7 @@ impl CachedBlock {
     }
 
     /// True if this block can serve a read of `kind`.
-    pub fn is_kind(&self, kind: BlockKind) -> bool {
+    pub(crate) fn is_kind(&self, kind: BlockKind) -> bool {
         matches!(
             (self, kind),
             (CachedBlock::Data(_), BlockKind::Data)
@@ -157,7 +158,7 @@ impl CachedBlock {
     /// whose table bytes add up to N — the arithmetic of the study's inflection
     /// points, which are sums of table bytes. The few dozen bytes of bookkeeping
     /// per entry are not charged (under 1.5% for 4 KiB blocks).
-    pub fn charge(&self) -> u64 {
+    pub(crate) fn charge(&self) -> u64 {
         let contents = match self {
             CachedBlock::Data(b) | CachedBlock::Index(b) => b.size(),
             CachedBlock::Filter(f) => f.size(),
@@ -167,11 +168,11 @@ impl CachedBlock {
 }
 
 /// The block cache.
-pub type BlockCache = LruCache<BlockCacheKey, Arc<CachedBlock>>;
+pub(crate) type BlockCache = LruCache<BlockCacheKey, Arc<CachedBlock>>;
 
 /// What a table reader needs from its database.
 #[derive(Clone)]
-pub struct ReadContext {
+pub(crate) struct ReadContext {
     /// The shared block cache (also charged with pinned metadata).
     pub cache: Arc<BlockCache>,
     /// Where block reads are counted.
@@ -182,7 +183,7 @@ pub struct ReadContext {
 
 /// Result of a point lookup in one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TableGet {
+pub(crate) enum TableGet {
     /// The newest visible entry: a value, or a tombstone (`ValueKind::Delete`,
     /// empty value).
     Found(ValueKind, Vec<u8>),

@@ -143,7 +143,7 @@ fn read_meta(
 }
 
 /// An open table. Immutable and shareable (`Arc`) across threads.
-pub struct TableReader {
+pub(crate) struct TableReader {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     file_number: u64,
@@ -163,7 +163,7 @@ impl TableReader {
     ///
     /// Errors: `Corruption` for a file that is not a valid table (too short, bad
     /// magic, unknown version, damaged footer or properties), `Io` if reads fail.
-    pub fn open(
+    pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         file_number: u64,
@@ -201,19 +201,19 @@ impl TableReader {
     }
 
     /// The table's properties.
-    pub fn properties(&self) -> &TableProperties {
+    pub(crate) fn properties(&self) -> &TableProperties {
         &self.meta.props
     }
 
     /// True if the table has a Bloom filter.
     #[cfg(test)]
-    pub fn has_filter(&self) -> bool {
+    pub(crate) fn has_filter(&self) -> bool {
         self.meta.footer.filter.is_some()
     }
 
     /// Bytes of metadata this reader pins (charged to the block cache).
     #[cfg(test)]
-    pub fn pinned_bytes(&self) -> u64 {
+    pub(crate) fn pinned_bytes(&self) -> u64 {
         self.pinned_bytes
     }
 
@@ -346,7 +346,7 @@ impl TableReader {
     /// `FilteredOut` on a negative answer without touching any other block.
     /// `Found(Delete, _)` is a tombstone (the value is empty). `Absent`: no visible
     /// entry for the key in this table.
-    pub fn get(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
+    pub(crate) fn get(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
         if consult_filter {
             if let Some(f) = self.filter()? {
                 let may = match f.as_ref() {
@@ -444,14 +444,14 @@ impl TableReader {
 
     /// An iterator over every entry of the table, in internal-key order. Blocks are
     /// loaded through the block cache and counted like `get`'s.
-    pub fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
+    pub(crate) fn iter(self: &Arc<Self>) -> Box<dyn InternalIterator> {
         self.new_iter(false)
     }
 
     /// An iterator for a compaction: it reads blocks without filling the block
     /// cache or counting them as Get reads (compactions account their input
     /// bytes per table).
-    pub fn scan(self: &Arc<Self>) -> Box<dyn InternalIterator> {
+    pub(crate) fn scan(self: &Arc<Self>) -> Box<dyn InternalIterator> {
         self.new_iter(true)
     }
 

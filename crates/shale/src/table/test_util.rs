@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 use shale_env::{ObjectWriter, RandomAccessFile};
 
 /// SplitMix64: small, deterministic, good enough for test data.
-pub struct Rng(u64);
+pub(super) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    pub(super) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(super) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -23,11 +23,11 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
 
-    pub fn bytes32(&mut self) -> [u8; 32] {
+    pub(super) fn bytes32(&mut self) -> [u8; 32] {
         let mut out = [0u8; 32];
         for chunk in out.chunks_mut(8) {
             chunk.copy_from_slice(&self.next_u64().to_le_bytes());
@@ -37,13 +37,13 @@ impl Rng {
 }
 
 /// An `ObjectWriter` appending to a shared buffer.
-pub struct MemWriter {
+pub(super) struct MemWriter {
     pub buf: Arc<Mutex<Vec<u8>>>,
     pub finished: Arc<AtomicU64>,
 }
 
 impl MemWriter {
-    pub fn new() -> (MemWriter, Arc<Mutex<Vec<u8>>>) {
+    pub(super) fn new() -> (MemWriter, Arc<Mutex<Vec<u8>>>) {
         let buf = Arc::new(Mutex::new(Vec::new()));
         (
             MemWriter {
@@ -74,19 +74,19 @@ impl ObjectWriter for MemWriter {
 }
 
 /// A read-only in-memory file counting its read requests.
-pub struct MemFile {
+pub(super) struct MemFile {
     pub data: Vec<u8>,
     pub reads: AtomicU64,
 }
 
 impl MemFile {
-    pub fn new(data: Vec<u8>) -> Arc<MemFile> {
+    pub(super) fn new(data: Vec<u8>) -> Arc<MemFile> {
         Arc::new(MemFile {
             data,
             reads: AtomicU64::new(0),
         })
     }
-    pub fn reads(&self) -> u64 {
+    pub(super) fn reads(&self) -> u64 {
         self.reads.load(Ordering::SeqCst)
     }
 }

@@ -69,9 +69,9 @@ pub enum WalRecoveryMode {
 }
 
 /// Size of a log block.
-pub const BLOCK_SIZE: usize = 32 * 1024;
+pub(crate) const BLOCK_SIZE: usize = 32 * 1024;
 /// Size of a fragment header.
-pub const HEADER_SIZE: usize = 7;
+pub(crate) const HEADER_SIZE: usize = 7;
 /// Granularity of a write the device may lose in a crash (a sector): zeros
 /// from such a boundary to the end of the file can be a torn write.
 const SECTOR: u64 = 512;
@@ -83,7 +83,7 @@ const MIDDLE: u8 = 3;
 const LAST: u8 = 4;
 
 /// Writes records to a log file (a WAL or the manifest).
-pub struct LogWriter {
+pub(crate) struct LogWriter {
     file: Box<dyn AppendFile>,
     path: PathBuf,
     /// Bytes used in the current block.
@@ -94,7 +94,7 @@ pub struct LogWriter {
 
 impl LogWriter {
     /// A writer appending to `file` (which is empty), named `path` in errors.
-    pub fn new(file: Box<dyn AppendFile>, path: PathBuf) -> LogWriter {
+    pub(crate) fn new(file: Box<dyn AppendFile>, path: PathBuf) -> LogWriter {
         let block_offset = (file.len() % BLOCK_SIZE as u64) as usize;
         LogWriter {
             file,
@@ -109,7 +109,7 @@ impl LogWriter {
     /// Grammar of what is appended: zero padding to the next block when fewer
     /// than [`HEADER_SIZE`] bytes remain, then fragments as in the module
     /// documentation: one FULL, or FIRST, MIDDLE*, LAST.
-    pub fn add_record(&mut self, record: &[u8]) -> Result<()> {
+    pub(crate) fn add_record(&mut self, record: &[u8]) -> Result<()> {
         self.buf.clear();
         let mut rest = record;
         let mut first = true;
@@ -148,7 +148,7 @@ impl LogWriter {
     }
 
     /// Pushes buffered bytes to the operating system and makes them durable.
-    pub fn sync(&mut self) -> Result<()> {
+    pub(crate) fn sync(&mut self) -> Result<()> {
         self.file
             .sync()
             .map_err(|e| Error::io("sync log", &self.path, e))
@@ -156,21 +156,21 @@ impl LogWriter {
 
     /// Pushes buffered bytes to the operating system (survives a process crash,
     /// not a machine crash).
-    pub fn flush(&mut self) -> Result<()> {
+    pub(crate) fn flush(&mut self) -> Result<()> {
         self.file
             .flush()
             .map_err(|e| Error::io("flush log", &self.path, e))
     }
 
     /// Bytes written so far.
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.file.len()
     }
 }
 
 /// How a log ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogEnd {
+pub(crate) enum LogEnd {
     /// Every byte belonged to a complete, valid record.
     Clean,
     /// The log ended in a record that recovery drops, at this offset: under
@@ -233,7 +233,7 @@ fn parse_fragment(block: &[u8]) -> Fragment<'_> {
 }
 
 /// Reads records back.
-pub struct LogReader {
+pub(crate) struct LogReader {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     size: u64,
@@ -251,12 +251,12 @@ pub struct LogReader {
 impl LogReader {
     /// A reader over `file`, named `path` in errors, accepting only torn writes
     /// at the end ([`WalRecoveryMode::TornWrites`]).
-    pub fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> LogReader {
+    pub(crate) fn new(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> LogReader {
         LogReader::with_mode(file, path, WalRecoveryMode::TornWrites)
     }
 
     /// A reader that treats damage as `mode` says.
-    pub fn with_mode(
+    pub(crate) fn with_mode(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         mode: WalRecoveryMode,
@@ -276,7 +276,7 @@ impl LogReader {
     }
 
     /// File offset where the last record returned by `read_record` begins.
-    pub fn last_record_offset(&self) -> u64 {
+    pub(crate) fn last_record_offset(&self) -> u64 {
         self.record_offset
     }
 
@@ -296,7 +296,7 @@ impl LogReader {
 
     /// The next record, `Ok(None)` at the end. Damage followed by a valid record is
     /// `Error::Corruption` with the file and offset.
-    pub fn read_record(&mut self) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn read_record(&mut self) -> Result<Option<Vec<u8>>> {
         if self.end.is_some() {
             return Ok(None);
         }
@@ -496,7 +496,7 @@ impl LogReader {
     }
 
     /// How the log ended (valid after `read_record` returned `Ok(None)`).
-    pub fn end(&self) -> LogEnd {
+    pub(crate) fn end(&self) -> LogEnd {
         self.end.clone().unwrap_or(LogEnd::Clean)
     }
 }

@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use shale::{Db, ReadOptions};
 
 /// SplitMix64: a tiny deterministic generator for randomized tests.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -22,27 +22,27 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
 
     /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
+    pub(crate) fn chance(&mut self, p: f64) -> bool {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 
-    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+    pub(crate) fn bytes(&mut self, len: usize) -> Vec<u8> {
         (0..len).map(|_| self.next_u64() as u8).collect()
     }
 }
 
 /// True when the long randomized tests were asked for.
-pub fn long_tests() -> bool {
+pub(crate) fn long_tests() -> bool {
     std::env::var_os("SHALE_LONG_TESTS").is_some_and(|v| v != "0")
 }
 
 /// Every key and value of the database, by a full forward scan.
-pub fn scan_all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+pub(crate) fn scan_all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut it = db.iter(&ReadOptions::default()).expect("iterator");
     it.seek_to_first();
     let mut out = BTreeMap::new();
