@@ -53,9 +53,11 @@ for t in "${targets[@]}"; do
     after=$(find "fuzz/artifacts/$t" -type f | wc -l)
     execs=$( (grep -o 'stat::number_of_executed_units: *[0-9]*' "fuzz/logs/$t.log" || true) |
         grep -o '[0-9]*$' | tail -n 1 || true)
+    # Coverage (edges, features) after loading the starting corpus, and at the end.
+    start=$( (grep -E 'INITED' "fuzz/logs/$t.log" || true) | grep -oE 'cov: [0-9]+ ft: [0-9]+' | head -n 1 || true)
     cov=$( (grep -oE 'cov: [0-9]+ ft: [0-9]+' "fuzz/logs/$t.log" || true) | tail -n 1)
     corpus=$(find "fuzz/corpus-grown/$t" -type f | wc -l)
-    line="$t: execs=${execs:-?} ${cov:-cov: ?} grown-corpus=$corpus new-artifacts=$((after - before)) exit=$status"
+    line="$t: execs=${execs:-?} start ${start:-cov: ?} -> ${cov:-cov: ?} grown-corpus=$corpus new-artifacts=$((after - before)) exit=$status"
     echo "   $line"
     summary+=("$line")
     if [[ $status -ne 0 || $after -gt $before ]]; then
