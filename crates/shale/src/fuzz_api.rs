@@ -868,6 +868,24 @@ fn model_get(model: &Model, user_key: &[u8], seq: u64) -> TableGet {
         })
 }
 
+impl TableCase {
+    /// The case's entries as (encoded internal key, value), in input order.
+    pub fn encoded_entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.entries
+            .iter()
+            .map(|e| {
+                let kind = if e.delete {
+                    ValueKind::Delete
+                } else {
+                    ValueKind::Value
+                };
+                let k = InternalKey::new(&e.user_key, e.seq, kind);
+                (k.encoded().to_vec(), e.value.clone())
+            })
+            .collect()
+    }
+}
+
 /// Target `table_roundtrip`: builds a table from the case's entries (sorted,
 /// one entry per user key and sequence number) with its options, then checks
 /// against the sorted model: the properties, `inspect_table`, full iteration
@@ -875,19 +893,7 @@ fn model_get(model: &Model, user_key: &[u8], seq: u64) -> TableGet {
 /// probe (with and without the filter: no false negatives), and the case's
 /// sequence of seeks and steps.
 pub fn fuzz_table_roundtrip(case: &TableCase) -> Outcome {
-    let mut model: Model = case
-        .entries
-        .iter()
-        .map(|e| {
-            let kind = if e.delete {
-                ValueKind::Delete
-            } else {
-                ValueKind::Value
-            };
-            let k = InternalKey::new(&e.user_key, e.seq, kind);
-            (k.encoded().to_vec(), e.value.clone())
-        })
-        .collect();
+    let mut model: Model = case.encoded_entries();
     model.sort_by(|a, b| compare_internal(&a.0, &b.0));
     // One entry per (user key, sequence number), as in a real table.
     model.dedup_by(|a, b| {

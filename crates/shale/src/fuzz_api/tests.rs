@@ -104,19 +104,7 @@ fn small_table() -> Vec<u8> {
         filter_bits_per_key: None,
     };
     let mut b = TableBuilder::new(w, path.into(), opts);
-    let mut keys: Vec<(Vec<u8>, Vec<u8>)> = case
-        .entries
-        .iter()
-        .map(|e| {
-            let kind = if e.delete {
-                ValueKind::Delete
-            } else {
-                ValueKind::Value
-            };
-            let k = InternalKey::new(&e.user_key, e.seq, kind);
-            (k.encoded().to_vec(), e.value.clone())
-        })
-        .collect();
+    let mut keys = case.encoded_entries();
     keys.sort_by(|a, b| compare_internal(&a.0, &b.0));
     for (k, v) in &keys {
         b.add(k, v).expect("add");
