@@ -61,10 +61,16 @@ impl MergingIterator {
     }
 
     /// Records the first error of any child; true if there is one (then the
-    /// iterator is invalid).
+    /// iterator is invalid). An error makes a child invalid, so only invalid
+    /// children (exhausted or failed) are asked: a step of a long merge pays
+    /// nothing for the children still positioned.
     fn failed(&mut self) -> bool {
         if self.error.is_none() {
-            self.error = self.children.iter().find_map(|c| c.status().err());
+            self.error = self
+                .children
+                .iter()
+                .filter(|c| !c.valid())
+                .find_map(|c| c.status().err());
         }
         if self.error.is_some() {
             self.current = None;
