@@ -472,24 +472,8 @@ impl Hasher for KeyHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::test_util::Rng;
     use std::sync::Arc;
-
-    /// Deterministic PRNG for the tests.
-    struct SplitMix64(u64);
-
-    impl SplitMix64 {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     fn priority(r: u64) -> Priority {
         match r % 3 {
@@ -659,13 +643,13 @@ mod tests {
         c.check();
 
         let c: LruCache<u64, u64> = LruCache::new(1000, 8);
-        let mut rng = SplitMix64(7);
+        let mut rng = Rng::new(7);
         for _ in 0..5000 {
             let k = rng.below(500);
             if rng.below(4) == 0 {
                 c.erase(&k);
             } else {
-                c.insert(k, k, 1 + rng.below(60), priority(rng.next()));
+                c.insert(k, k, 1 + rng.below(60), priority(rng.next_u64()));
             }
             assert!(c.usage() <= c.capacity());
         }
@@ -763,7 +747,7 @@ mod tests {
             .map(|t| {
                 let c = c.clone();
                 std::thread::spawn(move || {
-                    let mut rng = SplitMix64(t);
+                    let mut rng = Rng::new(t);
                     let (mut hits, mut misses) = (0u64, 0u64);
                     for _ in 0..20_000 {
                         let key = (rng.below(8), rng.below(256) * 4096);
@@ -775,7 +759,7 @@ mod tests {
                             None => {
                                 misses += 1;
                                 let charge = 1 + rng.below(64);
-                                c.insert(key, Arc::new(key), charge, priority(rng.next()));
+                                c.insert(key, Arc::new(key), charge, priority(rng.next_u64()));
                             }
                         }
                         match rng.below(100) {
@@ -860,7 +844,7 @@ mod tests {
     #[test]
     fn matches_a_reference_model() {
         for seed in 0..20 {
-            let mut rng = SplitMix64(seed);
+            let mut rng = Rng::new(seed);
             let capacity = 20 + rng.below(80);
             let c = cache(capacity);
             let mut m = Model {
@@ -874,8 +858,8 @@ mod tests {
                 match rng.below(100) {
                     0..=39 => assert_eq!(c.get(&key), m.get(key), "seed {seed} step {step}"),
                     40..=84 => {
-                        let (value, charge) = (rng.next() as u32, 1 + rng.below(16));
-                        let prio = priority(rng.next());
+                        let (value, charge) = (rng.next_u64() as u32, 1 + rng.below(16));
+                        let prio = priority(rng.next_u64());
                         c.insert(key, value, charge, prio);
                         m.insert(key, value, charge, prio);
                     }

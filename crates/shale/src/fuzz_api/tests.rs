@@ -8,31 +8,11 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::table::block::BlockBuilder;
+use crate::table::test_util::Rng;
 
 const TABLE: &[u8] = include_bytes!("../../tests/fixtures/table-v1.sst");
 const WAL: &[u8] = include_bytes!("../../tests/fixtures/wal-v1.log");
 const MANIFEST: &[u8] = include_bytes!("../../tests/fixtures/manifest-v1");
-
-/// SplitMix64: deterministic mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn corpus_dir(target: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -66,7 +46,7 @@ fn log_records(bytes: &[u8]) -> Vec<Vec<u8>> {
 
 /// A small table written by this build: LZ4, no filter, several partitions.
 fn small_table() -> Vec<u8> {
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let mut case = TableCase {
         block_size: 200,
         restart_interval: 3,
@@ -87,7 +67,7 @@ fn small_table() -> Vec<u8> {
             value: if i % 5 == 0 {
                 Vec::new()
             } else {
-                vec![b'v'; rng.below(40)]
+                vec![b'v'; rng.index(40)]
             },
         });
     }
@@ -206,7 +186,7 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     b.put(b"", b"");
     add("write_batch", "built", b.encode(99).to_vec());
 
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     for i in 0..4 {
         add("table_roundtrip", &format!("random-{i}"), rng.bytes(1024));
     }
@@ -235,42 +215,42 @@ fn committed_seeds_match_the_generator() {
 
 fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     let mut d = seed.to_vec();
-    for _ in 0..1 + rng.below(4) {
+    for _ in 0..1 + rng.index(4) {
         let len = d.len();
-        match rng.below(8) {
+        match rng.index(8) {
             0 | 1 if len > 0 => {
-                let i = rng.below(len);
-                d[i] ^= 1 << rng.below(8);
+                let i = rng.index(len);
+                d[i] ^= 1 << rng.index(8);
             }
             2 if len > 0 => {
-                let i = rng.below(len);
-                d[i] = [0, 0xff, 0x7f, 0x80, 1, rng.next() as u8][rng.below(6)];
+                let i = rng.index(len);
+                d[i] = [0, 0xff, 0x7f, 0x80, 1, rng.next_u64() as u8][rng.index(6)];
             }
-            3 => d.truncate(rng.below(len + 1)),
+            3 => d.truncate(rng.index(len + 1)),
             4 => {
-                let i = rng.below(len + 1);
-                let n = 1 + rng.below(8);
+                let i = rng.index(len + 1);
+                let n = 1 + rng.index(8);
                 let ins = rng.bytes(n);
                 d.splice(i..i, ins);
             }
             5 if len > 0 => {
-                let i = rng.below(len);
-                let n = (1 + rng.below(16)).min(len - i);
+                let i = rng.index(len);
+                let n = (1 + rng.index(16)).min(len - i);
                 d.drain(i..i + n);
             }
             6 if len > 0 => {
-                let i = rng.below(len);
-                let n = (1 + rng.below(32)).min(len - i);
+                let i = rng.index(len);
+                let n = (1 + rng.index(32)).min(len - i);
                 let chunk = d[i..i + n].to_vec();
-                let at = rng.below(len + 1);
+                let at = rng.index(len + 1);
                 d.splice(at..at, chunk);
             }
             _ if len > 0 => {
                 // A varint-looking byte somewhere in the first bytes.
-                let i = rng.below(len.min(64));
-                d[i] = 0x80 | rng.next() as u8;
+                let i = rng.index(len.min(64));
+                d[i] = 0x80 | rng.next_u64() as u8;
             }
-            _ => d.push(rng.next() as u8),
+            _ => d.push(rng.next_u64() as u8),
         }
     }
     d
@@ -308,9 +288,9 @@ fn replay(target: &str, extra: &[&[u8]], mutations: usize) -> (usize, usize) {
         tally(&mut counts, run(input));
     }
     assert!(counts.0 > 0, "{target}: no seed decodes");
-    let mut rng = Rng(0x5eed ^ target.len() as u64);
+    let mut rng = Rng::new(0x5eed ^ target.len() as u64);
     for _ in 0..mutations {
-        let seed = &inputs[rng.below(inputs.len())];
+        let seed = &inputs[rng.index(inputs.len())];
         tally(&mut counts, run(&mutate(&mut rng, seed)));
     }
     counts

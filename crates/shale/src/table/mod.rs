@@ -26,7 +26,7 @@ pub(crate) mod index;
 pub(crate) mod layout;
 pub(crate) mod reader;
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;
 #[cfg(test)]
 mod tests;
 

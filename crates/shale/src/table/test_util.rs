@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 use shale_env::{ObjectWriter, RandomAccessFile};
 
 /// SplitMix64: small, deterministic, good enough for test data.
-pub(super) struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub(super) fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub(super) fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -23,8 +23,18 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (`n > 0`).
-    pub(super) fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
+    }
+
+    /// Uniform in `0..n`; 0 when `n` is 0.
+    pub(crate) fn index(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// `n` random bytes.
+    pub(crate) fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
     }
 
     pub(super) fn bytes32(&mut self) -> [u8; 32] {
