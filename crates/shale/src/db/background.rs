@@ -93,7 +93,7 @@ impl job::JobHost for DbInner {
     }
     fn new_output(&self) -> u64 {
         let mut st = self.state.lock();
-        let number = st.new_file_number();
+        let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
         number
     }
@@ -117,7 +117,7 @@ fn next_job(db: &DbInner) -> Option<Job> {
             if !st.flush_running {
                 if let Some(imm) = sv.imms.last() {
                     st.flush_running = true;
-                    let number = st.new_file_number();
+                    let number = st.versions.new_file_number();
                     st.pending_outputs.insert(number);
                     return Some(Job::Flush {
                         imm: imm.clone(),

@@ -11,9 +11,11 @@
 //!   commits a group of batches with one WAL write (and one sync if any asked for
 //!   it), applies them to the memtable and publishes their sequence numbers.
 //!   Only the leader switches memtables.
-//! * `DbInner::state` (the state lock) guards file numbers, the manifest, the
-//!   poison flag and every change of the super version. Lock order: `queue`, then
-//!   `state`, then `wal`. The leader never holds `state` while writing the WAL.
+//! * `DbInner::state` (the state lock) guards the [`VersionSet`] (file
+//!   numbers, the manifest writer, the last sequence number), the poison flag
+//!   and every change of the super version. Lock order: `queue`, then `state`,
+//!   then `wal`. The leader never holds `state` while writing the WAL, and no
+//!   one holds it while the manifest is written.
 //! * One background thread flushes immutable memtables and deletes obsolete files.
 
 mod background;
@@ -62,7 +64,7 @@ use crate::memtable::MemTable;
 use crate::metrics::{Metrics, Stats};
 use crate::options::{Options, WriteOptions, NUM_LEVELS};
 use crate::table::{BlockCache, TableProperties};
-use crate::version::manifest::{self, ManifestHeader};
+use crate::version::set::VersionSet;
 use crate::version::{ObsoleteFiles, Version, VersionEdit};
 use crate::wal::LogWriter;
 
@@ -76,15 +78,8 @@ pub(crate) struct SuperVersion {
 
 /// State guarded by the state lock.
 pub(crate) struct State {
-    pub next_file_number: u64,
-    /// Last sequence number handed to a write group.
-    pub last_sequence: SeqNo,
-    /// Number and length of the live manifest (its writer is
-    /// `DbInner::manifest`).
-    pub manifest_number: u64,
-    pub manifest_len: u64,
-    /// An edit is being written to the manifest (outside the state lock).
-    pub manifest_busy: bool,
+    /// The manifest, file numbers and the last sequence number.
+    pub versions: VersionSet,
     /// WAL number of the mutable memtable.
     pub mem_log: u64,
     /// WAL numbers of the immutable memtables, newest first (parallel to
@@ -107,12 +102,6 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn new_file_number(&mut self) -> u64 {
-        let n = self.next_file_number;
-        self.next_file_number += 1;
-        n
-    }
-
     /// The error writes get while poisoned.
     pub(crate) fn check_poison(&self) -> Result<()> {
         match &self.poison {
@@ -141,9 +130,6 @@ pub(crate) struct DbInner {
     /// the background thread.
     pub cv: Condvar,
     pub wal: Mutex<LogWriter>,
-    /// The manifest writer: used only by the one `log_and_apply` that set
-    /// `State::manifest_busy`, without the state lock.
-    pub manifest: Mutex<LogWriter>,
     pub queue: WriteQueue,
     /// Live snapshots: sequence number -> count.
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
@@ -525,68 +511,38 @@ impl DbInner {
     /// minus the oldest `drop_imms` immutable ones).
     ///
     /// Caller holds the state lock, which is released while the manifest is
-    /// written and synced, so that writers never wait for a manifest fsync.
-    /// Edits stay serialized: `State::manifest_busy` admits one at a time, and
-    /// no other path installs a new version, so the version this edit is
-    /// applied to is still current when it is installed.
+    /// written and synced (see [`crate::version::set`]), so that writers never
+    /// wait for a manifest fsync. A failure poisons the database: the edit may
+    /// or may not be on disk, and only a reopen can tell.
     pub(crate) fn log_and_apply(
         &self,
         st: &mut MutexGuard<'_, State>,
-        mut edit: VersionEdit,
+        edit: VersionEdit,
         drop_imms: usize,
     ) -> Result<()> {
         loop {
             st.check_poison()?;
-            if !st.manifest_busy {
+            if !st.versions.is_writing() {
                 break;
             }
             self.cv.wait(st);
         }
-        st.manifest_busy = true;
-        edit.next_file_number = Some(st.next_file_number);
-        edit.last_sequence = Some(st.last_sequence);
-        edit.lifetime = Some(self.stats.lifetime());
-        let version = self.sv.load().version.apply(&edit, &self.obsolete);
-        // Past its size limit the manifest is rewritten as a snapshot.
-        let rollover = (st.manifest_len > self.opts.max_manifest_bytes).then(|| {
-            let header = ManifestHeader {
-                log_number: edit
-                    .log_number
-                    .unwrap_or(st.imm_logs.last().copied().unwrap_or(st.mem_log)),
-                next_file_number: st.next_file_number + 1,
-                last_sequence: st.last_sequence,
-                lifetime: self.stats.lifetime(),
-            };
-            (st.new_file_number(), header)
-        });
-        let new_manifest = rollover.as_ref().map(|(number, _)| *number);
-        let written = MutexGuard::unlocked(st, || {
-            let mut manifest = self.manifest.lock();
-            match rollover {
-                Some((number, header)) => {
-                    manifest::write_new(&self.path, &*self.fs, number, &version, header)
-                        .map(|m| *manifest = m)
-                }
-                None => manifest
-                    .add_record(&edit.encode())
-                    .and_then(|()| manifest.sync()),
-            }
-            .map(|()| manifest.len())
-        });
-        st.manifest_busy = false;
-        let len = match written {
-            Ok(len) => len,
+        let oldest_log = st.imm_logs.last().copied().unwrap_or(st.mem_log);
+        let write = st.versions.begin(
+            edit,
+            &self.sv.load().version,
+            oldest_log,
+            self.stats.lifetime(),
+            &self.obsolete,
+        )?;
+        let written = MutexGuard::unlocked(st, || write.write());
+        let version = match st.versions.finish(written) {
+            Ok(version) => version,
             Err(e) => {
-                // The edit may or may not be on disk; only a reopen can tell.
-                st.poison.get_or_insert(e.clone());
-                self.cv.notify_all();
+                self.poison(st, &e);
                 return Err(e);
             }
         };
-        st.manifest_len = len;
-        if let Some(number) = new_manifest {
-            st.manifest_number = number;
-        }
         let sv = self.sv.load_full();
         let keep = sv.imms.len().saturating_sub(drop_imms);
         self.sv.store(Arc::new(SuperVersion {
@@ -643,7 +599,7 @@ impl DbInner {
             for name in names {
                 let delete = match parse(&name) {
                     Some(FileType::Wal(n)) => n < oldest_log,
-                    Some(FileType::Manifest(n)) => n < st.manifest_number,
+                    Some(FileType::Manifest(n)) => n < st.versions.manifest_number(),
                     Some(FileType::Table(n)) => {
                         at_open && !live.contains(&n) && !st.pending_outputs.contains(&n)
                     }

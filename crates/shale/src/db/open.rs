@@ -28,6 +28,7 @@ use crate::metrics::Stats;
 use crate::options::{Options, WalRecoveryMode};
 use crate::table::{BlockCache, ReadContext};
 use crate::version::manifest::{self, ManifestHeader, Recovered};
+use crate::version::set::{NewManifest, VersionSet};
 use crate::version::{LifetimeStats, ObsoleteFiles, Version, VersionEdit};
 use crate::wal::{LogEnd, LogReader, LogWriter};
 
@@ -48,30 +49,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
     let lock = take_lock(path, &*fs, access)?;
     let names = fs.list(path).map_err(|e| Error::io("list", path, e))?;
     let obsolete = Arc::new(ObsoleteFiles::default());
-    let recovered = if names.iter().any(|n| n == CURRENT) {
-        if opts.error_if_exists {
-            return Err(Error::InvalidArgument(format!(
-                "database {} exists and error_if_exists is set",
-                path.display()
-            )));
-        }
-        let rec = manifest::recover(path, &*fs, &obsolete)?;
-        manifest::check_files_present(path, &*fs, &rec, &names)?;
-        rec
-    } else {
-        // `check_directory` let only an empty directory or the leftovers of a
-        // creation that failed before writing CURRENT through.
-        check_leftovers(path, &*fs, &names)?;
-        Recovered {
-            version: Version::default(),
-            log_number: 0,
-            next_file_number: 2,
-            last_sequence: 0,
-            lifetime: LifetimeStats::default(),
-            manifest_path: PathBuf::new(),
-            added_at: Default::default(),
-        }
-    };
+    let recovered = recover_manifest(path, &opts, &names, &obsolete)?;
 
     let stats = Arc::new(Stats::default());
     stats.seed(&recovered.lifetime);
@@ -93,93 +71,26 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         .filter_map(|n| parse(n).and_then(FileType::number))
         .max()
         .unwrap_or(0);
-    let mut next_file_number = recovered.next_file_number.max(highest_in_dir + 1);
+    let next_file_number = recovered.next_file_number.max(highest_in_dir + 1);
     let wals = wals_to_replay(&names, recovered.log_number);
-    let mut version = recovered.version;
-
-    let (mem, last_sequence, wal, manifest, manifest_number, mem_log) = match access {
-        Access::ReadOnly => {
-            let (mem, last_sequence) = replay_wals(
-                path,
-                &*fs,
-                opts.wal_recovery_mode,
-                &wals,
-                recovered.last_sequence,
-                usize::MAX,
-                |_| Ok(()),
-            )?;
-            let detached = |p: &Path| LogWriter::new(Box::new(ReadOnlyLog), p.to_path_buf());
-            let wal = detached(&path.join(wal_name(recovered.log_number)));
-            let manifest = detached(&recovered.manifest_path);
-            (mem, last_sequence, wal, manifest, 0, recovered.log_number)
-        }
+    let (version, logs) = match access {
+        Access::ReadOnly => replay_into_memory(path, &opts, recovered, &wals, next_file_number)?,
         Access::ReadWrite => {
-            let mut edit = VersionEdit::default();
-            let (mem, last_sequence) = replay_wals(
+            let replay = Replay {
                 path,
-                &*fs,
-                opts.wal_recovery_mode,
-                &wals,
-                recovered.last_sequence,
-                opts.write_buffer_size,
-                |full| {
-                    let number = next_file_number;
-                    next_file_number += 1;
-                    if let Some(f) =
-                        background::write_level0(path, &opts, &stats, None, full, number)?
-                    {
-                        edit.added.push((0, f));
-                    }
-                    Ok(())
-                },
-            )?;
-            if !mem.is_empty() {
-                let number = next_file_number;
-                next_file_number += 1;
-                if let Some(f) = background::write_level0(path, &opts, &stats, None, &mem, number)?
-                {
-                    edit.added.push((0, f));
-                }
-            }
-            if !edit.added.is_empty() {
-                fs.sync_dir(path)
-                    .map_err(|e| Error::io("sync directory", path, e))?;
-                version = version.apply(&edit, &obsolete);
-            }
-            // A fresh WAL, then a fresh manifest naming it: everything older is
-            // in tables.
-            let mem_log = next_file_number;
-            let manifest_number = next_file_number + 1;
-            next_file_number += 2;
-            let wal_path = path.join(wal_name(mem_log));
-            let wal_file = fs
-                .create_append(&wal_path, WriteLifetime::Short)
-                .map_err(|e| Error::io("create wal", &wal_path, e))?;
-            let wal = LogWriter::new(wal_file, wal_path);
-            let manifest = manifest::write_new(
-                path,
-                &*fs,
-                manifest_number,
-                &version,
-                ManifestHeader {
-                    log_number: mem_log,
-                    next_file_number,
-                    last_sequence,
-                    lifetime: stats.lifetime(),
-                },
-            )?;
-            let mem = Arc::new(MemTable::new());
-            (mem, last_sequence, wal, manifest, manifest_number, mem_log)
+                opts: &opts,
+                stats: &stats,
+                obsolete: &obsolete,
+                next_file_number,
+            };
+            replay.into_tables(recovered, &wals)?
         }
     };
 
+    let last_sequence = logs.versions.last_sequence;
     let state = State {
-        next_file_number,
-        last_sequence,
-        manifest_number,
-        manifest_len: manifest.len(),
-        manifest_busy: false,
-        mem_log,
+        versions: logs.versions,
+        mem_log: logs.mem_log,
         imm_logs: Vec::new(),
         poison: None,
         shutting_down: false,
@@ -201,15 +112,14 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         table_cache,
         obsolete,
         sv: ArcSwap::from_pointee(SuperVersion {
-            mem,
+            mem: logs.mem,
             imms: Vec::new(),
             version: Arc::new(version),
         }),
         visible_seq: AtomicU64::new(last_sequence),
         state: Mutex::new(state),
         cv: Condvar::new(),
-        wal: Mutex::new(wal),
-        manifest: Mutex::new(manifest),
+        wal: Mutex::new(logs.wal),
         queue: WriteQueue::new(),
         snapshots: Mutex::new(BTreeMap::new()),
         compaction_lock: Mutex::new(()),
@@ -227,6 +137,168 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         background::update_pending_bytes(&inner, &mut st);
     }
     Ok(inner)
+}
+
+/// Recovers the state the manifest records and checks that the files it
+/// names are present; a new database (no `CURRENT`) starts empty.
+fn recover_manifest(
+    path: &Path,
+    opts: &Options,
+    names: &[String],
+    obsolete: &Arc<ObsoleteFiles>,
+) -> Result<Recovered> {
+    let fs = &*opts.fs;
+    if names.iter().any(|n| n == CURRENT) {
+        if opts.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "database {} exists and error_if_exists is set",
+                path.display()
+            )));
+        }
+        let rec = manifest::recover(path, fs, obsolete)?;
+        manifest::check_files_present(path, fs, &rec, names)?;
+        Ok(rec)
+    } else {
+        // `check_directory` let only an empty directory or the leftovers of a
+        // creation that failed before writing CURRENT through.
+        check_leftovers(path, fs, names)?;
+        Ok(Recovered {
+            version: Version::default(),
+            log_number: 0,
+            next_file_number: 2,
+            last_sequence: 0,
+            lifetime: LifetimeStats::default(),
+            manifest_path: PathBuf::new(),
+            added_at: Default::default(),
+        })
+    }
+}
+
+/// The write-ahead log side of an opened database.
+struct Logs {
+    /// The mutable memtable.
+    mem: Arc<MemTable>,
+    /// The log `mem`'s writes go to, numbered `mem_log`.
+    wal: LogWriter,
+    mem_log: u64,
+    versions: VersionSet,
+}
+
+/// Read-only open: the logs are replayed into the memtable, and the log and
+/// manifest writers refuse every append.
+fn replay_into_memory(
+    path: &Path,
+    opts: &Options,
+    recovered: Recovered,
+    wals: &[u64],
+    next_file_number: u64,
+) -> Result<(Version, Logs)> {
+    let (mem, last_sequence) = replay_wals(
+        path,
+        &*opts.fs,
+        opts.wal_recovery_mode,
+        wals,
+        recovered.last_sequence,
+        usize::MAX,
+        |_| Ok(()),
+    )?;
+    let detached = |p: &Path| LogWriter::new(Box::new(ReadOnlyLog), p.to_path_buf());
+    let versions = VersionSet::attach(
+        path.to_path_buf(),
+        opts.fs.clone(),
+        next_file_number,
+        last_sequence,
+        detached(&recovered.manifest_path),
+    );
+    let logs = Logs {
+        mem,
+        wal: detached(&path.join(wal_name(recovered.log_number))),
+        mem_log: recovered.log_number,
+        versions,
+    };
+    Ok((recovered.version, logs))
+}
+
+/// Read-write open: what the recovery of the logs needs.
+struct Replay<'a> {
+    path: &'a Path,
+    opts: &'a Options,
+    stats: &'a Arc<Stats>,
+    obsolete: &'a Arc<ObsoleteFiles>,
+    next_file_number: u64,
+}
+
+impl Replay<'_> {
+    /// Replays the logs into level-0 tables (a memtable full of them is
+    /// written as soon as it fills), then starts a fresh log and a fresh
+    /// manifest naming it and the tables: everything older is obsolete.
+    fn into_tables(mut self, recovered: Recovered, wals: &[u64]) -> Result<(Version, Logs)> {
+        let (path, opts, fs) = (self.path, self.opts, &*self.opts.fs);
+        let mut edit = VersionEdit::default();
+        let (mem, last_sequence) = replay_wals(
+            path,
+            fs,
+            opts.wal_recovery_mode,
+            wals,
+            recovered.last_sequence,
+            opts.write_buffer_size,
+            |full| self.write_table(full, &mut edit),
+        )?;
+        if !mem.is_empty() {
+            self.write_table(&mem, &mut edit)?;
+        }
+        let mut version = recovered.version;
+        if !edit.added.is_empty() {
+            fs.sync_dir(path)
+                .map_err(|e| Error::io("sync directory", path, e))?;
+            version = version.apply(&edit, self.obsolete);
+        }
+        let mem_log = self.new_file_number();
+        let manifest_number = self.new_file_number();
+        let wal_path = path.join(wal_name(mem_log));
+        let wal_file = fs
+            .create_append(&wal_path, WriteLifetime::Short)
+            .map_err(|e| Error::io("create wal", &wal_path, e))?;
+        let versions = VersionSet::create(
+            path.to_path_buf(),
+            opts.fs.clone(),
+            opts.max_manifest_bytes,
+            NewManifest {
+                number: manifest_number,
+                version: &version,
+                header: ManifestHeader {
+                    log_number: mem_log,
+                    next_file_number: self.next_file_number,
+                    last_sequence,
+                    lifetime: self.stats.lifetime(),
+                },
+            },
+        )?;
+        let logs = Logs {
+            mem: Arc::new(MemTable::new()),
+            wal: LogWriter::new(wal_file, wal_path),
+            mem_log,
+            versions,
+        };
+        Ok((version, logs))
+    }
+
+    fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Writes `mem` as a level-0 table and records it in `edit`.
+    fn write_table(&mut self, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {
+        let number = self.new_file_number();
+        if let Some(f) =
+            background::write_level0(self.path, self.opts, self.stats, None, mem, number)?
+        {
+            edit.added.push((0, f));
+        }
+        Ok(())
+    }
 }
 
 /// Refuses a directory that is not a database before anything is created in

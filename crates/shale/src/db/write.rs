@@ -114,8 +114,8 @@ impl GroupSteps<Request> for WalSteps<'_> {
             let mut st = db.state.lock();
             db.stall_if_needed(&mut st)?;
             db.make_room(&mut st, false)?;
-            let seq = st.last_sequence + 1;
-            st.last_sequence += count;
+            let seq = st.versions.last_sequence + 1;
+            st.versions.last_sequence += count;
             (seq, db.sv.load().mem.clone())
         };
         let user_bytes = record.encoded_len() as u64;
@@ -248,7 +248,7 @@ impl DbInner {
 
     /// Makes the memtable immutable and starts a new WAL for its successor.
     fn switch_memtable(&self, st: &mut State) -> Result<()> {
-        let number = st.new_file_number();
+        let number = st.versions.new_file_number();
         let path = self.path.join(wal_name(number));
         let result = (|| {
             let mut wal = self.wal.lock();
@@ -372,7 +372,7 @@ mod tests {
         }
         let ops = THREADS * BATCHES * 2;
         assert_eq!(db.inner.visible_seq.load(Ordering::Acquire), ops);
-        assert_eq!(db.inner.state.lock().last_sequence, ops);
+        assert_eq!(db.inner.state.lock().versions.last_sequence, ops);
         db.close().expect("close");
     }
 }

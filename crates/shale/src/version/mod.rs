@@ -9,11 +9,13 @@
 //!
 //! # Concurrency
 //!
-//! `Version` and `FileMeta` are immutable and shared. Edits are applied and the
-//! manifest appended by one thread at a time, under the database's state lock.
+//! `Version` and `FileMeta` are immutable and shared. Edits are applied one at
+//! a time; the manifest is appended and synced without the database's state
+//! lock (see [`set`]).
 
 mod edit;
 pub(crate) mod manifest;
+pub(crate) mod set;
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
