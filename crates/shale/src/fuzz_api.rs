@@ -93,7 +93,12 @@ type BlockEntry = (Vec<u8>, Vec<u8>, (u64, u64));
 
 fn entry_at(c: &Cursor, b: &Block, format: EntryFormat) -> BlockEntry {
     match format {
-        EntryFormat::Data => (c.key().to_vec(), c.value(b).to_vec(), (0, 0)),
+        EntryFormat::Data => {
+            let value = c
+                .value(b)
+                .expect("a valid data cursor has a value in its block");
+            (c.key().to_vec(), value.to_vec(), (0, 0))
+        }
         EntryFormat::Index => (c.key().to_vec(), Vec::new(), c.handle()),
     }
 }

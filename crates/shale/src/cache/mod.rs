@@ -464,7 +464,7 @@ impl Hasher for KeyHasher {
     }
 
     fn finish(&self) -> u64 {
-        let tail = self.buf.get(..self.len).unwrap_or(&[]);
+        let (tail, _) = self.buf.split_at(self.len.min(KEY_HASH_BUF));
         xxh3_64_with_seed(tail, self.state)
     }
 }

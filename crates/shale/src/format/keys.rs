@@ -212,15 +212,26 @@ pub(super) fn compare_user_keys(a: &[u8], b: &[u8]) -> Ordering {
 /// Compares two encoded internal keys (both at least [`TRAILER_LEN`] long).
 #[inline]
 pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
-    let (au, at) = a.split_at(a.len() - TRAILER_LEN);
-    let (bu, bt) = b.split_at(b.len() - TRAILER_LEN);
+    let (au, at) = split_trailer(a);
+    let (bu, bt) = split_trailer(b);
     match compare_user_keys(au, bu) {
-        Ordering::Equal => {
-            let at = u64::from_le_bytes(at.try_into().unwrap_or([0; 8]));
-            let bt = u64::from_le_bytes(bt.try_into().unwrap_or([0; 8]));
-            bt.cmp(&at)
-        }
+        Ordering::Equal => u64::from_le_bytes(*bt).cmp(&u64::from_le_bytes(*at)),
         o => o,
+    }
+}
+
+/// Splits an encoded internal key into user key and trailer.
+///
+/// # Panics
+///
+/// If `key` is shorter than [`TRAILER_LEN`]: every internal key is checked
+/// when it is decoded or built, so this is a bug, and ordering it anyhow
+/// could return wrong rows.
+#[inline]
+fn split_trailer(key: &[u8]) -> (&[u8], &[u8; TRAILER_LEN]) {
+    match key.split_last_chunk::<TRAILER_LEN>() {
+        Some(parts) => parts,
+        None => panic!("internal key of {} bytes has no trailer", key.len()),
     }
 }
 

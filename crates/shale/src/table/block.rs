@@ -27,6 +27,8 @@
 
 use std::cmp::Ordering;
 
+use smallvec::SmallVec;
+
 use crate::format::{
     decode_fixed32, get_varint32, get_varint64, put_fixed32, put_varint32, put_varint64, ValueKind,
     TRAILER_LEN,
@@ -155,75 +157,16 @@ fn check_internal_key(key: &[u8]) -> Result<(), Corrupt> {
     if key.len() < TRAILER_LEN {
         return Err(Corrupt("internal key shorter than its trailer"));
     }
-    let kind = key.get(key.len() - TRAILER_LEN).copied().unwrap_or(u8::MAX);
-    ValueKind::from_u8(kind).ok_or(Corrupt("unknown value kind"))?;
+    let Some((_, trailer)) = key.split_last_chunk::<TRAILER_LEN>() else {
+        return Err(Corrupt("internal key shorter than its trailer"));
+    };
+    ValueKind::from_u8(trailer[0]).ok_or(Corrupt("unknown value kind"))?;
     Ok(())
 }
 
-/// A key being reassembled from prefix-compressed entries. Keys up to
-/// `INLINE` bytes live inline so that a point lookup does not allocate.
-#[derive(Clone)]
-pub(crate) struct KeyBuf {
-    inline: [u8; KeyBuf::INLINE],
-    len: usize,
-    heap: Vec<u8>,
-}
-
-impl Default for KeyBuf {
-    fn default() -> Self {
-        KeyBuf {
-            inline: [0; KeyBuf::INLINE],
-            len: 0,
-            heap: Vec::new(),
-        }
-    }
-}
-
-impl KeyBuf {
-    const INLINE: usize = 64;
-
-    /// The key.
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        if self.len <= Self::INLINE {
-            self.inline.get(..self.len).unwrap_or(&[])
-        } else {
-            &self.heap
-        }
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-        self.heap.clear();
-    }
-
-    /// Keeps the first `n` bytes (`n <= len`) and appends `tail`.
-    fn splice(&mut self, n: usize, tail: &[u8]) {
-        let new_len = n + tail.len();
-        if new_len <= Self::INLINE {
-            if self.len > Self::INLINE {
-                // Move the kept prefix back inline.
-                let keep = self.heap.get(..n).unwrap_or(&[]);
-                if let Some(dst) = self.inline.get_mut(..n) {
-                    dst.copy_from_slice(keep);
-                }
-                self.heap.clear();
-            }
-            if let Some(dst) = self.inline.get_mut(n..new_len) {
-                dst.copy_from_slice(tail);
-            }
-        } else {
-            if self.len <= Self::INLINE {
-                self.heap.clear();
-                self.heap
-                    .extend_from_slice(self.inline.get(..n).unwrap_or(&[]));
-            } else {
-                self.heap.truncate(n);
-            }
-            self.heap.extend_from_slice(tail);
-        }
-        self.len = new_len;
-    }
-}
+/// A key being reassembled from prefix-compressed entries. Keys up to 64
+/// bytes live inline so that a point lookup does not allocate.
+type KeyBuf = SmallVec<[u8; 64]>;
 
 /// A position in a [`Block`]. The cursor does not hold the block: every method takes
 /// it, so that an iterator can keep an `Arc` of the block next to its cursor.
@@ -239,8 +182,8 @@ pub(crate) struct Cursor {
     /// Index of the last restart at or before `cur`.
     restart_idx: usize,
     key: KeyBuf,
-    val_start: usize,
-    val_len: usize,
+    /// Where the current data entry's value lies in the block.
+    value: std::ops::Range<usize>,
     handle_offset: u64,
     handle_size: u64,
 }
@@ -253,15 +196,16 @@ impl Cursor {
 
     /// The current key. Requires `valid()`.
     pub(crate) fn key(&self) -> &[u8] {
-        self.key.as_slice()
+        &self.key
     }
 
-    /// The current value of a data block. Requires `valid()`.
-    pub(crate) fn value<'b>(&self, block: &'b Block) -> &'b [u8] {
-        block
-            .data
-            .get(self.val_start..self.val_start + self.val_len)
-            .unwrap_or(&[])
+    /// The current value of a data block: `None` unless the cursor is valid
+    /// and `block` is the block it was positioned in.
+    pub(crate) fn value<'b>(&self, block: &'b Block) -> Option<&'b [u8]> {
+        if !self.valid {
+            return None;
+        }
+        block.data.get(self.value.clone())
     }
 
     /// The block handle `(offset, size)` of the current index entry.
@@ -296,23 +240,23 @@ impl Cursor {
                 return Err(Corrupt("restart entry shares a prefix"));
             }
             self.key.clear();
-        } else if shared > self.key.len {
+        } else if shared > self.key.len() {
             return Err(Corrupt("shared prefix longer than the previous key"));
         }
-        let delta = src
-            .get(..unshared)
+        let (delta, rest) = src
+            .split_at_checked(unshared)
             .ok_or(Corrupt("key extends past the entries"))?;
-        src = src.get(unshared..).unwrap_or(&[]);
-        self.key.splice(shared, delta);
+        src = rest;
+        self.key.truncate(shared);
+        self.key.extend_from_slice(delta);
         match b.format {
             EntryFormat::Data => {
-                check_internal_key(self.key.as_slice())?;
-                if value_len > src.len() {
-                    return Err(Corrupt("value extends past the entries"));
-                }
-                self.val_start = off + (before - src.len());
-                self.val_len = value_len;
-                src = src.get(value_len..).unwrap_or(&[]);
+                check_internal_key(&self.key)?;
+                let start = off + (before - src.len());
+                src = src
+                    .get(value_len..)
+                    .ok_or(Corrupt("value extends past the entries"))?;
+                self.value = start..start + value_len;
             }
             EntryFormat::Index => {
                 let size = get_varint64(&mut src).ok_or(Corrupt("bad block size"))?;
@@ -509,7 +453,9 @@ impl BlockBuilder {
         &self.last_key
     }
 
-    fn start_entry(&mut self, key: &[u8]) -> (bool, usize) {
+    /// Starts an entry for `key`: whether it is a restart, and `key` split
+    /// into the length it shares with the previous key and the rest.
+    fn start_entry<'k>(&mut self, key: &'k [u8]) -> (bool, usize, &'k [u8]) {
         let restart = self.counter == 0;
         let shared = if restart {
             self.restarts.push(self.buf.len() as u32);
@@ -525,7 +471,11 @@ impl BlockBuilder {
             self.counter = 0;
         }
         self.entries += 1;
-        (restart, shared)
+        // `shared <= key.len()`; sharing nothing is a valid encoding too.
+        match key.split_at_checked(shared) {
+            Some((_, rest)) => (restart, shared, rest),
+            None => (restart, 0, key),
+        }
     }
 
     fn end_entry(&mut self, key: &[u8]) {
@@ -536,11 +486,11 @@ impl BlockBuilder {
     /// Appends a data entry; keys must be added in increasing order.
     pub(crate) fn add_data(&mut self, key: &[u8], value: &[u8]) {
         debug_assert_eq!(self.format, EntryFormat::Data);
-        let (_, shared) = self.start_entry(key);
+        let (_, shared, rest) = self.start_entry(key);
         put_varint32(&mut self.buf, shared as u32);
-        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        put_varint32(&mut self.buf, rest.len() as u32);
         put_varint32(&mut self.buf, value.len() as u32);
-        self.buf.extend_from_slice(key.get(shared..).unwrap_or(&[]));
+        self.buf.extend_from_slice(rest);
         self.buf.extend_from_slice(value);
         self.end_entry(key);
     }
@@ -550,11 +500,10 @@ impl BlockBuilder {
     /// entry's `offset + size + BLOCK_TRAILER_LEN`.
     pub(crate) fn add_index(&mut self, separator: &[u8], offset: u64, size: u64) {
         debug_assert_eq!(self.format, EntryFormat::Index);
-        let (restart, shared) = self.start_entry(separator);
+        let (restart, shared, rest) = self.start_entry(separator);
         put_varint32(&mut self.buf, shared as u32);
-        put_varint32(&mut self.buf, (separator.len() - shared) as u32);
-        self.buf
-            .extend_from_slice(separator.get(shared..).unwrap_or(&[]));
+        put_varint32(&mut self.buf, rest.len() as u32);
+        self.buf.extend_from_slice(rest);
         put_varint64(&mut self.buf, size);
         if restart {
             put_varint64(&mut self.buf, offset);
@@ -612,7 +561,7 @@ mod tests {
             for (k, v) in &model {
                 assert!(c.valid());
                 assert_eq!(c.key(), &k[..]);
-                assert_eq!(c.value(&block), &v[..]);
+                assert_eq!(c.value(&block), Some(&v[..]));
                 c.next(&block).unwrap();
             }
             assert!(!c.valid());

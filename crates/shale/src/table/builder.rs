@@ -266,11 +266,8 @@ impl TableBuilder {
 }
 
 fn last_user_key(internal_key: &[u8]) -> &[u8] {
+    // The builder is given internal keys only (`add` requires them).
     internal_key
-        .get(
-            ..internal_key
-                .len()
-                .saturating_sub(crate::format::TRAILER_LEN),
-        )
-        .unwrap_or(&[])
+        .split_last_chunk::<{ crate::format::TRAILER_LEN }>()
+        .map_or(internal_key, |(user, _)| user)
 }

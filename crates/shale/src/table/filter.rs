@@ -20,7 +20,7 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::block::Corrupt;
-use crate::format::{decode_fixed32, put_fixed32};
+use crate::format::put_fixed32;
 
 /// The only filter format of table format version 1. Persisted: DO NOT CHANGE.
 pub(crate) const FILTER_FORMAT_BLOCKED_XXH3: u8 = 1;
@@ -90,13 +90,11 @@ impl Filter {
     /// Checks the trailer of a filter block and wraps it.
     pub(crate) fn new(mut data: Vec<u8>) -> Result<Filter, Corrupt> {
         let len = data.len();
-        if len < FILTER_TRAILER {
+        let Some((_, &[l0, l1, l2, l3, k, format])) = data.split_last_chunk::<FILTER_TRAILER>()
+        else {
             return Err(Corrupt("filter block shorter than its trailer"));
-        }
-        let t = data.get(len - FILTER_TRAILER..).unwrap_or(&[]);
-        let num_lines = decode_fixed32(t).ok_or(Corrupt("bad filter trailer"))? as usize;
-        let k = t.get(4).copied().unwrap_or(0);
-        let format = t.get(5).copied().unwrap_or(0);
+        };
+        let num_lines = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
         if format != FILTER_FORMAT_BLOCKED_XXH3 {
             return Err(Corrupt("unknown filter format"));
         }

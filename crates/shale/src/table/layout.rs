@@ -99,22 +99,32 @@ impl Footer {
         if magic != Some(TABLE_MAGIC) {
             return Err(Corrupt("bad magic number: not a shale table"));
         }
-        let body = src.get(..52).unwrap_or(&[]);
-        let crc = src.get(52..).and_then(decode_fixed32);
-        if crc != Some(masked_crc(body)) {
+        let (body, crc) = src
+            .split_at_checked(52)
+            .ok_or(Corrupt("footer has the wrong length"))?;
+        if decode_fixed32(crc) != Some(masked_crc(body)) {
             return Err(Corrupt("footer checksum mismatch"));
         }
-        let field = |i: usize| src.get(8 * i..).and_then(decode_fixed64).unwrap_or(0);
-        let handle = |i: usize| BlockHandle {
-            offset: field(2 * i),
-            size: field(2 * i + 1),
+        let field = |i: usize| {
+            src.get(8 * i..)
+                .and_then(decode_fixed64)
+                .ok_or(Corrupt("footer has the wrong length"))
         };
-        let filter = handle(2);
+        let handle = |i: usize| -> Result<BlockHandle, Corrupt> {
+            Ok(BlockHandle {
+                offset: field(2 * i)?,
+                size: field(2 * i + 1)?,
+            })
+        };
+        let filter = handle(2)?;
         Ok(Footer {
-            properties: handle(0),
-            top_index: handle(1),
+            properties: handle(0)?,
+            top_index: handle(1)?,
             filter: (filter.size != 0).then_some(filter),
-            format_version: src.get(48..).and_then(decode_fixed32).unwrap_or(0),
+            format_version: src
+                .get(48..)
+                .and_then(decode_fixed32)
+                .ok_or(Corrupt("footer has the wrong length"))?,
         })
     }
 }
@@ -129,19 +139,15 @@ pub(crate) fn block_trailer(contents: &[u8], compression: Compression) -> [u8; 5
 /// Checks the trailer of a block read with it and returns the uncompressed
 /// contents. `raw` is `contents ++ trailer`.
 pub(crate) fn unwrap_block(mut raw: Vec<u8>, verify: bool) -> Result<Vec<u8>, Corrupt> {
-    let size = raw
-        .len()
-        .checked_sub(BLOCK_TRAILER_LEN as usize)
-        .ok_or(Corrupt("block shorter than its trailer"))?;
-    let ctype = raw.get(size).copied().unwrap_or(u8::MAX);
-    if verify {
-        let stored = raw.get(size + 1..).and_then(decode_fixed32);
-        let contents = raw.get(..size).unwrap_or(&[]);
-        if stored != Some(masked_crc2(contents, &[ctype])) {
-            return Err(Corrupt("block checksum mismatch"));
-        }
+    let Some((contents, &[ctype, c0, c1, c2, c3])) =
+        raw.split_last_chunk::<{ BLOCK_TRAILER_LEN as usize }>()
+    else {
+        return Err(Corrupt("block shorter than its trailer"));
+    };
+    if verify && u32::from_le_bytes([c0, c1, c2, c3]) != masked_crc2(contents, &[ctype]) {
+        return Err(Corrupt("block checksum mismatch"));
     }
-    raw.truncate(size);
+    raw.truncate(contents.len());
     match ctype {
         0 => Ok(raw),
         1 => {
@@ -249,10 +255,10 @@ pub(crate) fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corru
     while !src.is_empty() {
         let t = get_varint32(&mut src).ok_or(Corrupt("bad property tag"))?;
         let len = get_varint32(&mut src).ok_or(Corrupt("bad property length"))? as usize;
-        let payload = src
-            .get(..len)
+        let (payload, rest) = src
+            .split_at_checked(len)
             .ok_or(Corrupt("property extends past the block"))?;
-        src = src.get(len..).unwrap_or(&[]);
+        src = rest;
         let int = || -> Result<u64, Corrupt> {
             let mut s = payload;
             let v = get_varint64(&mut s).ok_or(Corrupt("bad integer property"))?;
@@ -280,10 +286,10 @@ pub(crate) fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corru
             tag::SMALLEST_SEQNO => p.smallest_seqno = int()?,
             tag::LARGEST_SEQNO => p.largest_seqno = int()?,
             tag::FILE_SIZE => {
-                if payload.len() != 8 {
-                    return Err(Corrupt("file size property is not 8 bytes"));
-                }
-                p.file_size = decode_fixed64(payload).unwrap_or(0);
+                let bytes: [u8; 8] = payload
+                    .try_into()
+                    .map_err(|_| Corrupt("file size property is not 8 bytes"))?;
+                p.file_size = u64::from_le_bytes(bytes);
             }
             tag::COMPRESSION => {
                 p.compression = u8::try_from(int()?).map_err(|_| Corrupt("bad compression"))?

@@ -409,7 +409,13 @@ impl TableReader {
                 }
                 let kind = ValueKind::from_u8(found_trailer as u8)
                     .ok_or_else(|| self.corrupt(offset)(Corrupt("unknown value kind")))?;
-                return Ok(TableGet::Found(kind, cur.value(block).to_vec()));
+                let value = cur.value(block).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "{}: a valid cursor's value lies outside its block at offset {offset}",
+                        self.path.display()
+                    ))
+                })?;
+                return Ok(TableGet::Found(kind, value.to_vec()));
             }
             // Every entry of this block sorts before the seek key. The next block
             // can only hold the key if this block's separator is the key itself.
@@ -720,10 +726,27 @@ impl TableIter {
         } else if self.err.is_some() || !self.data_cur.valid() {
             return;
         }
-        if let Err(e) = op(self) {
+        if let Err(e) = op(self).and_then(|()| self.check_value()) {
             self.data_cur.invalidate();
             self.err = Some(e);
         }
+    }
+
+    /// Checks that the entry the iterator stopped on has a value, so that
+    /// `value()` never has to make one up.
+    fn check_value(&self) -> Result<()> {
+        if !self.data_cur.valid() || self.current_value().is_some() {
+            return Ok(());
+        }
+        Err(Error::Internal(format!(
+            "{}: the iterator stopped on an entry without a value",
+            self.table.path.display()
+        )))
+    }
+
+    fn current_value(&self) -> Option<&[u8]> {
+        let (_, block) = self.data.as_ref()?;
+        self.data_cur.value(block.as_block()?)
     }
 }
 
@@ -779,10 +802,8 @@ impl InternalIterator for TableIter {
     }
 
     fn value(&self) -> &[u8] {
-        match self.data.as_ref().and_then(|(_, b)| b.as_block()) {
-            Some(b) => self.data_cur.value(b),
-            None => &[],
-        }
+        // Only reached while valid, and `run` checked the value then.
+        self.current_value().unwrap_or_default()
     }
 
     fn status(&self) -> Result<()> {
