@@ -553,6 +553,20 @@ mod tests {
     }
 
     #[test]
+    fn a_cursor_has_no_value_when_invalid_or_asked_about_another_block() {
+        let (big, _) = data_block(200, 16);
+        let (small, _) = data_block(2, 16);
+        let mut c = Cursor::default();
+        assert_eq!(c.value(&big), None);
+        c.seek_to_last(&big).unwrap();
+        assert!(c.value(&big).is_some());
+        // The last value of the big block lies past the end of the small one.
+        assert_eq!(c.value(&small), None);
+        c.next(&big).unwrap();
+        assert_eq!(c.value(&big), None);
+    }
+
+    #[test]
     fn data_block_roundtrip_forward_backward_and_seek() {
         for interval in [1, 2, 16] {
             let (block, model) = data_block(200, interval);

@@ -240,3 +240,111 @@ impl ManifestWrite {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use shale_env::{FaultFs, FaultRule, MemFs, OpKind};
+
+    use super::*;
+    use crate::format::{InternalKey, ValueKind};
+    use crate::version::NewFile;
+
+    fn table(number: u64) -> VersionEdit {
+        let mut edit = VersionEdit::default();
+        edit.added.push((
+            1,
+            NewFile {
+                number,
+                size: 100,
+                smallest: InternalKey::new(b"a", 1, ValueKind::Value),
+                largest: InternalKey::new(b"z", 2, ValueKind::Value),
+                smallest_seqno: 1,
+                largest_seqno: 2,
+                num_entries: 2,
+            },
+        ));
+        edit
+    }
+
+    fn create(fs: Arc<dyn FileSystem>, max_manifest_bytes: u64) -> VersionSet {
+        fs.create_dir_all(Path::new("/db")).expect("MemFs creates");
+        let header = ManifestHeader {
+            log_number: 3,
+            next_file_number: 5,
+            last_sequence: 0,
+            lifetime: LifetimeStats::default(),
+        };
+        let new = NewManifest {
+            number: 4,
+            version: &Version::default(),
+            header,
+        };
+        VersionSet::create("/db".into(), fs, max_manifest_bytes, new).expect("created")
+    }
+
+    /// Records `edit` on top of `base` in the three steps.
+    fn record(set: &mut VersionSet, base: &Version, edit: VersionEdit) -> Result<Version> {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let write = set.begin(edit, base, 3, LifetimeStats::default(), &sink)?;
+        set.finish(write.write())
+    }
+
+    fn recovered_tables(fs: &dyn FileSystem) -> Vec<u64> {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let rec = manifest::recover(Path::new("/db"), fs, &sink).expect("recovers");
+        rec.version.all_files().map(|(_, f)| f.number).collect()
+    }
+
+    #[test]
+    fn one_edit_at_a_time_and_each_is_durable_once_finished() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+        let mut set = create(fs.clone(), u64::MAX);
+        let sink = Arc::new(ObsoleteFiles::default());
+        let base = Version::default();
+        let first = set
+            .begin(table(5), &base, 3, LifetimeStats::default(), &sink)
+            .expect("begins");
+        assert!(set.is_writing());
+        let second = set.begin(table(6), &base, 3, LifetimeStats::default(), &sink);
+        assert!(matches!(second, Err(Error::Internal(_))));
+        let v = set.finish(first.write()).expect("written");
+        assert!(!set.is_writing());
+        let v = record(&mut set, &v, table(6)).expect("second edit");
+        assert_eq!(v.all_files().count(), 2);
+        assert_eq!(recovered_tables(&*fs), vec![5, 6]);
+        assert_eq!(set.manifest_number(), 4);
+    }
+
+    #[test]
+    fn a_full_manifest_rolls_over_to_a_snapshot_named_by_current() {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+        let mut set = create(fs.clone(), 0);
+        let v = record(&mut set, &Version::default(), table(5)).expect("edit");
+        // The rollover took file number 5 from the counter (the table's own
+        // number is the test's choice), and the old manifest stays until the
+        // database deletes it as obsolete.
+        assert_eq!(set.manifest_number(), 5);
+        let current = fs.read_all(Path::new("/db/CURRENT")).expect("CURRENT");
+        assert_eq!(current, b"MANIFEST-000005\n");
+        assert_eq!(recovered_tables(&*fs), vec![5]);
+        record(&mut set, &v, table(7)).expect("edit after the rollover");
+        assert_eq!(set.manifest_number(), 6);
+        assert_eq!(recovered_tables(&*fs), vec![5, 7]);
+    }
+
+    #[test]
+    fn a_failed_sync_is_reported_and_the_writer_comes_back() {
+        let fault = FaultFs::new(Arc::new(MemFs::new()));
+        let mut set = create(fault.clone(), u64::MAX);
+        fault.inject(FaultRule::io(OpKind::SyncAppend, 0));
+        let failed = record(&mut set, &Version::default(), table(5));
+        assert!(
+            matches!(failed, Err(Error::Io { .. })),
+            "{:?}",
+            failed.err()
+        );
+        assert!(!set.is_writing());
+    }
+}
