@@ -87,7 +87,8 @@ pub struct BenchKvdbArgs {
     /// Share of Gets for keys that were never loaded.
     #[arg(long, value_name = "F", default_value_t = 0.0)]
     pub missing: f64,
-    /// Key scheme: hash (keccak256 keys, the study's) or path.
+    /// Key scheme: hash (the study's keccak256 keys), hash8 (keccak256 of the
+    /// 8 index bytes, shale's keys before 2026-11) or path.
     #[arg(long, value_name = "SCHEME", default_value = "hash")]
     pub scheme: String,
     /// Key distribution of the Gets: uniform, zipf[:theta], hotset[:fraction:probability].

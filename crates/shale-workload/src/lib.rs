@@ -3,10 +3,12 @@
 //!
 //! # Keys
 //!
-//! Key `i` (a `u64`) is `keccak256(be64(i))`: the 32-byte Keccak-256 digest (the
-//! original Keccak padding used by Ethereum, not SHA3-256) of the 8-byte
-//! big-endian encoding of `i`. This is the key scheme of the public benchmark
-//! QuarkChain/bench_kvdb that the study measured. See [`Dataset::key`].
+//! Key `i` (a `u64`) is `keccak256(be256(i))`: the 32-byte Keccak-256 digest
+//! (the original Keccak padding used by Ethereum, not SHA3-256) of a 32-byte
+//! buffer holding 24 zero bytes and then the 8-byte big-endian encoding of `i`
+//! (`i` as a big-endian 256-bit integer, as Solidity's `keccak256(abi.encode(i))`
+//! hashes it). These are exactly the keys of the study's harness, the public
+//! benchmark QuarkChain/bench_kvdb. See [`Dataset::key`].
 //!
 //! # Values
 //!
@@ -29,8 +31,9 @@
 //!
 //! # Key schemes and read distributions
 //!
-//! [`scheme`] turns index `i` into key bytes (`hash`: the keys above; `path`:
-//! account-prefixed keys with locality), and [`dist`] draws which indices a
+//! [`scheme`] turns index `i` into key bytes (`hash`: the keys above; `hash8`:
+//! Keccak-256 of the 8 index bytes alone, shale's keys before it matched the
+//! study exactly; `path`: account-prefixed keys with locality), and [`dist`] draws which indices a
 //! read workload asks for (`uniform`, `zipf`, `hotset`, plus a share of
 //! never-loaded keys).
 //!
@@ -109,9 +112,13 @@ impl Dataset {
         }
     }
 
-    /// Key `i`: `keccak256(i.to_be_bytes())`.
+    /// Key `i`: Keccak-256 of 24 zero bytes followed by `i.to_be_bytes()`.
     pub fn key(&self, i: u64) -> [u8; KEY_LEN] {
-        keccak256(&i.to_be_bytes())
+        let mut word = [0u8; 32];
+        if let Some(low) = word.last_chunk_mut::<8>() {
+            *low = i.to_be_bytes();
+        }
+        keccak256(&word)
     }
 
     /// Value `i`: `value_size` bytes, see the module documentation.
@@ -154,24 +161,28 @@ mod tests {
         );
     }
 
-    /// Golden keys, cross-checked against an independent pure-Python Keccak-256
-    /// that reproduces the two vectors above.
+    /// Golden keys, computed by Go's `golang.org/x/crypto/sha3`
+    /// `NewLegacyKeccak256` (an independent implementation); key 0 is the
+    /// well-known `keccak256(uint256(0))`. The same vectors are checked by
+    /// every peer harness (`peers/testdata/vectors.json`).
     #[test]
-    fn keys_are_keccak_of_big_endian_index() {
+    fn keys_are_keccak_of_the_index_as_a_256_bit_word() {
         let d = Dataset::default();
         assert_eq!(
             hex(&d.key(0)),
-            "011b4d03dd8c01f1049143cf9c4c817e4b167f1d1b83e5c6f0f10d89ba1e7bce"
+            "290decd9548b62a8d60345a988386fc84ba6bc95484008f6362f93160ef3e563"
         );
         assert_eq!(
             hex(&d.key(1)),
-            "6c31fc15422ebad28aaf9089c306702f67540b53c7eea8b7d2941044b027100f"
+            "b10e2d527612073b26eecdfd717e6a320cf44b4afac2b0732d9fcbe2b7fa0cf6"
         );
         assert_eq!(
             hex(&d.key(1_000_000)),
-            "a28104c5a2cbf18ca535d39c259b6dbb9040decc2c7e37958e8deed241107f11"
+            "c1af4b94166cd32fc49b7b926cbb91ee421de2d04450e8ae57857b9b56ac7e53"
         );
-        assert_eq!(d.key(7), keccak256(&7u64.to_be_bytes()));
+        let mut word = [0u8; 32];
+        word[24..].copy_from_slice(&7u64.to_be_bytes());
+        assert_eq!(d.key(7), keccak256(&word));
         // Keys do not depend on the value parameters.
         assert_eq!(
             Dataset {

@@ -2,10 +2,18 @@
 //!
 //! # `hash`
 //!
-//! The study's scheme and the default: key `i` is `keccak256(be64(i))`, 32 bytes,
-//! exactly [`Dataset::key`](crate::Dataset::key). Consecutive indices land at
-//! unrelated places of the key space, as hashed state keys do in geth's
-//! hash-based state scheme.
+//! The study's scheme and the default: key `i` is `keccak256(be256(i))` (24 zero
+//! bytes, then `i` as 8 big-endian bytes, hashed), 32 bytes, exactly
+//! [`Dataset::key`](crate::Dataset::key) and the study's harness. Consecutive
+//! indices land at unrelated places of the key space, as hashed state keys do
+//! in geth's hash-based state scheme.
+//!
+//! # `hash8`
+//!
+//! `keccak256(be64(i))`: the Keccak-256 of the 8 index bytes alone, shale's
+//! `hash` keys before they matched the study's exactly. Statistically the same
+//! keys (uniform 32-byte digests), other bytes; kept to read databases loaded
+//! with it.
 //!
 //! # `path`
 //!
@@ -43,7 +51,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{keccak256, mix64, KEY_LEN};
+use crate::{keccak256, mix64, Dataset, KEY_LEN};
 
 /// Slots (consecutive key indices) per account in the `path` scheme.
 pub const ACCOUNT_SLOTS: u64 = 16;
@@ -60,21 +68,25 @@ const ACCOUNT_TAG: &[u8; 7] = b"account";
 /// How key index `i` is turned into key bytes; see the module documentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum KeyScheme {
-    /// `keccak256(be64(i))`, 32 bytes: the study's keys.
+    /// `keccak256(be256(i))`, 32 bytes: the study's keys.
     #[default]
     Hash,
+    /// `keccak256(be64(i))`, 32 bytes: shale's earlier hash keys.
+    Hash8,
     /// Account hash plus a short trie path, 33..=40 bytes, with locality.
     Path,
 }
 
 impl KeyScheme {
     /// Every scheme, in the order of their names in help texts.
-    pub const ALL: [KeyScheme; 2] = [KeyScheme::Hash, KeyScheme::Path];
+    pub const ALL: [KeyScheme; 3] = [KeyScheme::Hash, KeyScheme::Hash8, KeyScheme::Path];
 
-    /// The scheme's name as parsed and displayed: `"hash"` or `"path"`.
+    /// The scheme's name as parsed and displayed: `"hash"`, `"hash8"` or
+    /// `"path"`.
     pub fn name(self) -> &'static str {
         match self {
             KeyScheme::Hash => "hash",
+            KeyScheme::Hash8 => "hash8",
             KeyScheme::Path => "path",
         }
     }
@@ -82,7 +94,7 @@ impl KeyScheme {
     /// Shortest key of the scheme (bytes).
     pub fn min_key_len(self) -> usize {
         match self {
-            KeyScheme::Hash => KEY_LEN,
+            KeyScheme::Hash | KeyScheme::Hash8 => KEY_LEN,
             KeyScheme::Path => KEY_LEN + PATH_SUFFIX_MIN,
         }
     }
@@ -90,7 +102,7 @@ impl KeyScheme {
     /// Longest key of the scheme (bytes).
     pub fn max_key_len(self) -> usize {
         match self {
-            KeyScheme::Hash => KEY_LEN,
+            KeyScheme::Hash | KeyScheme::Hash8 => KEY_LEN,
             KeyScheme::Path => KEY_LEN + PATH_SUFFIX_MAX,
         }
     }
@@ -112,7 +124,7 @@ impl fmt::Display for ParseKeySchemeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown key scheme {:?} (expected \"hash\" or \"path\")",
+            "unknown key scheme {:?} (expected \"hash\", \"hash8\" or \"path\")",
             self.input
         )
     }
@@ -123,7 +135,8 @@ impl std::error::Error for ParseKeySchemeError {}
 impl FromStr for KeyScheme {
     type Err = ParseKeySchemeError;
 
-    /// `"hash"` or `"path"`, ASCII case-insensitive, surrounding spaces ignored.
+    /// `"hash"`, `"hash8"` or `"path"`, ASCII case-insensitive, surrounding
+    /// spaces ignored.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
         KeyScheme::ALL
@@ -161,7 +174,8 @@ impl KeyGen {
     pub fn key(&self, i: u64, out: &mut Vec<u8>) {
         out.clear();
         match self.scheme {
-            KeyScheme::Hash => out.extend_from_slice(&keccak256(&i.to_be_bytes())),
+            KeyScheme::Hash => out.extend_from_slice(&Dataset::default().key(i)),
+            KeyScheme::Hash8 => out.extend_from_slice(&keccak256(&i.to_be_bytes())),
             KeyScheme::Path => {
                 out.extend_from_slice(&account_hash(i / ACCOUNT_SLOTS));
                 let (suffix, len) = path_suffix(i);
@@ -203,6 +217,7 @@ mod tests {
             assert_eq!(scheme.to_string().parse::<KeyScheme>(), Ok(scheme));
         }
         assert_eq!("hash".parse(), Ok(KeyScheme::Hash));
+        assert_eq!("hash8".parse(), Ok(KeyScheme::Hash8));
         assert_eq!(" PATH ".parse(), Ok(KeyScheme::Path));
         assert_eq!(KeyScheme::default(), KeyScheme::Hash);
         let err = "trie".parse::<KeyScheme>().unwrap_err();
@@ -220,6 +235,20 @@ mod tests {
             assert_eq!(buf.as_slice(), d.key(i).as_slice());
             assert_eq!(gen.key_vec(i), d.key(i).to_vec());
         }
+    }
+
+    /// The earlier keys, computed by Go's `NewLegacyKeccak256` of the 8 bytes.
+    #[test]
+    fn hash8_keys_are_keccak_of_the_eight_index_bytes() {
+        let gen = KeyGen::new(KeyScheme::Hash8);
+        assert_eq!(
+            hex(&gen.key_vec(0)),
+            "011b4d03dd8c01f1049143cf9c4c817e4b167f1d1b83e5c6f0f10d89ba1e7bce"
+        );
+        assert_eq!(
+            hex(&gen.key_vec(1_000_000)),
+            "a28104c5a2cbf18ca535d39c259b6dbb9040decc2c7e37958e8deed241107f11"
+        );
     }
 
     #[test]

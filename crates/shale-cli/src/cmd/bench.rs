@@ -110,10 +110,12 @@ fn check_args(a: &BenchKvdbArgs) -> CliResult<(KeyScheme, Distribution)> {
     if !(0.0..=1.0).contains(&a.warmup) {
         return Err(CliError::msg("--warmup must be a fraction in [0, 1]"));
     }
-    let scheme: KeyScheme = a
-        .scheme
-        .parse()
-        .map_err(|e| CliError::msg(format!("--scheme {}: {e}; use hash or path", a.scheme)))?;
+    let scheme: KeyScheme = a.scheme.parse().map_err(|e| {
+        CliError::msg(format!(
+            "--scheme {}: {e}; use hash, hash8 or path",
+            a.scheme
+        ))
+    })?;
     let distribution: Distribution = a.distribution.parse().map_err(|e| {
         CliError::msg(format!(
             "--distribution {}: {e}; use uniform, zipf[:theta] or hotset[:fraction[:probability]]",
@@ -143,7 +145,7 @@ fn prepare(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) 
         // keys are 32 bytes; path keys 33 to 40.
         let hash_key_bytes = keys * (shale_workload::KEY_LEN as u64 + 8);
         let keys_match = match w.keygen.scheme {
-            KeyScheme::Hash => c.raw_key_bytes == hash_key_bytes,
+            KeyScheme::Hash | KeyScheme::Hash8 => c.raw_key_bytes == hash_key_bytes,
             KeyScheme::Path => c.raw_key_bytes > hash_key_bytes,
         };
         let same = c.entries == keys
