@@ -251,15 +251,18 @@ mod tests {
     use crate::format::{InternalKey, ValueKind};
     use crate::version::NewFile;
 
+    /// An edit adding L1 table `number`, whose keys are `[number]` and
+    /// `[number, 1]` (so the tables of one test do not overlap).
     fn table(number: u64) -> VersionEdit {
         let mut edit = VersionEdit::default();
+        let key = [number as u8];
         edit.added.push((
             1,
             NewFile {
                 number,
                 size: 100,
-                smallest: InternalKey::new(b"a", 1, ValueKind::Value),
-                largest: InternalKey::new(b"z", 2, ValueKind::Value),
+                smallest: InternalKey::new(&key, 1, ValueKind::Value),
+                largest: InternalKey::new(&[key[0], 1], 2, ValueKind::Value),
                 smallest_seqno: 1,
                 largest_seqno: 2,
                 num_entries: 2,
