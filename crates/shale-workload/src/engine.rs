@@ -15,6 +15,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use shale::{BlockKind, Db, Metrics, Options, WriteBatch, WriteOptions};
 
 /// Counters of one block kind.
@@ -103,7 +105,7 @@ impl ReadCounters {
 }
 
 /// What the database is made of (bytes over all its tables).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Composition {
     /// Entries in tables.
     pub entries: u64,

@@ -39,11 +39,14 @@
 //!
 //! # Engines and results
 //!
-//! [`engine`] is the adapter a bench drives (shale now, its peers later);
-//! [`results`] the schema of what the bench reports.
+//! [`engine`] is the adapter a bench drives in process; [`protocol`] is how
+//! `shale bench compare` drives an engine's harness in a process of its own
+//! (shale, Pebble, RocksDB, LevelDB); [`results`] the schema of what the
+//! bench reports.
 
 pub mod dist;
 pub mod engine;
+pub mod protocol;
 pub mod results;
 pub mod scheme;
 

@@ -1,0 +1,403 @@
+//! The harness protocol: how `shale bench compare` drives an engine (shale,
+//! Pebble, RocksDB, LevelDB) in a process of its own. Documented for harness
+//! authors in `docs/harness-protocol.md`; this module is its Rust definition.
+//!
+//! A harness reads one [`Request`] as JSON on standard input and writes one
+//! JSON reply on standard output: the reply type of the request's `op` on
+//! success (exit code 0), or an [`ErrorReply`] (exit code 1). Progress and
+//! logs go to standard error.
+//!
+//! Every harness generates the dataset itself from [`DatasetSpec`] (keys of
+//! the scheme, values of [`crate::Dataset`]), byte-identical in every language
+//! (the vectors of `peers/testdata/vectors.json`). The Gets of a read phase
+//! come from files of little-endian `u64` key indices written by the driver: an
+//! index below `keys` must be found with its dataset value, any other must be
+//! absent; a harness that sees anything else fails the phase.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Composition;
+
+/// Version of the protocol; a harness refuses a request of another version.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The dataset a request is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetSpec {
+    /// Keys `0..keys` are loaded.
+    pub keys: u64,
+    /// Key scheme name (`hash`, `hash8`, `path`; see [`crate::scheme`]).
+    pub scheme: String,
+    /// Bytes per value.
+    pub value_size: usize,
+    /// Seed of the values.
+    pub seed: u64,
+}
+
+/// One request to a harness.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Must be [`PROTOCOL_VERSION`].
+    pub protocol: u32,
+    /// What to do.
+    #[serde(flatten)]
+    pub op: Op,
+}
+
+/// The operations, tagged by `"op"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// Name, version and configurations of the engine: [`InfoReply`].
+    Info,
+    /// Create a database in `dir` and load the dataset: [`LoadReply`].
+    Load(LoadRequest),
+    /// Open the database in `dir`, check that it holds the dataset, and
+    /// describe it: [`InspectReply`].
+    Inspect(OpenRequest),
+    /// Measure Gets: [`ReadReply`].
+    Read(ReadRequest),
+}
+
+/// Which database, of which engine configuration, holding which dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenRequest {
+    /// Database directory.
+    pub dir: PathBuf,
+    /// The dataset it holds.
+    pub dataset: DatasetSpec,
+    /// Engine configuration (one of [`InfoReply::configs`]).
+    pub config: String,
+}
+
+/// Load the dataset into a new database.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadRequest {
+    /// Database, dataset and configuration.
+    #[serde(flatten)]
+    pub target: OpenRequest,
+    /// Writer threads; thread `t` of `T` writes batches `t, t + T, ...`.
+    pub threads: usize,
+    /// Keys per write batch (keys `b * batch .. (b + 1) * batch`), no sync.
+    pub batch: u64,
+}
+
+/// Measure Gets at one block-cache size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReadRequest {
+    /// Database, dataset and configuration.
+    #[serde(flatten)]
+    pub target: OpenRequest,
+    /// Block-cache capacity in bytes.
+    pub cache_bytes: u64,
+    /// Reader threads.
+    pub threads: usize,
+    /// Key indices of the warm-up Gets (not measured), read by the threads
+    /// like `reads_file`.
+    pub warmup_file: PathBuf,
+    /// Key indices of the measured Gets: thread `t` of `T` takes the `t`-th
+    /// contiguous slice, of `n / T` indices plus one if `t < n % T`.
+    pub reads_file: PathBuf,
+    /// Read table files with `O_DIRECT` if the engine can (else ignored, and
+    /// [`ReadReply::direct_io`] says so).
+    pub direct_io: bool,
+}
+
+/// Reply to [`Op::Info`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InfoReply {
+    /// Engine name: `shale`, `pebble`, `rocksdb`, `leveldb`.
+    pub engine: String,
+    /// Engine version, e.g. `v1.1.5`.
+    pub version: String,
+    /// Configurations the harness knows; the first is the default.
+    pub configs: Vec<String>,
+    /// The engine can read table files with `O_DIRECT`.
+    pub direct_io: bool,
+}
+
+/// Files and bytes of one level (or of L0's sublevels together).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelShape {
+    /// Level number.
+    pub level: u32,
+    /// Table files.
+    pub files: u64,
+    /// Bytes of its table files.
+    pub bytes: u64,
+}
+
+/// What a database is made of, as the harness's engine reports it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbShape {
+    /// Bytes of filters, indexes and data (see [`Composition`]). An engine
+    /// without partitioned indexes reports its whole index as top-level.
+    pub composition: Composition,
+    /// Levels from 0 down, empty levels included.
+    pub levels: Vec<LevelShape>,
+}
+
+/// Reply to [`Op::Load`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadReply {
+    /// Engine name, version and configuration, e.g. `pebble v1.1.5 (geth)`.
+    pub engine: String,
+    /// Seconds from open to the end of the settle (flush and compactions).
+    pub seconds: f64,
+    /// Bytes of keys and values written by the load.
+    pub user_bytes: u64,
+    /// Bytes of table files written by flushes and compactions.
+    pub table_bytes_written: u64,
+    /// Bytes written to the write-ahead log.
+    pub wal_bytes: u64,
+    /// `table_bytes_written / user_bytes`: write amplification without the
+    /// WAL, counted the same way for every engine.
+    pub write_amp: f64,
+    /// The database after the load settled.
+    pub shape: DbShape,
+}
+
+/// Reply to [`Op::Inspect`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InspectReply {
+    /// Engine name, version and configuration.
+    pub engine: String,
+    /// The database.
+    pub shape: DbShape,
+}
+
+/// Counters of one block kind over the measured Gets; `None` where the
+/// engine cannot tell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindCounts {
+    /// Lookups the block cache answered.
+    pub cache_hits: Option<u64>,
+    /// Lookups the block cache could not answer.
+    pub cache_misses: Option<u64>,
+    /// Reads issued to the file system for this kind.
+    pub physical_reads: Option<u64>,
+}
+
+/// Counters per block kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockCounts {
+    /// Bloom filter blocks (or partitions).
+    pub filter: KindCounts,
+    /// Top-level index blocks (a whole index where it is not partitioned).
+    pub top_index: KindCounts,
+    /// Index partitions.
+    pub index: KindCounts,
+    /// Data blocks.
+    pub data: KindCounts,
+}
+
+/// Hits and misses of a cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HitMiss {
+    /// Lookups answered.
+    pub hits: u64,
+    /// Lookups not answered.
+    pub misses: u64,
+}
+
+/// Get latency percentiles over the measured Gets, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+}
+
+/// Reply to [`Op::Read`]. Every counter covers the measured Gets only.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadReply {
+    /// Engine name, version and configuration.
+    pub engine: String,
+    /// Block-cache capacity used.
+    pub cache_bytes: u64,
+    /// Whether table files were read with `O_DIRECT`.
+    pub direct_io: bool,
+    /// Gets measured.
+    pub gets: u64,
+    /// Gets that found their key.
+    pub found: u64,
+    /// Wall-clock seconds of the measured Gets.
+    pub seconds: f64,
+    /// Get latency.
+    pub latency: Latency,
+    /// Block-cache counters per block kind.
+    pub blocks: BlockCounts,
+    /// Reads of table metadata when tables were opened (footers,
+    /// properties, and where the engine reads them then, indexes and filters).
+    pub table_open_reads: Option<u64>,
+    /// The table cache (open table files), where the engine counts it.
+    pub table_cache: Option<HitMiss>,
+    /// Read calls the engine made on table files, counted by the harness's
+    /// file-system wrapper (or the engine's own counter).
+    pub read_requests: u64,
+    /// Bytes those calls asked for.
+    pub read_bytes: u64,
+    /// Bytes the kernel read from the device for the process
+    /// (`/proc/self/io` `read_bytes`); `None` where unavailable.
+    pub device_read_bytes: Option<u64>,
+    /// Resident set size at the end of the phase (`/proc/self/status`
+    /// `VmRSS`).
+    pub rss_bytes: Option<u64>,
+}
+
+/// The reply of a failed request (exit code 1).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    /// What went wrong, in one line.
+    pub error: String,
+}
+
+/// Writes `indices` as a file of little-endian `u64`s.
+pub fn write_indices(path: &Path, indices: &[u64]) -> std::io::Result<()> {
+    let mut bytes = Vec::with_capacity(indices.len() * 8);
+    for i in indices {
+        bytes.extend_from_slice(&i.to_le_bytes());
+    }
+    std::fs::write(path, bytes)
+}
+
+/// Reads a file of little-endian `u64` key indices.
+pub fn read_indices(path: &Path) -> std::io::Result<Vec<u64>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.read_to_end(&mut bytes)?;
+    let (chunks, rest) = bytes.as_chunks::<8>();
+    if !rest.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: {} bytes is not a whole number of 8-byte indices",
+                path.display(),
+                bytes.len()
+            ),
+        ));
+    }
+    Ok(chunks.iter().map(|c| u64::from_le_bytes(*c)).collect())
+}
+
+/// The slice of `n` Gets that thread `t` of `threads` runs: `n / threads`
+/// indices, plus one for the first `n % threads` threads, contiguous.
+pub fn thread_slice(n: usize, threads: usize, t: usize) -> std::ops::Range<usize> {
+    let threads = threads.max(1);
+    let (share, extra) = (n / threads, n % threads);
+    let start = t * share + t.min(extra);
+    start..start + share + usize::from(t < extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> OpenRequest {
+        OpenRequest {
+            dir: "/data/db".into(),
+            dataset: DatasetSpec {
+                keys: 1000,
+                scheme: "hash".into(),
+                value_size: 110,
+                seed: 0,
+            },
+            config: "geth".into(),
+        }
+    }
+
+    #[test]
+    fn requests_round_trip_with_the_op_as_a_tag() {
+        let requests = [
+            Op::Info,
+            Op::Inspect(target()),
+            Op::Load(LoadRequest {
+                target: target(),
+                threads: 2,
+                batch: 1000,
+            }),
+            Op::Read(ReadRequest {
+                target: target(),
+                cache_bytes: 8 << 20,
+                threads: 2,
+                warmup_file: "/tmp/w".into(),
+                reads_file: "/tmp/r".into(),
+                direct_io: true,
+            }),
+        ];
+        for op in requests {
+            let r = Request {
+                protocol: PROTOCOL_VERSION,
+                op,
+            };
+            let json = serde_json::to_string(&r).expect("encode");
+            let back: Request = serde_json::from_str(&json).expect("decode");
+            assert_eq!(back, r, "{json}");
+        }
+        // The documented wire form: flat objects tagged by "op".
+        let read: Request = serde_json::from_str(
+            r#"{"protocol":1,"op":"read","dir":"/d","dataset":{"keys":5,"scheme":"hash",
+            "value_size":110,"seed":0},"config":"default","cache_bytes":4096,"threads":1,
+            "warmup_file":"/w","reads_file":"/r","direct_io":false}"#,
+        )
+        .expect("documented form");
+        assert!(matches!(read.op, Op::Read(ReadRequest { cache_bytes: 4096, .. })));
+        let info: Request = serde_json::from_str(r#"{"protocol":1,"op":"info"}"#).expect("info");
+        assert_eq!(info.op, Op::Info);
+        assert!(serde_json::from_str::<Request>(r#"{"protocol":1,"op":"drop"}"#).is_err());
+    }
+
+    #[test]
+    fn replies_round_trip_and_unknown_counters_are_null() {
+        let reply = ReadReply {
+            engine: "leveldb 1.23 (default)".into(),
+            gets: 10,
+            blocks: BlockCounts {
+                data: KindCounts {
+                    physical_reads: Some(9),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&reply).expect("encode");
+        assert!(json.contains(r#""cache_hits":null"#), "{json}");
+        let back: ReadReply = serde_json::from_str(&json).expect("decode");
+        assert_eq!(back, reply);
+        let load = LoadReply {
+            shape: DbShape {
+                levels: vec![LevelShape {
+                    level: 6,
+                    files: 3,
+                    bytes: 9,
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&load).expect("encode");
+        assert_eq!(serde_json::from_str::<LoadReply>(&json).expect("decode"), load);
+    }
+
+    #[test]
+    fn index_files_round_trip_and_threads_split_them_contiguously() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("reads.bin");
+        let indices = vec![0, 1, u64::MAX, 1 << 40];
+        write_indices(&p, &indices).expect("write");
+        assert_eq!(std::fs::read(&p).expect("read").len(), 32);
+        assert_eq!(read_indices(&p).expect("read"), indices);
+        std::fs::write(&p, [0u8; 9]).expect("write");
+        assert!(read_indices(&p).is_err());
+
+        let slices: Vec<_> = (0..3).map(|t| thread_slice(10, 3, t)).collect();
+        assert_eq!(slices, vec![0..4, 4..7, 7..10]);
+        assert_eq!(thread_slice(2, 4, 3), 2..2);
+    }
+}
