@@ -47,6 +47,10 @@ pub enum Command {
     /// The cache size to configure for a target I/Os per Get, from the
     /// database's inflection points.
     Advise(AdviseArgs),
+    /// Serve one request of the harness protocol (JSON on standard input,
+    /// the reply on standard output): what `bench compare` runs.
+    #[command(hide = true)]
+    Harness,
 }
 
 /// `shale bench ...`.

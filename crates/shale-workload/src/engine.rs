@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::protocol::{HitMiss, LevelShape};
+
 use shale::{BlockKind, Db, Metrics, Options, WriteBatch, WriteOptions};
 
 /// Counters of one block kind.
@@ -28,6 +30,8 @@ pub struct KindCounters {
     pub cache_misses: u64,
     /// Reads issued to the file system.
     pub physical_reads: u64,
+    /// Bytes those reads asked for.
+    pub physical_bytes: u64,
 }
 
 impl KindCounters {
@@ -36,6 +40,7 @@ impl KindCounters {
             cache_hits: self.cache_hits.saturating_sub(e.cache_hits),
             cache_misses: self.cache_misses.saturating_sub(e.cache_misses),
             physical_reads: self.physical_reads.saturating_sub(e.physical_reads),
+            physical_bytes: self.physical_bytes.saturating_sub(e.physical_bytes),
         }
     }
 
@@ -96,6 +101,11 @@ impl ReadCounters {
         self.kinds().iter().map(|k| k.physical_reads).sum::<u64>() + self.table_open_reads
     }
 
+    /// Bytes of the physical reads of blocks (table opening not included).
+    pub fn physical_bytes(&self) -> u64 {
+        self.kinds().iter().map(|k| k.physical_bytes).sum()
+    }
+
     /// Overall block-cache hit rate.
     pub fn hit_rate(&self) -> Option<f64> {
         let hits: u64 = self.kinds().iter().map(|k| k.cache_hits).sum();
@@ -142,6 +152,17 @@ impl Composition {
     }
 }
 
+/// Bytes an engine wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteCounters {
+    /// Bytes of the user's write batches.
+    pub user_bytes: u64,
+    /// Table files written by flushes and compactions.
+    pub table_bytes: u64,
+    /// Write-ahead log.
+    pub wal_bytes: u64,
+}
+
 /// An open database as a bench sees it.
 pub trait KvEngine: Send + Sync {
     /// Engine name and version.
@@ -154,6 +175,20 @@ pub trait KvEngine: Send + Sync {
     fn counters(&self) -> ReadCounters;
     /// The composition of the database's tables.
     fn composition(&self) -> Result<Composition, String>;
+    /// Files and bytes per level, from level 0 down (empty without the
+    /// information).
+    fn levels(&self) -> Result<Vec<LevelShape>, String> {
+        Ok(Vec::new())
+    }
+    /// Bytes written since the database was opened (zero without the
+    /// information).
+    fn write_counters(&self) -> WriteCounters {
+        WriteCounters::default()
+    }
+    /// Hits and misses of the open-table cache since the database was opened.
+    fn table_cache(&self) -> Option<HitMiss> {
+        None
+    }
     /// Flushes memory to tables and waits until no compaction is needed.
     fn settle(&self) -> Result<(), String>;
     /// Closes cleanly.
@@ -208,6 +243,7 @@ fn kind(m: &Metrics, k: BlockKind) -> KindCounters {
         cache_hits: b.cache_hits,
         cache_misses: b.cache_misses,
         physical_reads: b.physical_reads,
+        physical_bytes: b.bytes_read,
     }
 }
 
@@ -257,6 +293,35 @@ impl KvEngine for ShaleEngine {
             filter_bytes_except_last_level: s.filter_bytes_except_last_level,
             top_level_index_bytes: t.top_level_index_bytes,
             index_bytes: t.index_partition_bytes + t.top_level_index_bytes,
+        })
+    }
+
+    fn levels(&self) -> Result<Vec<LevelShape>, String> {
+        let s = self.db.summary().map_err(|e| e.to_string())?;
+        Ok(s.levels
+            .iter()
+            .map(|l| LevelShape {
+                level: l.level as u32,
+                files: l.tables,
+                bytes: l.bytes,
+            })
+            .collect())
+    }
+
+    fn write_counters(&self) -> WriteCounters {
+        let m = self.db.metrics();
+        WriteCounters {
+            user_bytes: m.bytes_written_user,
+            table_bytes: m.bytes_written_tables,
+            wal_bytes: m.bytes_written_wal,
+        }
+    }
+
+    fn table_cache(&self) -> Option<HitMiss> {
+        let m = self.db.metrics();
+        Some(HitMiss {
+            hits: m.table_cache_hits,
+            misses: m.table_cache_misses,
         })
     }
 

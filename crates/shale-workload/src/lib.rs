@@ -46,6 +46,7 @@
 
 pub mod dist;
 pub mod engine;
+pub mod harness;
 pub mod protocol;
 pub mod results;
 pub mod scheme;

@@ -346,7 +346,13 @@ mod tests {
             "warmup_file":"/w","reads_file":"/r","direct_io":false}"#,
         )
         .expect("documented form");
-        assert!(matches!(read.op, Op::Read(ReadRequest { cache_bytes: 4096, .. })));
+        assert!(matches!(
+            read.op,
+            Op::Read(ReadRequest {
+                cache_bytes: 4096,
+                ..
+            })
+        ));
         let info: Request = serde_json::from_str(r#"{"protocol":1,"op":"info"}"#).expect("info");
         assert_eq!(info.op, Op::Info);
         assert!(serde_json::from_str::<Request>(r#"{"protocol":1,"op":"drop"}"#).is_err());
@@ -382,7 +388,10 @@ mod tests {
             ..Default::default()
         };
         let json = serde_json::to_string(&load).expect("encode");
-        assert_eq!(serde_json::from_str::<LoadReply>(&json).expect("decode"), load);
+        assert_eq!(
+            serde_json::from_str::<LoadReply>(&json).expect("decode"),
+            load
+        );
     }
 
     #[test]

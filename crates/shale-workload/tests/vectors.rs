@@ -55,5 +55,8 @@ fn the_shared_vectors_are_what_the_generators_produce() {
     }
     let text = std::fs::read_to_string(&path).expect("peers/testdata/vectors.json");
     let have: Value = serde_json::from_str(&text).expect("vectors parse");
-    assert_eq!(have, want, "rerun with SHALE_REWRITE_VECTORS=1 and review the diff");
+    assert_eq!(
+        have, want,
+        "rerun with SHALE_REWRITE_VECTORS=1 and review the diff"
+    );
 }

@@ -2,6 +2,7 @@
 //! returns its failure as a [`CliError`]; `main` prints it.
 
 mod bench;
+mod harness;
 mod kv;
 mod load;
 mod sst;
@@ -29,6 +30,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Repair(a) => repair(&a, out),
         Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
         Command::Advise(a) => bench::advise(&a, out),
+        Command::Harness => harness::run(out),
     }?;
     out.flush().map_err(CliError::output)
 }

@@ -1,0 +1,451 @@
+//! The server side of the harness protocol ([`crate::protocol`]) for any
+//! engine behind the in-process adapter ([`EngineOpener`]): `shale harness`
+//! is this over shale. The Pebble, RocksDB and LevelDB harnesses implement
+//! the same operations in their own languages.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::engine::{EngineOpener, KindCounters, KvEngine};
+use crate::protocol::{
+    read_indices, thread_slice, BlockCounts, DatasetSpec, DbShape, InfoReply, InspectReply,
+    KindCounts, Latency, LoadReply, LoadRequest, Op, OpenRequest, ReadReply, ReadRequest, Request,
+    PROTOCOL_VERSION,
+};
+use crate::{Dataset, KeyGen, KeyScheme};
+
+/// An engine served over the protocol.
+pub struct Served<'a> {
+    /// What `info` replies.
+    pub info: InfoReply,
+    /// Opens the engine's databases; `direct_io` says whether table reads
+    /// bypass the page cache (ignored by engines that cannot).
+    pub open: &'a dyn Fn(bool) -> Box<dyn EngineOpener>,
+}
+
+/// Handles one request and returns the JSON reply (or the one-line error).
+pub fn handle(served: &Served<'_>, request: &Request) -> Result<String, String> {
+    if request.protocol != PROTOCOL_VERSION {
+        return Err(format!(
+            "protocol version {} is not supported (this harness speaks {PROTOCOL_VERSION})",
+            request.protocol
+        ));
+    }
+    match &request.op {
+        Op::Info => to_json(&served.info),
+        Op::Load(r) => to_json(&load(served, r)?),
+        Op::Inspect(r) => to_json(&inspect(served, r)?),
+        Op::Read(r) => to_json(&read(served, r)?),
+    }
+}
+
+fn to_json(reply: &impl Serialize) -> Result<String, String> {
+    serde_json::to_string(reply).map_err(|e| format!("encoding the reply: {e}"))
+}
+
+/// Checks the configuration and dataset of a request.
+fn check(served: &Served<'_>, r: &OpenRequest) -> Result<(KeyGen, Dataset), String> {
+    if !served.info.configs.contains(&r.config) {
+        return Err(format!(
+            "unknown configuration {:?} of {} (known: {})",
+            r.config,
+            served.info.engine,
+            served.info.configs.join(", ")
+        ));
+    }
+    let scheme: KeyScheme = r.dataset.scheme.parse().map_err(|e| format!("{e}"))?;
+    if r.dataset.keys == 0 {
+        return Err("the dataset has no keys".into());
+    }
+    let dataset = Dataset {
+        value_size: r.dataset.value_size,
+        seed: r.dataset.seed,
+    };
+    Ok((KeyGen::new(scheme), dataset))
+}
+
+fn engine_name(served: &Served<'_>, r: &OpenRequest) -> String {
+    format!(
+        "{} {} ({})",
+        served.info.engine, served.info.version, r.config
+    )
+}
+
+/// Cache used while loading and inspecting.
+const SETUP_CACHE: u64 = 8 << 20;
+
+fn load(served: &Served<'_>, r: &LoadRequest) -> Result<LoadReply, String> {
+    let t = &r.target;
+    let (keygen, dataset) = check(served, t)?;
+    let has_files = std::fs::read_dir(&t.dir).is_ok_and(|mut d| d.next().is_some());
+    if has_files {
+        return Err(format!(
+            "{} is not empty: load creates a new database",
+            t.dir.display()
+        ));
+    }
+    let batch = r.batch.max(1);
+    let threads = r.threads.max(1) as u64;
+    let start = Instant::now();
+    let e = (served.open)(false).open(&t.dir, SETUP_CACHE, true)?;
+    let batches = t.dataset.keys.div_ceil(batch);
+    let user_bytes = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            let (e, failed, first_error, user_bytes) = (&e, &failed, &first_error, &user_bytes);
+            s.spawn(move || {
+                let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+                let mut b = w;
+                while b < batches && !failed.load(Ordering::Relaxed) {
+                    let lo = b * batch;
+                    let hi = (lo + batch).min(t.dataset.keys);
+                    pairs.clear();
+                    pairs.extend((lo..hi).map(|i| (keygen.key_vec(i), dataset.value(i))));
+                    let refs: Vec<(&[u8], &[u8])> = pairs
+                        .iter()
+                        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+                        .collect();
+                    let bytes: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
+                    user_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+                    if let Err(m) = e.load_batch(&refs) {
+                        failed.store(true, Ordering::Relaxed);
+                        if let Ok(mut g) = first_error.lock() {
+                            g.get_or_insert(m);
+                        }
+                    }
+                    b += threads;
+                }
+            });
+        }
+    });
+    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(m);
+    }
+    e.settle()?;
+    let w = e.write_counters();
+    let shape = shape(&*e)?;
+    e.close()?;
+    // Counted here, not by the engine (shale counts its batches' encoding),
+    // so that every engine divides by the same figure.
+    let user_bytes = user_bytes.into_inner();
+    Ok(LoadReply {
+        engine: engine_name(served, t),
+        seconds: start.elapsed().as_secs_f64(),
+        user_bytes,
+        table_bytes_written: w.table_bytes,
+        wal_bytes: w.wal_bytes,
+        write_amp: w.table_bytes as f64 / user_bytes.max(1) as f64,
+        shape,
+    })
+}
+
+fn shape(e: &dyn KvEngine) -> Result<DbShape, String> {
+    Ok(DbShape {
+        composition: e.composition()?,
+        levels: e.levels()?,
+    })
+}
+
+/// Checks that the open database holds `spec`: the first and last keys have
+/// their values and the key after the last is absent.
+fn check_dataset(
+    e: &dyn KvEngine,
+    keygen: KeyGen,
+    dataset: &Dataset,
+    spec: &DatasetSpec,
+    dir: &Path,
+) -> Result<(), String> {
+    let last = spec.keys - 1;
+    let holds = e.get(&keygen.key_vec(0))? == Some(dataset.value(0))
+        && e.get(&keygen.key_vec(last))? == Some(dataset.value(last))
+        && e.get(&keygen.key_vec(spec.keys))?.is_none();
+    if holds {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} does not hold the dataset of {} {} keys with {}-byte values of seed {}",
+            dir.display(),
+            spec.keys,
+            spec.scheme,
+            spec.value_size,
+            spec.seed
+        ))
+    }
+}
+
+fn inspect(served: &Served<'_>, r: &OpenRequest) -> Result<InspectReply, String> {
+    let (keygen, dataset) = check(served, r)?;
+    let e = (served.open)(false).open(&r.dir, SETUP_CACHE, false)?;
+    check_dataset(&*e, keygen, &dataset, &r.dataset, &r.dir)?;
+    let shape = shape(&*e)?;
+    e.close()?;
+    Ok(InspectReply {
+        engine: engine_name(served, r),
+        shape,
+    })
+}
+
+/// Gets of `indices` over `threads` threads, each verified; returns the
+/// latencies in nanoseconds.
+fn run_gets(
+    e: &dyn KvEngine,
+    keygen: KeyGen,
+    dataset: &Dataset,
+    keys: u64,
+    indices: &[u64],
+    threads: usize,
+) -> Result<Vec<u64>, String> {
+    let found = AtomicU64::new(0);
+    let results: Vec<Result<Vec<u64>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let slice = indices.get(thread_slice(indices.len(), threads, t));
+                let found = &found;
+                s.spawn(move || -> Result<Vec<u64>, String> {
+                    let slice = slice.ok_or("thread slice out of range")?;
+                    let mut lat = Vec::with_capacity(slice.len());
+                    let mut key = Vec::new();
+                    let mut want = vec![0u8; dataset.value_size];
+                    for &i in slice {
+                        keygen.key(i, &mut key);
+                        let t0 = Instant::now();
+                        let got = e.get(&key)?;
+                        lat.push(t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
+                        match got {
+                            Some(v) if i < keys => {
+                                dataset.fill_value(i, &mut want);
+                                if v != want {
+                                    return Err(format!("wrong value read for key index {i}"));
+                                }
+                                found.fetch_add(1, Ordering::Relaxed);
+                            }
+                            None if i >= keys => {}
+                            None => return Err(format!("key index {i} is missing")),
+                            Some(_) => {
+                                return Err(format!("key index {i} was never loaded but was found"))
+                            }
+                        }
+                    }
+                    Ok(lat)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("reader thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut all = Vec::with_capacity(indices.len());
+    for r in results {
+        all.extend(r?);
+    }
+    Ok(all)
+}
+
+fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
+    let t = &r.target;
+    let (keygen, dataset) = check(served, t)?;
+    let load = |p: &Path| read_indices(p).map_err(|e| format!("{}: {e}", p.display()));
+    let (warmup, reads) = (load(&r.warmup_file)?, load(&r.reads_file)?);
+    let threads = r.threads.max(1);
+    let direct_io = r.direct_io && served.info.direct_io;
+    let e = (served.open)(direct_io).open(&t.dir, r.cache_bytes, false)?;
+    run_gets(&*e, keygen, &dataset, t.dataset.keys, &warmup, threads)?;
+    let before = e.counters();
+    let table_cache_before = e.table_cache();
+    let io_before = proc_io_read_bytes();
+    let start = Instant::now();
+    let mut lat = run_gets(&*e, keygen, &dataset, t.dataset.keys, &reads, threads)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let io_after = proc_io_read_bytes();
+    let d = e.counters().since(&before);
+    let table_cache = match (table_cache_before, e.table_cache()) {
+        (Some(b), Some(a)) => Some(crate::protocol::HitMiss {
+            hits: a.hits.saturating_sub(b.hits),
+            misses: a.misses.saturating_sub(b.misses),
+        }),
+        _ => None,
+    };
+    let rss_bytes = proc_rss_bytes();
+    e.close()?;
+    lat.sort_unstable();
+    let kind = |k: KindCounters| KindCounts {
+        cache_hits: Some(k.cache_hits),
+        cache_misses: Some(k.cache_misses),
+        physical_reads: Some(k.physical_reads),
+    };
+    Ok(ReadReply {
+        engine: engine_name(served, t),
+        cache_bytes: r.cache_bytes,
+        direct_io,
+        gets: d.gets,
+        found: d.found,
+        seconds,
+        latency: Latency {
+            p50_us: percentile_us(&lat, 0.5),
+            p99_us: percentile_us(&lat, 0.99),
+            p999_us: percentile_us(&lat, 0.999),
+        },
+        blocks: BlockCounts {
+            filter: kind(d.filter),
+            top_index: kind(d.top_index),
+            index: kind(d.index),
+            data: kind(d.data),
+        },
+        table_open_reads: Some(d.table_open_reads),
+        table_cache,
+        read_requests: d.physical_reads(),
+        read_bytes: d.physical_bytes(),
+        device_read_bytes: match (io_before, io_after) {
+            (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+            _ => None,
+        },
+        rss_bytes,
+    })
+}
+
+/// The `q` quantile of sorted nanosecond latencies, in microseconds (the
+/// smallest sample with at least `q` of the samples at or below it).
+pub fn percentile_us(sorted_ns: &[u64], q: f64) -> f64 {
+    if sorted_ns.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted_ns.len() as f64).ceil() as usize).clamp(1, sorted_ns.len());
+    sorted_ns
+        .get(rank - 1)
+        .map_or(0.0, |&ns| ns as f64 / 1000.0)
+}
+
+/// `read_bytes` of `/proc/self/io`: bytes the kernel read from storage for
+/// this process.
+pub fn proc_io_read_bytes() -> Option<u64> {
+    proc_field("/proc/self/io", "read_bytes:")
+}
+
+/// `VmRSS` of `/proc/self/status`, in bytes.
+pub fn proc_rss_bytes() -> Option<u64> {
+    proc_field("/proc/self/status", "VmRSS:").map(|kib| kib * 1024)
+}
+
+fn proc_field(path: &str, name: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(path).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::ShaleOpener;
+    use crate::protocol::write_indices;
+
+    fn served_shale(f: &dyn Fn(bool) -> Box<dyn EngineOpener>) -> Served<'_> {
+        Served {
+            info: InfoReply {
+                engine: "shale".into(),
+                version: "test".into(),
+                configs: vec!["default".into()],
+                direct_io: false,
+            },
+            open: f,
+        }
+    }
+
+    fn target(dir: &Path, seed: u64) -> OpenRequest {
+        OpenRequest {
+            dir: dir.to_path_buf(),
+            dataset: DatasetSpec {
+                keys: 3000,
+                scheme: "hash".into(),
+                value_size: 50,
+                seed,
+            },
+            config: "default".into(),
+        }
+    }
+
+    fn request(op: Op) -> Request {
+        Request {
+            protocol: PROTOCOL_VERSION,
+            op,
+        }
+    }
+
+    #[test]
+    fn load_inspect_and_read_over_the_protocol() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("db");
+        let open = |direct_io| -> Box<dyn EngineOpener> { Box::new(ShaleOpener { direct_io }) };
+        let served = served_shale(&open);
+        let load = request(Op::Load(LoadRequest {
+            target: target(&dir, 0),
+            threads: 2,
+            batch: 500,
+        }));
+        let reply: LoadReply =
+            serde_json::from_str(&handle(&served, &load).expect("load")).expect("reply");
+        assert_eq!(reply.user_bytes, 3000 * (32 + 50));
+        assert!(reply.table_bytes_written > 0 && reply.write_amp > 0.0);
+        assert_eq!(reply.shape.composition.entries, 3000);
+        assert_eq!(reply.shape.levels.len(), 7);
+        // A second load into the same directory is refused.
+        assert!(handle(&served, &load).is_err_and(|e| e.contains("not empty")));
+
+        let inspect = request(Op::Inspect(target(&dir, 0)));
+        let reply: InspectReply =
+            serde_json::from_str(&handle(&served, &inspect).expect("inspect")).expect("reply");
+        assert_eq!(reply.shape.composition.entries, 3000);
+        let other = request(Op::Inspect(target(&dir, 1)));
+        assert!(handle(&served, &other).is_err_and(|e| e.contains("does not hold")));
+
+        let warmup = tmp.path().join("warmup.bin");
+        let reads = tmp.path().join("reads.bin");
+        write_indices(&warmup, &[1, 2]).expect("write");
+        write_indices(&reads, &[0, 5, 2999, 3000, 10_000, 7, 8]).expect("write");
+        let read = request(Op::Read(ReadRequest {
+            target: target(&dir, 0),
+            cache_bytes: 1 << 20,
+            threads: 2,
+            warmup_file: warmup,
+            reads_file: reads,
+            direct_io: true,
+        }));
+        let reply: ReadReply =
+            serde_json::from_str(&handle(&served, &read).expect("read")).expect("reply");
+        assert_eq!((reply.gets, reply.found), (7, 5));
+        assert!(!reply.direct_io, "the served engine said it cannot");
+        assert!(reply.blocks.data.physical_reads.is_some_and(|n| n > 0));
+        assert!(reply.latency.p50_us > 0.0 && reply.latency.p999_us >= reply.latency.p50_us);
+
+        let bad = Request {
+            protocol: 2,
+            op: Op::Info,
+        };
+        assert!(handle(&served, &bad).is_err_and(|e| e.contains("protocol version 2")));
+        let mut unknown = target(&dir, 0);
+        unknown.config = "geth".into();
+        assert!(handle(&served, &request(Op::Inspect(unknown)))
+            .is_err_and(|e| e.contains("unknown configuration")));
+    }
+
+    #[test]
+    fn percentiles_pick_the_sample_at_the_rank() {
+        let ns: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
+        assert_eq!(percentile_us(&ns, 0.5), 500.0);
+        assert_eq!(percentile_us(&ns, 0.99), 990.0);
+        assert_eq!(percentile_us(&ns, 0.999), 999.0);
+        assert_eq!(percentile_us(&[], 0.5), 0.0);
+        assert_eq!(percentile_us(&[7000], 0.999), 7.0);
+    }
+}
