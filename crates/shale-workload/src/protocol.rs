@@ -271,8 +271,8 @@ pub fn write_indices(path: &Path, indices: &[u64]) -> std::io::Result<()> {
 pub fn read_indices(path: &Path) -> std::io::Result<Vec<u64>> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)?.read_to_end(&mut bytes)?;
-    let (chunks, rest) = bytes.as_chunks::<8>();
-    if !rest.is_empty() {
+    let chunks = bytes.chunks_exact(8);
+    if !chunks.remainder().is_empty() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!(
@@ -282,7 +282,13 @@ pub fn read_indices(path: &Path) -> std::io::Result<Vec<u64>> {
             ),
         ));
     }
-    Ok(chunks.iter().map(|c| u64::from_le_bytes(*c)).collect())
+    Ok(chunks
+        .map(|c| {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(c);
+            u64::from_le_bytes(le)
+        })
+        .collect())
 }
 
 /// The slice of `n` Gets that thread `t` of `threads` runs: `n / threads`
