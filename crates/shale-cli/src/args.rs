@@ -59,6 +59,75 @@ pub enum BenchCommand {
     /// The I/O-per-Get study: Gets of the study's dataset at several block-cache
     /// sizes, each with a freshly opened database and a cold cache.
     Kvdb(BenchKvdbArgs),
+    /// The I/O-per-Get study on shale and its peers side by side: the same
+    /// dataset, Gets and cache sizes for every engine, each driven by its
+    /// harness in a process of its own.
+    Compare(BenchCompareArgs),
+}
+
+/// `shale bench compare`.
+#[derive(Debug, Args)]
+pub struct BenchCompareArgs {
+    /// Engines to compare, comma-separated, each `engine[:config]`: shale,
+    /// pebble (config geth), rocksdb (pebble-like or default), leveldb. An
+    /// engine whose harness is not built is reported with the command that
+    /// builds it.
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "shale,pebble,rocksdb,leveldb"
+    )]
+    pub engines: String,
+    /// Keys of the dataset.
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    pub keys: u64,
+    /// Gets measured per engine and cache size.
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub reads: u64,
+    /// Warm-up Gets per engine and cache size, as a fraction of the keys.
+    #[arg(long, value_name = "F", default_value_t = 0.0005)]
+    pub warmup: f64,
+    /// Reader (and loader) threads (default: the number of cores).
+    #[arg(long, value_name = "T")]
+    pub threads: Option<usize>,
+    /// Cache sizes, comma-separated: a percentage of each engine's own
+    /// database (0.1%), bytes (8MiB) for every engine alike, or ip1 / ip2 of
+    /// each engine.
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "0.07%,0.1%,0.15%,0.3%,0.6%,1%"
+    )]
+    pub cache: String,
+    /// Share of Gets for keys that were never loaded.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub missing: f64,
+    /// Key scheme: hash (the study's keccak256 keys), hash8 or path.
+    #[arg(long, value_name = "SCHEME", default_value = "hash")]
+    pub scheme: String,
+    /// Key distribution of the Gets: uniform, zipf[:theta], hotset[:fraction:probability].
+    #[arg(long, value_name = "DIST", default_value = "uniform")]
+    pub distribution: String,
+    /// Value size in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = shale_workload::DEFAULT_VALUE_SIZE)]
+    pub value_size: usize,
+    /// Read tables with O_DIRECT where the engine can (shale, RocksDB).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub direct_io: bool,
+    /// Where each engine's database is kept between runs
+    /// (DIR/compare-<engine>-<config>-<keys>-<scheme>-v<value size>).
+    #[arg(long, value_name = "DIR", default_value = "shale-data")]
+    pub data_dir: PathBuf,
+    /// Directory for compare.json, compare.csv, plots and compare.html.
+    #[arg(long, value_name = "DIR", default_value = "shale-report/compare")]
+    pub out: PathBuf,
+    /// Seconds a harness may take for one load or read phase before it is
+    /// killed and reported.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    pub timeout: u64,
+    /// Print compare.json on standard output instead of the tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `shale bench kvdb`.

@@ -9,6 +9,7 @@
 //! needed, so the report renders the same on any machine that builds shale.
 
 mod chart;
+pub mod compare;
 mod font;
 mod raster;
 
@@ -80,7 +81,7 @@ pub fn write_all(results: &BenchResults, out_dir: &Path) -> Result<Vec<PathBuf>,
 }
 
 /// An I/O error's message without the `(os error N)` suffix.
-fn reason(e: &io::Error) -> String {
+pub(crate) fn reason(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(i) => text[..i].to_string(),
@@ -89,7 +90,7 @@ fn reason(e: &io::Error) -> String {
 }
 
 /// `n` with thousands separators: `200,000,000`.
-fn grouped(n: u64) -> String {
+pub(crate) fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -103,7 +104,7 @@ fn grouped(n: u64) -> String {
 
 /// A rate, count per second or such for people: grouped whole number, `-`
 /// when not a finite non-negative number.
-fn grouped_f64(v: f64) -> String {
+pub(crate) fn grouped_f64(v: f64) -> String {
     if v.is_finite() && v >= 0.0 {
         // Saturates at u64::MAX, far above any measured rate.
         grouped(v.round() as u64)
@@ -112,11 +113,11 @@ fn grouped_f64(v: f64) -> String {
     }
 }
 
-fn mib(bytes: u64) -> String {
+pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.2}", bytes as f64 / MIB)
 }
 
-fn optional(v: Option<f64>) -> String {
+pub(crate) fn optional(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
@@ -293,7 +294,7 @@ pub fn terminal_table(results: &BenchResults) -> String {
     out
 }
 
-const STYLE: &str = "\
+pub(crate) const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;\
 margin:2em auto;max-width:1100px;padding:0 1em;color:#222;line-height:1.4}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}\

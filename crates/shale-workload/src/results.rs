@@ -157,6 +157,151 @@ impl BenchResults {
     }
 }
 
+/// The document `compare.json` of `shale bench compare` holds: one workload,
+/// every engine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompareResults {
+    /// Keys loaded into every engine.
+    pub keys: u64,
+    /// Value size in bytes.
+    pub value_size: usize,
+    /// Key scheme.
+    pub scheme: String,
+    /// Key distribution of the reads.
+    pub distribution: String,
+    /// Share of reads of keys that were never loaded.
+    pub missing: f64,
+    /// Reader threads.
+    pub threads: usize,
+    /// Gets measured per engine and cache size.
+    pub reads: u64,
+    /// Warm-up Gets per engine and cache size.
+    pub warmup_reads: u64,
+    /// Reads asked to bypass the page cache (engines that can).
+    pub direct_io: bool,
+    /// The cache sizes as given: bytes, or a percentage of each engine's
+    /// own database.
+    pub cache_specs: Vec<String>,
+    /// One entry per engine asked for, in the order asked.
+    pub engines: Vec<EngineResults>,
+}
+
+/// What one engine did in a comparison.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineResults {
+    /// Engine name as given (`shale`, `pebble`, `rocksdb`, `leveldb`).
+    pub engine: String,
+    /// Its configuration.
+    pub config: String,
+    /// Name, version and configuration as the harness reports them.
+    pub label: String,
+    /// `ok`, or why the engine has no (or only some) results: not built (with
+    /// the command that builds it), or the failure with its standard error.
+    pub status: String,
+    /// The load, if this run loaded the database.
+    pub load: Option<crate::protocol::LoadReply>,
+    /// The database read.
+    pub shape: Option<crate::protocol::DbShape>,
+    /// One entry per cache size measured.
+    pub runs: Vec<EngineRun>,
+}
+
+/// One cache size of one engine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineRun {
+    /// The cache size as given.
+    pub spec: String,
+    /// The figures in the form of `bench kvdb`.
+    pub run: Run,
+    /// Everything the harness replied.
+    pub reply: crate::protocol::ReadReply,
+}
+
+impl Run {
+    /// The figures of a harness's read reply, against the database it read.
+    /// The study's I/Os per Get sums the block-cache misses the engine
+    /// reports; a kind it cannot tell adds nothing (the report says which).
+    pub fn from_reply(r: &crate::protocol::ReadReply, c: &crate::engine::Composition) -> Run {
+        let b = &r.blocks;
+        let kinds = [b.filter, b.top_index, b.index, b.data];
+        let gets = r.gets.max(1) as f64;
+        let misses: u64 = kinds.iter().filter_map(|k| k.cache_misses).sum();
+        let rate = |k: &crate::protocol::KindCounts| match (k.cache_hits, k.cache_misses) {
+            (Some(h), Some(m)) if h + m > 0 => Some(h as f64 / (h + m) as f64),
+            _ => None,
+        };
+        let (hits, lookups) = kinds.iter().fold((0u64, 0u64), |(h, n), k| {
+            match (k.cache_hits, k.cache_misses) {
+                (Some(kh), Some(km)) => (h + kh, n + kh + km),
+                _ => (h, n),
+            }
+        });
+        Run {
+            cache_bytes: r.cache_bytes,
+            cache_percent: 100.0 * r.cache_bytes as f64 / c.db_bytes.max(1) as f64,
+            phase: phase(r.cache_bytes, c.ip1_bytes(), c.ip2_bytes()),
+            gets: r.gets,
+            found: r.found,
+            io_per_get: misses as f64 / gets,
+            physical_reads_per_get: r.read_requests as f64 / gets,
+            device_reads_per_get: r.device_read_bytes.map(|b| b as f64 / 4096.0 / gets),
+            hit_rate: HitRates {
+                filter: rate(&b.filter),
+                top_index: rate(&b.top_index),
+                index: rate(&b.index),
+                data: rate(&b.data),
+                overall: (lookups > 0).then(|| hits as f64 / lookups as f64),
+            },
+            ops_per_sec: r.gets as f64 / r.seconds.max(1e-9),
+            p50_us: r.latency.p50_us,
+            p99_us: r.latency.p99_us,
+            p999_us: r.latency.p999_us,
+        }
+    }
+}
+
+impl CompareResults {
+    /// The CSV form: one line per engine and cache size.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "engine,config,label,spec,db_bytes,cache_bytes,cache_percent,phase,gets,found,\
+             io_per_get,physical_reads_per_get,device_reads_per_get,ops_per_sec,p50_us,p99_us,\
+             p999_us,rss_bytes,write_amp,load_seconds\n",
+        );
+        let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
+        for e in &self.engines {
+            let db = e.shape.as_ref().map_or(0, |s| s.composition.db_bytes);
+            for er in &e.runs {
+                let r = &er.run;
+                out.push_str(&format!(
+                    "{},{},\"{}\",{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{:.1},{:.1},{:.1},{:.1},{},{},{}\n",
+                    e.engine,
+                    e.config,
+                    e.label.replace('"', "'"),
+                    er.spec,
+                    db,
+                    r.cache_bytes,
+                    r.cache_percent,
+                    r.phase,
+                    r.gets,
+                    r.found,
+                    r.io_per_get,
+                    r.physical_reads_per_get,
+                    opt(r.device_reads_per_get),
+                    r.ops_per_sec,
+                    r.p50_us,
+                    r.p99_us,
+                    r.p999_us,
+                    er.reply.rss_bytes.map_or(String::new(), |b| b.to_string()),
+                    opt(e.load.as_ref().map(|l| l.write_amp)),
+                    opt(e.load.as_ref().map(|l| l.seconds)),
+                ));
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //! returns its failure as a [`CliError`]; `main` prints it.
 
 mod bench;
+mod compare;
 mod harness;
 mod kv;
 mod load;
@@ -29,6 +30,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Compact(a) => compact(&a, out),
         Command::Repair(a) => repair(&a, out),
         Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
+        Command::Bench(crate::args::BenchCommand::Compare(a)) => compare::run(&a, out),
         Command::Advise(a) => bench::advise(&a, out),
         Command::Harness => harness::run(out),
     }?;

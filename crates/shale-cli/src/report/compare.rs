@@ -1,0 +1,440 @@
+//! The report of `shale bench compare`: `compare.json`, `compare.csv`, plots
+//! with one curve per engine (misses per Get, device reads per Get and Gets/s
+//! against cache size, as SVG and PNG), `compare.html`, and the terminal
+//! tables with every engine's figures as a ratio to shale's.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use shale_workload::results::{CompareResults, EngineResults, EngineRun, Run};
+
+use super::chart::{self, escape, Chart, Series, Shape, YAxis};
+use super::raster::Rgb;
+use super::{grouped, grouped_f64, mib, optional, reason, BLUE, GREEN, ORANGE, PURPLE, RED, STYLE};
+use crate::fmt::human_bytes;
+
+/// The files [`write_all`] writes.
+pub const COMPARE_JSON: &str = "compare.json";
+pub const COMPARE_CSV: &str = "compare.csv";
+pub const COMPARE_HTML: &str = "compare.html";
+/// The plots, each written as `<name>.svg` and `<name>.png`.
+pub const PLOTS: [&str; 3] = ["compare_io_per_get", "compare_device_reads", "compare_ops"];
+
+const X_LABEL: &str = "block cache size (% of each engine's DB, log scale)";
+
+/// Writes every file of the report into `out_dir` and returns their paths.
+pub fn write_all(results: &CompareResults, out_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    fs::create_dir_all(out_dir)
+        .map_err(|e| format!("cannot create {}: {}", out_dir.display(), reason(&e)))?;
+    let in_dir = |name: &str| out_dir.join(name);
+    let mut json = serde_json::to_string_pretty(results)
+        .map_err(|e| format!("cannot write {}: {e}", in_dir(COMPARE_JSON).display()))?;
+    json.push('\n');
+    let charts = charts(results);
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        (COMPARE_JSON.into(), json.into_bytes()),
+        (COMPARE_CSV.into(), results.to_csv().into_bytes()),
+    ];
+    let mut svgs = Vec::new();
+    for (name, c) in PLOTS.iter().zip(&charts) {
+        let figure = chart::plot(c);
+        let svg = figure.to_svg();
+        let png = figure
+            .to_png()
+            .map_err(|e| format!("cannot write {}.png: {e}", in_dir(name).display()))?;
+        files.push((format!("{name}.svg"), svg.clone().into_bytes()));
+        files.push((format!("{name}.png"), png));
+        svgs.push(svg);
+    }
+    files.push((COMPARE_HTML.into(), html(results, &svgs).into_bytes()));
+    let mut written = Vec::with_capacity(files.len());
+    for (name, bytes) in files {
+        let path = in_dir(&name);
+        fs::write(&path, bytes)
+            .map_err(|e| format!("cannot write {}: {}", path.display(), reason(&e)))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn color(i: usize) -> (Rgb, Shape) {
+    const STYLES: [(Rgb, Shape); 5] = [
+        (BLUE, Shape::Circle),
+        (ORANGE, Shape::Square),
+        (GREEN, Shape::Triangle),
+        (PURPLE, Shape::Diamond),
+        (RED, Shape::Circle),
+    ];
+    STYLES[i % STYLES.len()]
+}
+
+fn subject(r: &CompareResults) -> String {
+    format!(
+        "{} {} keys, {}-byte values, {} Gets, {} threads",
+        grouped(r.keys),
+        r.scheme,
+        r.value_size,
+        r.distribution,
+        r.threads
+    )
+}
+
+/// One chart per plot of [`PLOTS`], one series per engine with runs.
+fn charts(r: &CompareResults) -> Vec<Chart> {
+    type Pick = fn(&Run) -> Option<f64>;
+    let plots: [(&str, &str, Pick); 3] = [
+        ("Block-cache misses per Get", "misses per Get", |r| {
+            Some(r.io_per_get)
+        }),
+        (
+            "Device reads per Get (4 KiB pages)",
+            "device pages per Get",
+            |r| r.device_reads_per_get,
+        ),
+        ("Gets per second", "Gets/s", |r| Some(r.ops_per_sec)),
+    ];
+    plots
+        .iter()
+        .map(|(title, y_label, pick)| {
+            let series = r
+                .engines
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !e.runs.is_empty())
+                .map(|(i, e)| {
+                    let (color, shape) = color(i);
+                    Series {
+                        name: e.label.clone(),
+                        color,
+                        shape,
+                        width: if e.engine == "shale" { 2.8 } else { 2.0 },
+                        points: e
+                            .runs
+                            .iter()
+                            .filter(|er| er.run.cache_percent > 0.0)
+                            .map(|er| (er.run.cache_percent, pick(&er.run)))
+                            .collect(),
+                    }
+                })
+                .collect();
+            Chart {
+                title: format!("{title}: {}", subject(r)),
+                x_label: X_LABEL.into(),
+                y_label: (*y_label).into(),
+                y_axis: YAxis::Linear,
+                series,
+                markers: Vec::new(),
+                phases: false,
+                note: None,
+            }
+        })
+        .collect()
+}
+
+fn shale_run<'a>(r: &'a CompareResults, spec: &str) -> Option<&'a Run> {
+    r.engines
+        .iter()
+        .find(|e| e.engine == "shale")
+        .and_then(|e| e.runs.iter().find(|er| er.spec == spec))
+        .map(|er| &er.run)
+}
+
+fn run_of<'a>(e: &'a EngineResults, spec: &str) -> Option<&'a EngineRun> {
+    e.runs.iter().find(|er| er.spec == spec)
+}
+
+/// A cache size as given, saying whose database a relative one refers to.
+fn spec_text(spec: &str) -> String {
+    let relative =
+        spec.ends_with('%') || spec.eq_ignore_ascii_case("ip1") || spec.eq_ignore_ascii_case("ip2");
+    if relative {
+        format!("{spec} of each engine's database")
+    } else {
+        format!("{spec} for every engine")
+    }
+}
+
+/// `x / shale's x`, or `-`.
+fn vs_shale(x: f64, shale: Option<f64>) -> String {
+    match shale {
+        Some(s) if s > 0.0 && x.is_finite() => format!("{:.2}x", x / s),
+        _ => "-".into(),
+    }
+}
+
+fn engine_rows(e: &EngineResults) -> [String; 7] {
+    let c = e.shape.as_ref().map(|s| s.composition);
+    let pct = |b: u64| {
+        c.filter(|c| c.db_bytes > 0).map_or("-".into(), |c| {
+            format!("{:.3}%", 100.0 * b as f64 / c.db_bytes as f64)
+        })
+    };
+    [
+        if e.label.is_empty() {
+            e.engine.clone()
+        } else {
+            e.label.clone()
+        },
+        c.map_or("-".into(), |c| human_bytes(c.db_bytes)),
+        c.map_or("-".into(), |c| pct(c.ip1_bytes())),
+        c.map_or("-".into(), |c| pct(c.ip2_bytes())),
+        e.load
+            .as_ref()
+            .map_or("-".into(), |l| format!("{:.1}", l.seconds)),
+        e.load
+            .as_ref()
+            .map_or("-".into(), |l| format!("{:.2}", l.write_amp)),
+        e.status.clone(),
+    ]
+}
+
+fn run_cells(er: &EngineRun, shale: Option<&Run>) -> [String; 8] {
+    let r = &er.run;
+    [
+        mib(r.cache_bytes),
+        format!("{:.3}", r.io_per_get),
+        format!("{:.3}", r.physical_reads_per_get),
+        optional(r.device_reads_per_get),
+        grouped_f64(r.ops_per_sec),
+        format!("{:.1}", r.p99_us),
+        vs_shale(r.ops_per_sec, shale.map(|s| s.ops_per_sec)),
+        match (
+            r.device_reads_per_get,
+            shale.and_then(|s| s.device_reads_per_get),
+        ) {
+            (Some(x), s) => vs_shale(x, s),
+            _ => "-".into(),
+        },
+    ]
+}
+
+fn table(columns: &[(&str, usize)], rows: &[Vec<String>]) -> String {
+    let line = |cells: &[String]| -> String {
+        let mut out = String::new();
+        for (i, (cell, (_, width))) in cells.iter().zip(columns).enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if i == 0 || i + 1 == cells.len() && *width == 0 {
+                let _ = write!(out, "{cell:<width$}");
+            } else {
+                let _ = write!(out, "{cell:>width$}");
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    };
+    let names: Vec<String> = columns.iter().map(|(n, _)| n.to_string()).collect();
+    let header = line(&names);
+    let mut out = header.clone();
+    out.push_str(&"-".repeat(header.chars().count().saturating_sub(1)));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+/// The terminal form: the engines and their databases, then one table per
+/// cache size with every engine's figures and its ratio to shale's.
+pub fn terminal_tables(r: &CompareResults) -> String {
+    let mut out = format!("{}\n\n", subject(r));
+    let engines: Vec<Vec<String>> = r.engines.iter().map(|e| engine_rows(e).to_vec()).collect();
+    out.push_str(&table(
+        &[
+            ("engine", 28),
+            ("DB", 10),
+            ("IP1", 7),
+            ("IP2", 7),
+            ("load s", 7),
+            ("w-amp", 6),
+            ("status", 0),
+        ],
+        &engines,
+    ));
+    for spec in &r.cache_specs {
+        let shale = shale_run(r, spec);
+        let rows: Vec<Vec<String>> = r
+            .engines
+            .iter()
+            .filter_map(|e| {
+                run_of(e, spec).map(|er| {
+                    let mut row = vec![e.label.clone()];
+                    row.extend(run_cells(er, shale));
+                    row
+                })
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(out, "\ncache {}\n", spec_text(spec));
+        out.push_str(&table(
+            &[
+                ("engine", 28),
+                ("cache MiB", 9),
+                ("miss/Get", 8),
+                ("reads/Get", 9),
+                ("dev/Get", 7),
+                ("Gets/s", 9),
+                ("p99 µs", 8),
+                ("Gets/s÷shale", 12),
+                ("dev÷shale", 9),
+            ],
+            &rows,
+        ));
+    }
+    out
+}
+
+fn html(r: &CompareResults, svgs: &[String]) -> String {
+    let title = format!("shale bench compare: {}", subject(r));
+    let mut h = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{t}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{t}</h1>\n\
+         <p>Every engine loaded the same dataset and read the same keys at each cache size, \
+         each in a process of its own (its harness). Misses per Get count the block-cache \
+         misses the engine reports (filter, index and data blocks; a kind it cannot report \
+         adds nothing); reads per Get count the read calls on table files; device reads are \
+         the bytes the kernel read for the process, in 4 KiB pages. Ratios divide by \
+         shale's figure at the same cache size.</p>\n",
+        t = escape(&title)
+    );
+    h.push_str("<h2>Engines</h2>\n<table>\n<tr>");
+    for c in ["engine", "DB", "IP1", "IP2", "load s", "w-amp", "status"] {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h.push_str("</tr>\n");
+    for e in &r.engines {
+        h.push_str("<tr>");
+        for (i, cell) in engine_rows(e).iter().enumerate() {
+            let class = if (1..6).contains(&i) {
+                " class=\"n\""
+            } else {
+                ""
+            };
+            let _ = write!(h, "<td{class}>{}</td>", escape(cell));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    for spec in &r.cache_specs {
+        let shale = shale_run(r, spec);
+        let _ = write!(
+            h,
+            "<h2>Cache {}</h2>\n<table>\n<tr>",
+            escape(&spec_text(spec))
+        );
+        for c in [
+            "engine",
+            "cache MiB",
+            "misses/Get",
+            "reads/Get",
+            "device pages/Get",
+            "Gets/s",
+            "p99 µs",
+            "Gets/s ÷ shale",
+            "device ÷ shale",
+        ] {
+            let _ = write!(h, "<th>{}</th>", escape(c));
+        }
+        h.push_str("</tr>\n");
+        for e in &r.engines {
+            if let Some(er) = run_of(e, spec) {
+                let _ = write!(h, "<tr><td>{}</td>", escape(&e.label));
+                for cell in run_cells(er, shale) {
+                    let _ = write!(h, "<td class=\"n\">{}</td>", escape(&cell));
+                }
+                h.push_str("</tr>\n");
+            }
+        }
+        h.push_str("</table>\n");
+    }
+    for svg in svgs {
+        let _ = writeln!(h, "<figure>{svg}</figure>");
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_workload::engine::Composition;
+    use shale_workload::protocol::{DbShape, ReadReply};
+
+    fn engine(name: &str, ops: f64, status: &str) -> EngineResults {
+        let comp = Composition {
+            db_bytes: 1 << 30,
+            ..Default::default()
+        };
+        let runs = if status == "ok" {
+            vec![EngineRun {
+                spec: "0.1%".into(),
+                run: Run {
+                    cache_bytes: 1 << 20,
+                    cache_percent: 0.1,
+                    ops_per_sec: ops,
+                    device_reads_per_get: Some(ops / 1000.0),
+                    ..Default::default()
+                },
+                reply: ReadReply::default(),
+            }]
+        } else {
+            Vec::new()
+        };
+        EngineResults {
+            engine: name.into(),
+            config: "c".into(),
+            label: format!("{name} 1.0 (c)"),
+            status: status.into(),
+            load: None,
+            shape: Some(DbShape {
+                composition: comp,
+                levels: Vec::new(),
+            }),
+            runs,
+        }
+    }
+
+    fn sample() -> CompareResults {
+        CompareResults {
+            keys: 1000,
+            scheme: "hash".into(),
+            cache_specs: vec!["0.1%".into()],
+            engines: vec![
+                engine("shale", 2000.0, "ok"),
+                engine("pebble", 1000.0, "ok"),
+                engine("leveldb", 0.0, "not built: run `scripts/peers.sh leveldb`"),
+            ],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tables_show_ratios_to_shale_and_unbuilt_engines() {
+        let t = terminal_tables(&sample());
+        assert!(t.contains("scripts/peers.sh leveldb"), "{t}");
+        let pebble = t
+            .lines()
+            .rfind(|l| l.starts_with("pebble"))
+            .expect("a pebble row");
+        assert!(pebble.contains("0.50x"), "{pebble}");
+        let shale = t.lines().rfind(|l| l.starts_with("shale")).expect("row");
+        assert!(shale.contains("1.00x"), "{shale}");
+    }
+
+    #[test]
+    fn every_file_is_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written = write_all(&sample(), dir.path()).expect("written");
+        assert_eq!(written.len(), 3 + 2 * PLOTS.len());
+        let html = fs::read_to_string(dir.path().join(COMPARE_HTML)).expect("html");
+        assert!(html.contains("pebble 1.0 (c)") && html.contains("<svg"));
+        let csv = fs::read_to_string(dir.path().join(COMPARE_CSV)).expect("csv");
+        assert_eq!(csv.lines().count(), 3, "a header and one line per run");
+    }
+}
