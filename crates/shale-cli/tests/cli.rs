@@ -664,3 +664,91 @@ fn bench_kvdb_path_scheme_zipf_and_missing_keys() {
         stderr(&o)
     );
 }
+
+/// `bench compare` with shale's own harness (the peers' harnesses are built
+/// by `scripts/peers.sh` and checked by `.ci/run`): the load, the reads at
+/// two cache sizes, the report files, the reuse of the loaded dataset, and a
+/// data directory that holds something else.
+#[test]
+fn bench_compare_runs_shale_through_its_harness_and_refuses_foreign_data() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let out = tmp.path().join("report");
+    let (data_s, out_s) = (
+        data.to_string_lossy().into_owned(),
+        out.to_string_lossy().into_owned(),
+    );
+    let args = [
+        "bench",
+        "compare",
+        "--engines",
+        "shale,pebble",
+        "--keys",
+        "5000",
+        "--reads",
+        "2000",
+        "--cache",
+        "1%,4MiB",
+        "--threads",
+        "2",
+        "--missing",
+        "0.1",
+        "--data-dir",
+        &data_s,
+        "--out",
+        &out_s,
+        "--json",
+    ];
+    let text = ok(&args);
+    let r: serde_json::Value = serde_json::from_str(&text).expect("compare.json");
+    let engines = r["engines"].as_array().expect("engines");
+    assert_eq!(engines.len(), 2);
+    let shale = &engines[0];
+    assert_eq!(shale["status"], "ok", "{shale}");
+    assert_eq!(shale["load"]["shape"]["composition"]["entries"], 5000);
+    let runs = shale["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        let gets = run["run"]["gets"].as_u64().expect("gets");
+        let found = run["run"]["found"].as_u64().expect("found");
+        assert_eq!(gets, 2000);
+        assert!(
+            found < gets && found > gets * 8 / 10,
+            "missing share: {found}"
+        );
+        assert!(run["reply"]["blocks"]["data"]["physical_reads"].as_u64() > Some(0));
+    }
+    assert_eq!(runs[1]["run"]["cache_bytes"], 4 << 20);
+    // Pebble is reported, not fatal, whether its harness is built or not.
+    assert!(engines[1]["status"].is_string());
+    for name in [
+        "compare.json",
+        "compare.csv",
+        "compare.html",
+        "compare_ops.png",
+    ] {
+        assert!(
+            out.join(name).metadata().is_ok_and(|m| m.len() > 0),
+            "{name}"
+        );
+    }
+
+    // A second run reuses the database (no load) and reads the same keys.
+    let again: serde_json::Value = serde_json::from_str(&ok(&args)).expect("json");
+    assert!(again["engines"][0]["load"].is_null());
+    assert_eq!(
+        again["engines"][0]["runs"][0]["run"]["found"],
+        runs[0]["run"]["found"]
+    );
+
+    // A directory with files of something else is refused, with the reason.
+    let foreign = data.join("compare-shale-default-6000-hash-v110");
+    std::fs::create_dir_all(&foreign).expect("mkdir");
+    std::fs::write(foreign.join("000001.log"), b"not ours").expect("write");
+    let mut args6 = args;
+    args6[5] = "6000";
+    let r: serde_json::Value = serde_json::from_str(&ok(&args6)).expect("json");
+    let status = r["engines"][0]["status"].as_str().expect("status");
+    assert!(status.contains("no shale-dataset.json"), "{status}");
+    assert!(foreign.join("000001.log").exists(), "nothing deleted");
+}
