@@ -68,10 +68,11 @@ pub enum BenchCommand {
 /// `shale bench compare`.
 #[derive(Debug, Args)]
 pub struct BenchCompareArgs {
-    /// Engines to compare, comma-separated, each `engine[:config]`: shale,
-    /// pebble (config geth), rocksdb (pebble-like or default), leveldb. An
-    /// engine whose harness is not built is reported with the command that
-    /// builds it.
+    /// Engines to compare, comma-separated, each
+    /// `engine[:config][@direct|@buffered]`: shale, pebble (config geth),
+    /// rocksdb (pebble-like or default), leveldb; `@` gives the engine a read
+    /// mode of its own (shale@buffered). An engine whose harness is not built
+    /// is reported with the command that builds it.
     #[arg(
         long,
         value_name = "LIST",
@@ -93,12 +94,18 @@ pub struct BenchCompareArgs {
     /// Cache sizes, comma-separated: a percentage of each engine's own
     /// database (0.1%), bytes (8MiB) for every engine alike, or ip1 / ip2 of
     /// each engine.
-    #[arg(
-        long,
-        value_name = "LIST",
-        default_value = "0.07%,0.1%,0.15%,0.3%,0.6%,1%"
-    )]
-    pub cache: String,
+    /// (Default: 0.07%,0.1%,0.15%,0.3%,0.6%,1%, unless --memory is given.)
+    #[arg(long, value_name = "LIST")]
+    pub cache: Option<String>,
+    /// Total memory budgets, comma-separated (48MiB,64MiB,96MiB,160MiB): each
+    /// engine reads in a control group limited to the budget, after the page
+    /// cache is dropped, with a block cache of the budget minus its resident
+    /// memory minus --memory-slack. Needs root (cgroups, drop_caches).
+    #[arg(long, value_name = "LIST")]
+    pub memory: Option<String>,
+    /// Memory of each budget left to the page cache and the engine's growth.
+    #[arg(long, value_name = "SIZE", default_value = "32MiB")]
+    pub memory_slack: String,
     /// Share of Gets for keys that were never loaded.
     #[arg(long, value_name = "F", default_value_t = 0.0)]
     pub missing: f64,

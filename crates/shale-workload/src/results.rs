@@ -177,8 +177,13 @@ pub struct CompareResults {
     pub reads: u64,
     /// Warm-up Gets per engine and cache size.
     pub warmup_reads: u64,
-    /// Reads asked to bypass the page cache (engines that can).
+    /// Reads asked to bypass the page cache (engines that can), unless an
+    /// engine has a read mode of its own.
     pub direct_io: bool,
+    /// Total memory budgets of the memory-limited runs (view b), bytes.
+    pub memory_budgets: Vec<u64>,
+    /// Memory left to the page cache and the harness's growth in each budget.
+    pub memory_slack: u64,
     /// The cache sizes as given: bytes, or a percentage of each engine's
     /// own database.
     pub cache_specs: Vec<String>,
@@ -193,6 +198,9 @@ pub struct EngineResults {
     pub engine: String,
     /// Its configuration.
     pub config: String,
+    /// `O_DIRECT` or `buffered` when the engine was asked for a read mode of
+    /// its own (`shale@buffered`).
+    pub read_mode: Option<String>,
     /// Name, version and configuration as the harness reports them.
     pub label: String,
     /// `ok`, or why the engine has no (or only some) results: not built (with
@@ -204,6 +212,34 @@ pub struct EngineResults {
     pub shape: Option<crate::protocol::DbShape>,
     /// One entry per cache size measured.
     pub runs: Vec<EngineRun>,
+    /// Resident memory with a 1 MiB cache, measured before the
+    /// memory-limited runs.
+    pub baseline_rss_bytes: Option<u64>,
+    /// One entry per memory budget measured.
+    pub budget_runs: Vec<BudgetRun>,
+}
+
+impl EngineResults {
+    /// Whether this engine's reads use `O_DIRECT`: its own read mode, else
+    /// the comparison's.
+    pub fn direct_io(&self, default: bool) -> bool {
+        match self.read_mode.as_deref() {
+            Some("O_DIRECT") => true,
+            Some(_) => false,
+            None => default,
+        }
+    }
+}
+
+/// One memory budget of one engine (view b).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetRun {
+    /// The control group's memory limit, bytes.
+    pub budget_bytes: u64,
+    /// The figures (`run.cache_bytes` is the block cache the engine got).
+    pub run: Run,
+    /// Everything the harness replied.
+    pub reply: crate::protocol::ReadReply,
 }
 
 /// One cache size of one engine.
@@ -261,7 +297,8 @@ impl Run {
 }
 
 impl CompareResults {
-    /// The CSV form: one line per engine and cache size.
+    /// The CSV form: one line per engine and cache size, then one per engine
+    /// and memory budget (`spec` is `memory:<bytes>`).
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
             "engine,config,label,spec,db_bytes,cache_bytes,cache_percent,phase,gets,found,\
@@ -271,14 +308,21 @@ impl CompareResults {
         let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
         for e in &self.engines {
             let db = e.shape.as_ref().map_or(0, |s| s.composition.db_bytes);
-            for er in &e.runs {
-                let r = &er.run;
+            let cache_runs = e
+                .runs
+                .iter()
+                .map(|er| (er.spec.clone(), &er.run, &er.reply));
+            let budget_runs = e
+                .budget_runs
+                .iter()
+                .map(|b| (format!("memory:{}", b.budget_bytes), &b.run, &b.reply));
+            for (spec, r, reply) in cache_runs.chain(budget_runs) {
                 out.push_str(&format!(
                     "{},{},\"{}\",{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{:.1},{:.1},{:.1},{:.1},{},{},{}\n",
                     e.engine,
                     e.config,
                     e.label.replace('"', "'"),
-                    er.spec,
+                    spec,
                     db,
                     r.cache_bytes,
                     r.cache_percent,
@@ -292,7 +336,7 @@ impl CompareResults {
                     r.p50_us,
                     r.p99_us,
                     r.p999_us,
-                    er.reply.rss_bytes.map_or(String::new(), |b| b.to_string()),
+                    reply.rss_bytes.map_or(String::new(), |b| b.to_string()),
                     opt(e.load.as_ref().map(|l| l.write_amp)),
                     opt(e.load.as_ref().map(|l| l.seconds)),
                 ));

@@ -21,7 +21,7 @@ use shale_workload::protocol::{
     thread_slice, write_indices, DatasetSpec, InfoReply, InspectReply, LoadReply, LoadRequest, Op,
     OpenRequest, ReadReply, ReadRequest, Request, PROTOCOL_VERSION,
 };
-use shale_workload::results::{CompareResults, EngineResults, EngineRun, Run};
+use shale_workload::results::{BudgetRun, CompareResults, EngineResults, EngineRun, Run};
 use shale_workload::{Distribution, KeyChooser, KeyScheme};
 
 use super::bench::parse_size;
@@ -61,6 +61,17 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     write_reads(&warmup_file, distribution, a, threads, warmup_n, 1)?;
     write_reads(&reads_file, distribution, a, threads, a.reads, 2)?;
 
+    let cache_list = match (&a.cache, &a.memory) {
+        (Some(c), _) => c.clone(),
+        (None, Some(_)) => String::new(),
+        (None, None) => DEFAULT_CACHE.to_string(),
+    };
+    let budgets = match &a.memory {
+        Some(list) => parse_budgets(list)?,
+        None => Vec::new(),
+    };
+    let slack = parse_size(&a.memory_slack, &Composition::default())
+        .map_err(|e| CliError::msg(format!("--memory-slack: {e}")))?;
     let mut results = CompareResults {
         keys: a.keys,
         value_size: a.value_size,
@@ -71,8 +82,9 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
         reads: a.reads,
         warmup_reads: warmup_n,
         direct_io: a.direct_io,
-        cache_specs: a
-            .cache
+        memory_budgets: budgets.clone(),
+        memory_slack: slack,
+        cache_specs: cache_list
             .split(',')
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
@@ -81,10 +93,12 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     };
     let timeout = Duration::from_secs(a.timeout.max(1));
     let mut harnesses = Vec::new();
-    for (engine, config) in &wanted {
+    for w in &wanted {
+        let (engine, config) = (&w.engine, &w.config);
         let mut er = EngineResults {
             engine: engine.clone(),
             config: config.clone().unwrap_or_default(),
+            read_mode: w.direct_io.map(read_mode),
             ..Default::default()
         };
         match prepare(
@@ -97,7 +111,10 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
         ) {
             Ok((h, shape_reply, load)) => {
                 er.config = h.config.clone();
-                er.label = shape_reply.engine.clone();
+                er.label = match w.direct_io {
+                    Some(d) => format!("{} {}", shape_reply.engine, read_mode(d)),
+                    None => shape_reply.engine.clone(),
+                };
                 er.status = "ok".into();
                 er.load = load;
                 er.shape = Some(shape_reply.shape);
@@ -130,7 +147,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
                 threads,
                 warmup_file: warmup_file.clone(),
                 reads_file: reads_file.clone(),
-                direct_io: a.direct_io,
+                direct_io: er.direct_io(a.direct_io),
             });
             match h.call::<ReadReply>(request, timeout) {
                 Ok(reply) => er.runs.push(EngineRun {
@@ -147,6 +164,22 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
         // Written after every cache size, so an interrupted run keeps what
         // finished.
         write_report(&results, &out_dir)?;
+    }
+
+    if !budgets.is_empty() {
+        let files = ReadFiles {
+            warmup: &warmup_file,
+            reads: &reads_file,
+        };
+        run_budgets(
+            &mut results,
+            &harnesses,
+            &dataset,
+            &files,
+            threads,
+            timeout,
+            &out_dir,
+        )?;
     }
 
     if a.json {
@@ -174,8 +207,38 @@ fn absolute(p: &Path) -> CliResult<PathBuf> {
     std::path::absolute(p).map_err(|e| CliError::msg(format!("{}: {e}", p.display())))
 }
 
-/// An engine and its optional configuration, per item of `--engines`.
-type Wanted = Vec<(String, Option<String>)>;
+/// The default `--cache` (without `--memory`): the study's points.
+pub const DEFAULT_CACHE: &str = "0.07%,0.1%,0.15%,0.3%,0.6%,1%";
+
+/// One item of `--engines`: `engine[:config][@direct|@buffered]`.
+struct WantedEngine {
+    engine: String,
+    config: Option<String>,
+    /// A read mode of its own instead of `--direct-io`.
+    direct_io: Option<bool>,
+}
+
+type Wanted = Vec<WantedEngine>;
+
+fn read_mode(direct_io: bool) -> String {
+    if direct_io { "O_DIRECT" } else { "buffered" }.to_string()
+}
+
+fn parse_budgets(list: &str) -> CliResult<Vec<u64>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s.ends_with('%') || s.to_ascii_lowercase().starts_with("ip") {
+                return Err(CliError::msg(format!(
+                    "--memory {s:?}: a budget is an amount of memory (48MiB, 1GiB)"
+                )));
+            }
+            parse_size(s, &Composition::default())
+                .map_err(|e| CliError::msg(format!("--memory: {e}")))
+        })
+        .collect()
+}
 
 fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribution)> {
     if a.keys == 0 {
@@ -206,6 +269,16 @@ fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribut
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
+        let (item, direct_io) = match item.split_once('@') {
+            Some((e, "direct")) => (e, Some(true)),
+            Some((e, "buffered")) => (e, Some(false)),
+            Some((_, m)) => {
+                return Err(CliError::msg(format!(
+                    "--engines: unknown read mode @{m}; use @direct or @buffered"
+                )))
+            }
+            None => (item, None),
+        };
         let (engine, config) = match item.split_once(':') {
             Some((e, c)) => (e.trim(), Some(c.trim().to_string())),
             None => (item, None),
@@ -217,13 +290,18 @@ fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribut
                 ENGINES.join(", ")
             )));
         }
-        wanted.push((engine, config));
+        wanted.push(WantedEngine {
+            engine,
+            config,
+            direct_io,
+        });
     }
     if wanted.is_empty() {
         return Err(CliError::msg("--engines names no engine"));
     }
     let probe = Composition::default();
-    for spec in a.cache.split(',').filter(|s| !s.trim().is_empty()) {
+    let cache = a.cache.as_deref().unwrap_or(DEFAULT_CACHE);
+    for spec in cache.split(',').filter(|s| !s.trim().is_empty()) {
         parse_size(spec, &probe).map_err(|e| CliError::msg(format!("--cache: {e}")))?;
     }
     let dataset = DatasetSpec {
@@ -256,6 +334,110 @@ fn write_reads(
     }
     write_indices(path, &indices)
         .map_err(|e| CliError::msg(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The key-index files of every read phase.
+struct ReadFiles<'a> {
+    warmup: &'a Path,
+    reads: &'a Path,
+}
+
+/// View (b): every engine under the same total memory. For each budget, an
+/// engine's block cache is the budget minus its resident memory with a tiny
+/// cache (measured first) minus `--memory-slack`, and its read phase runs in a
+/// control group limited to the budget after the page cache was dropped, so
+/// that whatever its buffered reads keep in the page cache counts too.
+#[allow(clippy::too_many_arguments)]
+fn run_budgets(
+    results: &mut CompareResults,
+    harnesses: &[Option<Harness>],
+    dataset: &DatasetSpec,
+    files: &ReadFiles<'_>,
+    threads: usize,
+    timeout: Duration,
+    out_dir: &Path,
+) -> CliResult {
+    let budgets = results.memory_budgets.clone();
+    let slack = results.memory_slack;
+    for n in 0..results.engines.len() {
+        let Some(h) = harnesses.get(n).and_then(Option::as_ref) else {
+            continue;
+        };
+        let er = &mut results.engines[n];
+        let Some(comp) = er.shape.as_ref().map(|s| s.composition) else {
+            continue;
+        };
+        let direct_io = er.direct_io(results.direct_io);
+        // Baseline: resident memory after the warm-up Gets with a 1 MiB cache.
+        let probe = Op::Read(ReadRequest {
+            target: h.target(dataset),
+            cache_bytes: 1 << 20,
+            threads,
+            warmup_file: files.warmup.to_path_buf(),
+            reads_file: files.warmup.to_path_buf(),
+            direct_io,
+        });
+        let baseline = match h.call::<ReadReply>(probe, timeout) {
+            Ok(r) => r.rss_bytes.unwrap_or(0),
+            Err(reason) => {
+                er.status = format!("baseline memory: {reason}");
+                continue;
+            }
+        };
+        er.baseline_rss_bytes = Some(baseline);
+        for &budget in &budgets {
+            let er = &mut results.engines[n];
+            let Some(cache_bytes) = budget
+                .checked_sub(baseline + slack)
+                .filter(|&c| c >= 1 << 20)
+            else {
+                eprintln!(
+                    "{}: a budget of {budget} bytes is below its resident memory ({baseline}) \
+                     + slack ({slack}) + 1 MiB of cache: skipped",
+                    er.label
+                );
+                continue;
+            };
+            eprintln!(
+                "{}: Gets in {budget} bytes of memory (cache {cache_bytes} bytes)",
+                er.label
+            );
+            super::cgroup::drop_page_cache().map_err(CliError::msg)?;
+            let name = format!("shale-bench-{}-{n}", std::process::id());
+            let group = super::cgroup::MemoryGroup::create(&name, budget).map_err(CliError::msg)?;
+            let (program, args) = group.wrap(&h.program, &h.args);
+            let inside = Harness {
+                engine: h.engine.clone(),
+                config: h.config.clone(),
+                program,
+                args,
+                dir: h.dir.clone(),
+            };
+            let request = Op::Read(ReadRequest {
+                target: h.target(dataset),
+                cache_bytes,
+                threads,
+                warmup_file: files.warmup.to_path_buf(),
+                reads_file: files.reads.to_path_buf(),
+                direct_io,
+            });
+            let reply = inside.call::<ReadReply>(request, timeout);
+            drop(group);
+            match reply {
+                Ok(reply) => er.budget_runs.push(BudgetRun {
+                    budget_bytes: budget,
+                    run: Run::from_reply(&reply, &comp),
+                    reply,
+                }),
+                Err(reason) => {
+                    eprintln!("{}: {reason}", er.engine);
+                    er.status = format!("read in {budget} bytes of memory failed: {reason}");
+                }
+            }
+            write_report(results, out_dir)?;
+        }
+    }
+    Ok(())
 }
 
 /// A built harness of one engine and configuration.

@@ -2,6 +2,7 @@
 //! returns its failure as a [`CliError`]; `main` prints it.
 
 mod bench;
+mod cgroup;
 mod compare;
 mod harness;
 mod kv;

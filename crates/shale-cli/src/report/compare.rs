@@ -254,6 +254,19 @@ pub fn terminal_tables(r: &CompareResults) -> String {
         ],
         &engines,
     ));
+    for &budget in &r.memory_budgets {
+        let rows = budget_rows(r, budget);
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "\nmemory budget {} (page cache included; cache = budget - baseline RSS - {} slack)\n",
+            human_bytes(budget),
+            human_bytes(r.memory_slack)
+        );
+        out.push_str(&table(&BUDGET_COLUMNS, &rows));
+    }
     for spec in &r.cache_specs {
         let shale = shale_run(r, spec);
         let rows: Vec<Vec<String>> = r
@@ -287,6 +300,56 @@ pub fn terminal_tables(r: &CompareResults) -> String {
         ));
     }
     out
+}
+
+const BUDGET_COLUMNS: [(&str, usize); 9] = [
+    ("engine", 30),
+    ("base RSS", 9),
+    ("cache MiB", 9),
+    ("dev/Get", 7),
+    ("reads/Get", 9),
+    ("Gets/s", 9),
+    ("p99 µs", 8),
+    ("Gets/s÷shale", 12),
+    ("dev÷shale", 9),
+];
+
+/// One row per engine measured in `budget`, ratios to the first shale row.
+fn budget_rows(r: &CompareResults, budget: u64) -> Vec<Vec<String>> {
+    let of = |e: &'_ EngineResults| {
+        e.budget_runs
+            .iter()
+            .find(|b| b.budget_bytes == budget)
+            .map(|b| b.run.clone())
+    };
+    let shale = r
+        .engines
+        .iter()
+        .filter(|e| e.engine == "shale")
+        .find_map(of);
+    r.engines
+        .iter()
+        .filter_map(|e| {
+            let run = of(e)?;
+            Some(vec![
+                e.label.clone(),
+                e.baseline_rss_bytes.map_or("-".into(), mib),
+                mib(run.cache_bytes),
+                optional(run.device_reads_per_get),
+                format!("{:.3}", run.physical_reads_per_get),
+                grouped_f64(run.ops_per_sec),
+                format!("{:.1}", run.p99_us),
+                vs_shale(run.ops_per_sec, shale.as_ref().map(|s| s.ops_per_sec)),
+                match (
+                    run.device_reads_per_get,
+                    shale.as_ref().and_then(|s| s.device_reads_per_get),
+                ) {
+                    (Some(x), s) => vs_shale(x, s),
+                    _ => "-".into(),
+                },
+            ])
+        })
+        .collect()
 }
 
 fn html(r: &CompareResults, svgs: &[String]) -> String {
@@ -353,6 +416,33 @@ fn html(r: &CompareResults, svgs: &[String]) -> String {
         }
         h.push_str("</table>\n");
     }
+    for &budget in &r.memory_budgets {
+        let rows = budget_rows(r, budget);
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<h2>Memory budget {} (page cache included)</h2>\n<p>Each engine read in a control \
+             group limited to the budget, after the page cache was dropped, with a block cache \
+             of the budget minus its resident memory with a 1 MiB cache (base RSS) minus {} of \
+             slack.</p>\n<table>\n<tr>",
+            escape(&human_bytes(budget)),
+            escape(&human_bytes(r.memory_slack))
+        );
+        for (c, _) in BUDGET_COLUMNS {
+            let _ = write!(h, "<th>{}</th>", escape(c));
+        }
+        h.push_str("</tr>\n");
+        for row in rows {
+            let _ = write!(h, "<tr><td>{}</td>", escape(&row[0]));
+            for cell in &row[1..] {
+                let _ = write!(h, "<td class=\"n\">{}</td>", escape(cell));
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n");
+    }
     for svg in svgs {
         let _ = writeln!(h, "<figure>{svg}</figure>");
     }
@@ -397,6 +487,7 @@ mod tests {
                 levels: Vec::new(),
             }),
             runs,
+            ..Default::default()
         }
     }
 
@@ -425,6 +516,41 @@ mod tests {
         assert!(pebble.contains("0.50x"), "{pebble}");
         let shale = t.lines().rfind(|l| l.starts_with("shale")).expect("row");
         assert!(shale.contains("1.00x"), "{shale}");
+    }
+
+    #[test]
+    fn memory_budgets_get_a_table_each() {
+        let mut r = sample();
+        r.memory_budgets = vec![48 << 20, 64 << 20];
+        for (i, e) in r.engines.iter_mut().take(2).enumerate() {
+            e.baseline_rss_bytes = Some(10 << 20);
+            e.budget_runs.push(shale_workload::results::BudgetRun {
+                budget_bytes: 48 << 20,
+                run: Run {
+                    cache_bytes: 6 << 20,
+                    ops_per_sec: 1000.0 * (2 - i) as f64,
+                    device_reads_per_get: Some(1.0 + i as f64),
+                    ..Default::default()
+                },
+                reply: ReadReply::default(),
+            });
+        }
+        let t = terminal_tables(&r);
+        assert!(t.contains("memory budget 48.00 MiB"), "{t}");
+        assert!(
+            !t.contains("memory budget 64.00 MiB"),
+            "no runs, no table: {t}"
+        );
+        let pebble = t
+            .lines()
+            .find(|l| l.starts_with("pebble") && l.contains("6.00"))
+            .expect("pebble's budget row");
+        assert!(
+            pebble.contains("0.50x") && pebble.contains("2.00x"),
+            "{pebble}"
+        );
+        let csv = r.to_csv();
+        assert!(csv.contains(",memory:50331648,"), "{csv}");
     }
 
     #[test]
