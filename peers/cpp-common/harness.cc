@@ -192,6 +192,7 @@ ReadCounters diff(const ReadCounters& a, const ReadCounters& b) {
                             a.table_cache->misses - b.table_cache->misses};
   r.read_requests = a.read_requests - b.read_requests;
   r.read_bytes = a.read_bytes - b.read_bytes;
+  r.table_opens = sub(a.table_opens, b.table_opens);
   return r;
 }
 
@@ -517,6 +518,10 @@ json op_read(EngineKind& kind, const Request& r) {
   auto io_after = proc_io_read_bytes();
   ReadCounters counters = diff(db->counters(), before);
   std::sort(lat.begin(), lat.end());
+  if (counters.table_opens) {
+    log("tables opened during the measured Gets: " + std::to_string(*counters.table_opens));
+    if (!counters.table_open_reads && *counters.table_opens == 0) counters.table_open_reads = 0;
+  }
 
   json j{{"engine", kind.engine_string(r.target.config)},
          {"cache_bytes", r.cache_bytes},

@@ -92,6 +92,10 @@ struct ReadCounters {
   std::optional<uint64_t> table_open_reads;
   std::optional<HitMiss> table_cache;
   uint64_t read_requests = 0, read_bytes = 0;
+  // Tables opened, where the engine counts them (not a reply field). An
+  // engine that cannot count its table-open reads still knows there were
+  // none when no table was opened during the measured Gets.
+  std::optional<uint64_t> table_opens;
 };
 
 // after - before, field by field (null stays null).

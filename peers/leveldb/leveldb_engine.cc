@@ -342,6 +342,7 @@ class LevelDbEngine : public shale::Engine {
     r.table_cache = std::nullopt;  // LevelDB's table cache is not countable
     r.read_requests = c_.read_requests;
     r.read_bytes = c_.read_bytes;
+    r.table_opens = index;  // every table open reads its index block once
     return r;
   }
 
