@@ -1,0 +1,222 @@
+// What every C++ harness of `shale bench compare` shares: the dataset (keys
+// and values, byte-identical to crates/shale-workload), the harness protocol
+// of docs/harness-protocol.md (requests, replies), and the drivers of the
+// load and read phases. An engine only implements `Engine` and `EngineKind`
+// (open, put a batch, get, counters, settle, shape); see peers/leveldb and
+// peers/rocksdb.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace shale {
+
+// Ordered, so that replies list their fields in the order of the protocol page.
+using json = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------- dataset
+
+// The splitmix64 finalizer (wrapping arithmetic on 64 bits).
+uint64_t mix64(uint64_t z);
+
+enum class Scheme { Hash, Hash8, Path };
+
+// "hash", "hash8" or "path" (exactly; the driver sends lower case). Throws on
+// anything else.
+Scheme parse_scheme(const std::string& name);
+const char* scheme_name(Scheme s);
+
+// Key `i` of `scheme`, written into *out (replacing its contents).
+void make_key(Scheme scheme, uint64_t i, std::string* out);
+
+// Value `i`: `size` bytes of the splitmix64 stream of (seed, i).
+void make_value(uint64_t seed, uint64_t i, size_t size, std::string* out);
+
+struct DatasetSpec {
+  uint64_t keys = 0;
+  std::string scheme = "hash";
+  uint64_t value_size = 110;
+  uint64_t seed = 0;
+
+  Scheme parsed_scheme() const { return parse_scheme(scheme); }
+  // Sum of the lengths of keys 0..keys (the path scheme's keys vary).
+  uint64_t key_bytes() const;
+};
+
+// ---------------------------------------------------------------- protocol
+
+constexpr uint32_t kProtocolVersion = 1;
+
+struct OpenRequest {
+  std::string dir;
+  DatasetSpec dataset;
+  std::string config;
+};
+
+struct Request {
+  std::string op;  // info, load, inspect, read
+  OpenRequest target;
+  // load
+  uint64_t threads = 1;
+  uint64_t batch = 1000;
+  // read
+  uint64_t cache_bytes = 0;
+  std::string warmup_file;
+  std::string reads_file;
+  bool direct_io = false;
+};
+
+// Parses and validates one request (protocol version, op, required fields
+// and their types, scheme). Throws std::runtime_error saying what is wrong.
+Request parse_request(const json& j);
+
+// Counters of one block kind; nullopt is JSON null ("the engine cannot tell").
+struct KindCounts {
+  std::optional<uint64_t> cache_hits, cache_misses, physical_reads;
+};
+
+struct HitMiss {
+  uint64_t hits = 0, misses = 0;
+};
+
+// Everything a read phase reports as a difference: counters since open.
+struct ReadCounters {
+  KindCounts filter, top_index, index, data;
+  std::optional<uint64_t> table_open_reads;
+  std::optional<HitMiss> table_cache;
+  uint64_t read_requests = 0, read_bytes = 0;
+  // Tables opened, where the engine counts them (not a reply field). An
+  // engine that cannot count its table-open reads still knows there were
+  // none when no table was opened during the measured Gets.
+  std::optional<uint64_t> table_opens;
+};
+
+// after - before, field by field (null stays null).
+ReadCounters diff(const ReadCounters& after, const ReadCounters& before);
+
+struct Composition {
+  uint64_t entries = 0, raw_key_bytes = 0, raw_value_bytes = 0, db_bytes = 0,
+           data_bytes = 0, filter_bytes = 0, filter_bytes_except_last_level = 0,
+           top_level_index_bytes = 0, index_bytes = 0;
+};
+
+struct LevelShape {
+  uint32_t level = 0;
+  uint64_t files = 0, bytes = 0;
+};
+
+struct DbShape {
+  Composition composition;
+  std::vector<LevelShape> levels;
+};
+
+json to_json(const KindCounts& k);
+json to_json(const ReadCounters& c);  // the counter fields of a read reply
+json to_json(const DbShape& s);
+
+// ---------------------------------------------------------------- engines
+
+// One open database.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Writes the pairs as one batch, without sync. Throws on failure.
+  virtual void put_batch(const std::vector<std::pair<std::string, std::string>>& kvs) = 0;
+  // Looks `key` up; true and *value if found, false if absent. Throws on an
+  // engine error.
+  virtual bool get(const std::string& key, std::string* value) = 0;
+  // Flushes the memtable and waits until no compaction is pending or running.
+  virtual void settle() = 0;
+  // Read counters since open.
+  virtual ReadCounters counters() = 0;
+  // Bytes written to table files (flushes, compactions) and to the WAL since open.
+  virtual uint64_t table_bytes_written() = 0;
+  virtual uint64_t wal_bytes() = 0;
+  // The tables of the database; `dataset` is what it holds (an engine that
+  // cannot count entries from its tables derives them from it, and says so).
+  virtual DbShape shape(const DatasetSpec& dataset) = 0;
+  // Closes cleanly (the destructor closes too, ignoring errors).
+  virtual void close() = 0;
+};
+
+struct OpenOptions {
+  std::string dir;
+  std::string config;
+  bool create = false;      // create the database (load)
+  uint64_t cache_bytes = 8 << 20;
+  bool direct_io = false;   // read table files with O_DIRECT if supported
+};
+
+// One engine: its name, configurations and how it opens a database.
+class EngineKind {
+ public:
+  virtual ~EngineKind() = default;
+  virtual std::string name() const = 0;        // "leveldb"
+  virtual std::string version() const = 0;     // "1.23"
+  virtual std::vector<std::string> configs() const = 0;  // default first
+  virtual bool supports_direct_io() const = 0;
+  // Throws on failure (also for an unknown config).
+  virtual std::unique_ptr<Engine> open(const OpenOptions& o) = 0;
+  // Whether a database opened with `o` reads its tables with O_DIRECT.
+  virtual bool uses_direct_io(const OpenOptions& o) const {
+    return o.direct_io && supports_direct_io();
+  }
+
+  // "leveldb 1.23 (default)"
+  std::string engine_string(const std::string& config) const {
+    return name() + " " + version() + " (" + config + ")";
+  }
+  // Throws unless `config` is one of configs().
+  void check_config(const std::string& config) const;
+};
+
+// ---------------------------------------------------------------- helpers
+
+// True on a thread while it runs a Get of the read or inspect phase. Engines
+// use it to tell the Gets' file reads and cache lookups from their background
+// threads' (compactions).
+bool in_get();
+
+// Reads a file of little-endian u64 indices.
+std::vector<uint64_t> read_indices(const std::string& path);
+
+// Thread t of `threads` takes [first, second) of n: n / threads indices, plus
+// one if t < n % threads.
+std::pair<size_t, size_t> thread_slice(size_t n, size_t threads, size_t t);
+
+// Nearest-rank percentile (q in (0,1]) of sorted nanoseconds, in microseconds.
+double percentile_us(const std::vector<uint64_t>& sorted_ns, double q);
+
+// read_bytes of /proc/self/io, VmRSS of /proc/self/status (bytes); nullopt
+// where unavailable.
+std::optional<uint64_t> proc_io_read_bytes();
+std::optional<uint64_t> proc_rss_bytes();
+
+// Seconds of a monotonic clock.
+double now_seconds();
+
+// Logs a line to standard error ("[harness] ...").
+void log(const std::string& line);
+
+// ---------------------------------------------------------------- phases
+
+json op_info(EngineKind& kind);
+json op_load(EngineKind& kind, const Request& r);
+json op_inspect(EngineKind& kind, const Request& r);
+json op_read(EngineKind& kind, const Request& r);
+
+// Parses `request_text`, runs it and returns the reply; throws on failure.
+json handle(EngineKind& kind, const std::string& request_text);
+
+// The whole program: one request on stdin, one reply on stdout, exit 0; or
+// {"error": ...} and exit 1.
+int harness_main(EngineKind& kind);
+
+}  // namespace shale
