@@ -132,6 +132,33 @@ impl Dataset {
         v
     }
 
+    /// Checks what a Get of key `i` returned, for a database holding keys
+    /// `0..keys`: `Ok(true)` if it found value `i`, `Ok(false)` if it
+    /// rightly found nothing, else why the read is wrong. `scratch` is reused
+    /// for the expected value.
+    pub fn check_get(
+        &self,
+        i: u64,
+        keys: u64,
+        got: Option<&[u8]>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<bool, String> {
+        match got {
+            Some(v) if i < keys => {
+                scratch.resize(self.value_size, 0);
+                self.fill_value(i, scratch);
+                if v == scratch.as_slice() {
+                    Ok(true)
+                } else {
+                    Err(format!("wrong value read for key index {i}"))
+                }
+            }
+            None if i >= keys => Ok(false),
+            None => Err(format!("key index {i} is missing")),
+            Some(_) => Err(format!("key index {i} was never loaded but was found")),
+        }
+    }
+
     /// Fills `out` with the first `out.len()` bytes of value `i`'s stream
     /// (the whole value when `out.len() == value_size`).
     pub fn fill_value(&self, i: u64, out: &mut [u8]) {
@@ -196,6 +223,20 @@ mod tests {
             .key(5),
             d.key(5)
         );
+    }
+
+    #[test]
+    fn gets_are_checked_against_the_dataset() {
+        let d = Dataset::with_value_size(16);
+        let mut scratch = Vec::new();
+        assert_eq!(
+            d.check_get(3, 10, Some(&d.value(3)), &mut scratch),
+            Ok(true)
+        );
+        assert_eq!(d.check_get(12, 10, None, &mut scratch), Ok(false));
+        assert!(d.check_get(3, 10, Some(&d.value(4)), &mut scratch).is_err());
+        assert!(d.check_get(3, 10, None, &mut scratch).is_err());
+        assert!(d.check_get(12, 10, Some(&[1]), &mut scratch).is_err());
     }
 
     #[test]

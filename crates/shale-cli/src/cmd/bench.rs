@@ -101,28 +101,35 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
 }
 
 fn check_args(a: &BenchKvdbArgs) -> CliResult<(KeyScheme, Distribution)> {
-    if a.keys == 0 {
+    check_workload(a.keys, a.missing, a.warmup, &a.scheme, &a.distribution)
+}
+
+/// Checks the workload flags shared by `bench kvdb` and `bench compare`.
+pub fn check_workload(
+    keys: u64,
+    missing: f64,
+    warmup: f64,
+    scheme: &str,
+    distribution: &str,
+) -> CliResult<(KeyScheme, Distribution)> {
+    if keys == 0 {
         return Err(CliError::msg("--keys must be at least 1"));
     }
-    if !(0.0..1.0).contains(&a.missing) {
+    if !(0.0..1.0).contains(&missing) {
         return Err(CliError::msg("--missing must be a fraction in [0, 1)"));
     }
-    if !(0.0..=1.0).contains(&a.warmup) {
+    if !(0.0..=1.0).contains(&warmup) {
         return Err(CliError::msg("--warmup must be a fraction in [0, 1]"));
     }
-    let scheme: KeyScheme = a.scheme.parse().map_err(|e| {
+    let parsed_scheme: KeyScheme = scheme
+        .parse()
+        .map_err(|e| CliError::msg(format!("--scheme {scheme}: {e}; use hash, hash8 or path")))?;
+    let parsed_distribution: Distribution = distribution.parse().map_err(|e| {
         CliError::msg(format!(
-            "--scheme {}: {e}; use hash, hash8 or path",
-            a.scheme
+            "--distribution {distribution}: {e}; use uniform, zipf[:theta] or hotset[:fraction[:probability]]"
         ))
     })?;
-    let distribution: Distribution = a.distribution.parse().map_err(|e| {
-        CliError::msg(format!(
-            "--distribution {}: {e}; use uniform, zipf[:theta] or hotset[:fraction[:probability]]",
-            a.distribution
-        ))
-    })?;
-    Ok((scheme, distribution))
+    Ok((parsed_scheme, parsed_distribution))
 }
 
 fn cores() -> usize {
@@ -425,28 +432,17 @@ fn reads(
                     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
                         .map_err(|e| format!("histogram: {e}"))?;
                     let mut c = chooser.for_thread(t);
-                    let mut value = vec![0u8; dataset.value_size];
+                    let mut scratch = Vec::new();
                     let mut key = Vec::new();
                     for j in 0..share {
-                        let (i, present) = c.next();
+                        // Missing reads draw indices from `keys` on.
+                        let (i, _) = c.next();
                         w.keygen.key(i, &mut key);
                         let t0 = Instant::now();
                         let got = e.get(&key)?;
                         let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
                         h.saturating_record(ns.max(1));
-                        match (present, got) {
-                            (true, Some(v)) => {
-                                dataset.fill_value(i, &mut value);
-                                if v != value {
-                                    return Err(format!("wrong value read for key index {i}"));
-                                }
-                            }
-                            (false, None) => {}
-                            (true, None) => return Err(format!("key index {i} is missing")),
-                            (false, Some(_)) => {
-                                return Err(format!("key index {i} was never loaded but was found"))
-                            }
-                        }
+                        dataset.check_get(i, w.keys, got.as_deref(), &mut scratch)?;
                         if j % 512 == 511 {
                             pb.inc(512);
                         }

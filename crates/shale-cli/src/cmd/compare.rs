@@ -22,9 +22,9 @@ use shale_workload::protocol::{
     OpenRequest, ReadReply, ReadRequest, Request, PROTOCOL_VERSION,
 };
 use shale_workload::results::{BudgetRun, CompareResults, EngineResults, EngineRun, Run};
-use shale_workload::{Distribution, KeyChooser, KeyScheme};
+use shale_workload::{Distribution, KeyChooser};
 
-use super::bench::parse_size;
+use super::bench::{check_workload, parse_size};
 use crate::args::BenchCompareArgs;
 use crate::error::{CliError, CliResult};
 
@@ -241,27 +241,8 @@ fn parse_budgets(list: &str) -> CliResult<Vec<u64>> {
 }
 
 fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribution)> {
-    if a.keys == 0 {
-        return Err(CliError::msg("--keys must be at least 1"));
-    }
-    if !(0.0..1.0).contains(&a.missing) {
-        return Err(CliError::msg("--missing must be a fraction in [0, 1)"));
-    }
-    if !(0.0..=1.0).contains(&a.warmup) {
-        return Err(CliError::msg("--warmup must be a fraction in [0, 1]"));
-    }
-    let scheme: KeyScheme = a.scheme.parse().map_err(|e| {
-        CliError::msg(format!(
-            "--scheme {}: {e}; use hash, hash8 or path",
-            a.scheme
-        ))
-    })?;
-    let distribution: Distribution = a.distribution.parse().map_err(|e| {
-        CliError::msg(format!(
-            "--distribution {}: {e}; use uniform, zipf[:theta] or hotset[:fraction[:probability]]",
-            a.distribution
-        ))
-    })?;
+    let (scheme, distribution) =
+        check_workload(a.keys, a.missing, a.warmup, &a.scheme, &a.distribution)?;
     let mut wanted = Vec::new();
     for item in a
         .engines
