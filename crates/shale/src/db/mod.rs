@@ -135,6 +135,10 @@ pub(crate) struct DbInner {
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Serializes manual compactions.
     pub compaction_lock: Mutex<()>,
+    /// Serializes file deletions, so that a caller of
+    /// `delete_obsolete_files` returns only after every file made obsolete
+    /// before the call is gone, even if another thread took it to delete.
+    pub deletion_lock: Mutex<()>,
     /// Set when closing starts; long jobs check it and give up.
     pub closing: AtomicBool,
     /// Caps flush and compaction writes, if configured.
@@ -249,6 +253,14 @@ impl Db {
     /// that holds other files but no database.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open_inner(path.as_ref(), options, Access::ReadWrite)?);
+        // A table whose last reader lets go is deleted at once, not at the
+        // background threads' next idle wake-up.
+        let weak = Arc::downgrade(&inner);
+        inner.obsolete.set_waker(Box::new(move || {
+            if let Some(db) = weak.upgrade() {
+                db.cv.notify_all();
+            }
+        }));
         let db = Db {
             inner,
             background: Mutex::new(Vec::new()),
@@ -575,6 +587,7 @@ impl DbInner {
     /// crashed flush or compaction); at run time an old version held by an
     /// iterator may still use such tables, so they go only through `obsolete`.
     pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {
+        let _serial = self.deletion_lock.lock();
         let mut doomed: Vec<(PathBuf, Option<u64>)> = Vec::new();
         for number in self.obsolete.take() {
             doomed.push((self.path.join(filenames::table_name(number)), Some(number)));

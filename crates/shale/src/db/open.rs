@@ -123,6 +123,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         queue: WriteQueue::new(),
         snapshots: Mutex::new(BTreeMap::new()),
         compaction_lock: Mutex::new(()),
+        deletion_lock: Mutex::new(()),
         closing: AtomicBool::new(false),
         rate_limiter,
         read_only: access == Access::ReadOnly,

@@ -33,9 +33,18 @@ use crate::format::{compare_internal, InternalKey, SeqNo};
 #[derive(Default)]
 pub(crate) struct ObsoleteFiles {
     numbers: Mutex<Vec<u64>>,
+    /// Called after a number is recorded: wakes the thread that deletes.
+    waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl ObsoleteFiles {
+    /// Sets what to call when a number is recorded (once; later calls are
+    /// ignored). It may run on any thread, with any lock held, so it must
+    /// only signal (a condition variable's `notify`), never lock.
+    pub(crate) fn set_waker(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.waker.set(wake);
+    }
+
     /// Takes every pending number.
     pub(crate) fn take(&self) -> Vec<u64> {
         std::mem::take(&mut *self.numbers.lock())
@@ -63,6 +72,9 @@ impl Drop for TableFile {
         if self.obsolete.load(AtomicOrdering::Acquire) {
             if let Some(sink) = self.sink.upgrade() {
                 sink.numbers.lock().push(self.number);
+                if let Some(wake) = sink.waker.get() {
+                    wake();
+                }
             }
         }
     }
