@@ -717,7 +717,7 @@ mod tests {
             &sh,
             &["-c".into(), "echo started >&2; sleep 30".into()],
             "",
-            Duration::from_millis(300),
+            Duration::from_millis(1000),
         );
         assert!(hang.is_err_and(|e| e.contains("killed") && e.contains("started")));
         let (ok, out, err) = run_with_timeout(
