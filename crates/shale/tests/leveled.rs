@@ -234,7 +234,7 @@ fn readers_and_iterators_stay_consistent_while_compactions_run() {
     });
     let m = db.metrics();
     assert!(m.compactions() > 0, "compactions ran during the test");
-    let state = scan_all(&db);
+    let state = scan_all(&*db);
     for i in 0..KEYS {
         assert_eq!(state.get(&key(i)), Some(&value(i, rounds)));
     }

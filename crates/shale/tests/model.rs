@@ -293,14 +293,7 @@ impl Harness {
                     let (snap, model) = &self.snapshots[i];
                     assert_eq!(snap.get(&k).expect("snapshot get"), model.get(&k).cloned());
                     if self.rng.chance(0.3) {
-                        let mut it = snap.iter(&ReadOptions::default()).expect("iter");
-                        it.seek_to_first();
-                        let mut seen = Model::new();
-                        while it.valid() {
-                            seen.insert(it.key().to_vec(), it.value().to_vec());
-                            it.next();
-                        }
-                        assert_eq!(&seen, model, "snapshot scan");
+                        assert_eq!(&scan_all(snap), model, "snapshot scan");
                         self.snapshots.remove(i);
                     }
                 }
@@ -576,14 +569,7 @@ fn concurrent_writers_readers_and_snapshots_against_models() {
                 let mut checks = 0u64;
                 while !done.load(std::sync::atomic::Ordering::Acquire) || checks == 0 {
                     let snap = db.snapshot();
-                    let mut it = snap.iter(&ReadOptions::default()).expect("iter");
-                    it.seek_to_first();
-                    let mut seen = Model::new();
-                    while it.valid() {
-                        seen.insert(it.key().to_vec(), it.value().to_vec());
-                        it.next();
-                    }
-                    it.status().expect("scan");
+                    let seen = scan_all(&snap);
                     for (k, v) in &seen {
                         if let Some(a) = k.strip_suffix(b"-a") {
                             let twin = [a, b"-b"].concat();

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use shale::{Db, ReadOptions};
+use shale::{ReadOptions, Readable};
 
 /// SplitMix64: a tiny deterministic generator for randomized tests.
 pub(crate) struct Rng(u64);
@@ -41,8 +41,8 @@ pub(crate) fn long_tests() -> bool {
     std::env::var_os("SHALE_LONG_TESTS").is_some_and(|v| v != "0")
 }
 
-/// Every key and value of the database, by a full forward scan.
-pub(crate) fn scan_all(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+/// Every key and value a database or snapshot holds, by a full forward scan.
+pub(crate) fn scan_all(db: &impl Readable) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut it = db.iter(&ReadOptions::default()).expect("iterator");
     it.seek_to_first();
     let mut out = BTreeMap::new();
