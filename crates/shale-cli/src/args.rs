@@ -65,6 +65,41 @@ pub enum BenchCommand {
     Compare(BenchCompareArgs),
 }
 
+/// The dataset and read workload shared by `bench kvdb` and `bench compare`.
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// Keys of the dataset.
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    pub keys: u64,
+    /// Gets measured per cache size (and engine).
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub reads: u64,
+    /// Warm-up Gets per cache size (and engine), as a fraction of the keys.
+    #[arg(long, value_name = "F", default_value_t = 0.0005)]
+    pub warmup: f64,
+    /// Reader (and loader) threads (default: the number of cores).
+    #[arg(long, value_name = "T")]
+    pub threads: Option<usize>,
+    /// Share of Gets for keys that were never loaded.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub missing: f64,
+    /// Key scheme: hash (the study's keccak256 keys), hash8 (keccak256 of the
+    /// 8 index bytes, shale's keys before 2026-11) or path.
+    #[arg(long, value_name = "SCHEME", default_value = "hash")]
+    pub scheme: String,
+    /// Key distribution of the Gets: uniform, zipf[:theta], hotset[:fraction:probability].
+    #[arg(long, value_name = "DIST", default_value = "uniform")]
+    pub distribution: String,
+    /// Value size in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = shale_workload::DEFAULT_VALUE_SIZE)]
+    pub value_size: usize,
+    /// Read tables with O_DIRECT where the engine can (shale, RocksDB), so
+    /// that physical reads are device reads (`--direct-io false` reads
+    /// through the page cache).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub direct_io: bool,
+}
+
 /// `shale bench compare`.
 #[derive(Debug, Args)]
 pub struct BenchCompareArgs {
@@ -79,18 +114,9 @@ pub struct BenchCompareArgs {
         default_value = "shale,pebble,rocksdb,leveldb"
     )]
     pub engines: String,
-    /// Keys of the dataset.
-    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
-    pub keys: u64,
-    /// Gets measured per engine and cache size.
-    #[arg(long, value_name = "N", default_value_t = 200_000)]
-    pub reads: u64,
-    /// Warm-up Gets per engine and cache size, as a fraction of the keys.
-    #[arg(long, value_name = "F", default_value_t = 0.0005)]
-    pub warmup: f64,
-    /// Reader (and loader) threads (default: the number of cores).
-    #[arg(long, value_name = "T")]
-    pub threads: Option<usize>,
+    /// The dataset and its Gets.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// Cache sizes, comma-separated: a percentage of each engine's own
     /// database (0.1%), bytes (8MiB) for every engine alike, or ip1 / ip2 of
     /// each engine.
@@ -106,21 +132,6 @@ pub struct BenchCompareArgs {
     /// Memory of each budget left to the page cache and the engine's growth.
     #[arg(long, value_name = "SIZE", default_value = "32MiB")]
     pub memory_slack: String,
-    /// Share of Gets for keys that were never loaded.
-    #[arg(long, value_name = "F", default_value_t = 0.0)]
-    pub missing: f64,
-    /// Key scheme: hash (the study's keccak256 keys), hash8 or path.
-    #[arg(long, value_name = "SCHEME", default_value = "hash")]
-    pub scheme: String,
-    /// Key distribution of the Gets: uniform, zipf[:theta], hotset[:fraction:probability].
-    #[arg(long, value_name = "DIST", default_value = "uniform")]
-    pub distribution: String,
-    /// Value size in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = shale_workload::DEFAULT_VALUE_SIZE)]
-    pub value_size: usize,
-    /// Read tables with O_DIRECT where the engine can (shale, RocksDB).
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
-    pub direct_io: bool,
     /// Where each engine's database is kept between runs
     /// (DIR/compare-<engine>-<config>-<keys>-<scheme>-v<value size>).
     #[arg(long, value_name = "DIR", default_value = "shale-data")]
@@ -144,18 +155,9 @@ pub struct BenchKvdbArgs {
     /// size>). Loaded if it holds no database; reused if it holds this dataset.
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
-    /// Keys of the dataset.
-    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
-    pub keys: u64,
-    /// Gets measured per cache size.
-    #[arg(long, value_name = "N", default_value_t = 200_000)]
-    pub reads: u64,
-    /// Warm-up Gets per cache size, as a fraction of the keys.
-    #[arg(long, value_name = "F", default_value_t = 0.0005)]
-    pub warmup: f64,
-    /// Reader (and loader) threads (default: the number of cores).
-    #[arg(long, value_name = "T")]
-    pub threads: Option<usize>,
+    /// The dataset and its Gets.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
     /// Cache sizes, comma-separated: bytes (8MiB, 512KiB, 1GB, 123456), a
     /// percentage of the database (0.2%), or ip1 / ip2.
     #[arg(long, value_name = "LIST")]
@@ -164,23 +166,6 @@ pub struct BenchKvdbArgs {
     /// them.
     #[arg(long, conflicts_with = "cache")]
     pub sweep: bool,
-    /// Share of Gets for keys that were never loaded.
-    #[arg(long, value_name = "F", default_value_t = 0.0)]
-    pub missing: f64,
-    /// Key scheme: hash (the study's keccak256 keys), hash8 (keccak256 of the
-    /// 8 index bytes, shale's keys before 2026-11) or path.
-    #[arg(long, value_name = "SCHEME", default_value = "hash")]
-    pub scheme: String,
-    /// Key distribution of the Gets: uniform, zipf[:theta], hotset[:fraction:probability].
-    #[arg(long, value_name = "DIST", default_value = "uniform")]
-    pub distribution: String,
-    /// Value size in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = shale_workload::DEFAULT_VALUE_SIZE)]
-    pub value_size: usize,
-    /// Read tables with O_DIRECT so that physical reads are device reads
-    /// (`--direct-io false` to read through the page cache).
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
-    pub direct_io: bool,
     /// Directory for results.json, results.csv, plots and report.html.
     #[arg(long, value_name = "DIR", default_value = "shale-report")]
     pub out: PathBuf,

@@ -19,7 +19,7 @@ use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleOpener};
 use shale_workload::results::{phase, BenchResults, HitRates, Run};
 use shale_workload::{Dataset, Distribution, KeyChooser, KeyGen, KeyScheme};
 
-use crate::args::{AdviseArgs, BenchKvdbArgs};
+use crate::args::{AdviseArgs, BenchKvdbArgs, WorkloadArgs};
 use crate::error::{CliError, CliResult};
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -45,19 +45,19 @@ struct Workload {
 
 /// `shale bench kvdb`.
 pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
-    let (scheme, distribution) = check_args(a)?;
-    let threads = a.threads.unwrap_or_else(cores).max(1);
+    let (scheme, distribution) = check_workload(&a.workload)?;
+    let threads = a.workload.threads.unwrap_or_else(cores).max(1);
     let dir = a.db.clone().unwrap_or_else(|| default_db_dir(a));
-    let dataset = Dataset::with_value_size(a.value_size);
+    let dataset = Dataset::with_value_size(a.workload.value_size);
     let w = Workload {
         keygen: KeyGen::new(scheme),
         dataset,
-        keys: a.keys,
+        keys: a.workload.keys,
         distribution,
-        missing: a.missing,
+        missing: a.workload.missing,
     };
     let opener = ShaleOpener {
-        direct_io: a.direct_io,
+        direct_io: a.workload.direct_io,
     };
     std::fs::create_dir_all(&a.out).map_err(|e| {
         CliError::msg(format!(
@@ -100,18 +100,10 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     }
 }
 
-fn check_args(a: &BenchKvdbArgs) -> CliResult<(KeyScheme, Distribution)> {
-    check_workload(a.keys, a.missing, a.warmup, &a.scheme, &a.distribution)
-}
-
 /// Checks the workload flags shared by `bench kvdb` and `bench compare`.
-pub fn check_workload(
-    keys: u64,
-    missing: f64,
-    warmup: f64,
-    scheme: &str,
-    distribution: &str,
-) -> CliResult<(KeyScheme, Distribution)> {
+pub fn check_workload(w: &WorkloadArgs) -> CliResult<(KeyScheme, Distribution)> {
+    let (keys, missing, warmup) = (w.keys, w.missing, w.warmup);
+    let (scheme, distribution) = (&w.scheme, &w.distribution);
     if keys == 0 {
         return Err(CliError::msg("--keys must be at least 1"));
     }
@@ -137,7 +129,10 @@ fn cores() -> usize {
 }
 
 fn default_db_dir(a: &BenchKvdbArgs) -> PathBuf {
-    PathBuf::from("shale-data").join(format!("kvdb-{}-{}-v{}", a.keys, a.scheme, a.value_size))
+    PathBuf::from("shale-data").join(format!(
+        "kvdb-{}-{}-v{}",
+        a.workload.keys, a.workload.scheme, a.workload.value_size
+    ))
 }
 
 /// Reuses the database in `dir` if it holds exactly this dataset, loads it if
@@ -331,15 +326,15 @@ fn header(
     let pct = |b: u64| 100.0 * b as f64 / c.db_bytes.max(1) as f64;
     BenchResults {
         engine: engine.to_string(),
-        keys: a.keys,
-        value_size: a.value_size,
+        keys: a.workload.keys,
+        value_size: a.workload.value_size,
         scheme: w.keygen.scheme.to_string(),
         distribution: w.distribution.to_string(),
-        missing: a.missing,
+        missing: a.workload.missing,
         threads,
-        reads: a.reads,
-        warmup: a.warmup,
-        direct_io: a.direct_io,
+        reads: a.workload.reads,
+        warmup: a.workload.warmup,
+        direct_io: a.workload.direct_io,
         db_bytes: c.db_bytes,
         filter_bytes_except_last_level: c.filter_bytes_except_last_level,
         filter_bytes: c.filter_bytes,
@@ -367,14 +362,14 @@ fn run_one(
     label: &str,
 ) -> CliResult<Run> {
     let e = opener.open(dir, cache, false).map_err(err)?;
-    let warm = (a.warmup * a.keys as f64).round() as u64;
-    let pb = bar(warm + a.reads, label.to_string());
+    let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
+    let pb = bar(warm + a.workload.reads, label.to_string());
     // Warm-up: not measured.
     reads(&*e, w, threads, warm, 1, &pb)?;
     let before = e.counters();
     let io_before = device_read_bytes();
     let start = Instant::now();
-    let hist = reads(&*e, w, threads, a.reads, 2, &pb)?;
+    let hist = reads(&*e, w, threads, a.workload.reads, 2, &pb)?;
     let elapsed = start.elapsed();
     let io_after = device_read_bytes();
     let d = e.counters().since(&before);
@@ -546,17 +541,19 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
         let keys = comp.entries;
         let args = BenchKvdbArgs {
             db: Some(a.db.clone()),
-            keys,
-            reads: a.reads,
-            warmup: 0.0005,
-            threads: None,
+            workload: WorkloadArgs {
+                keys,
+                reads: a.reads,
+                warmup: 0.0005,
+                threads: None,
+                missing: 0.0,
+                scheme: "hash".into(),
+                distribution: "uniform".into(),
+                value_size: dataset.value_size,
+                direct_io: true,
+            },
             cache: None,
             sweep: false,
-            missing: 0.0,
-            scheme: "hash".into(),
-            distribution: "uniform".into(),
-            value_size: dataset.value_size,
-            direct_io: true,
             out: PathBuf::from("."),
             json: false,
         };

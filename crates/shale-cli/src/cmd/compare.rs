@@ -46,7 +46,7 @@ struct Marker {
 /// `shale bench compare`.
 pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     let (wanted, dataset, distribution) = check_args(a)?;
-    let threads = a.threads.unwrap_or_else(cores).max(1);
+    let threads = a.workload.threads.unwrap_or_else(cores).max(1);
     std::fs::create_dir_all(&a.out).map_err(|e| {
         CliError::msg(format!(
             "cannot create --out {}: {e}; pass a writable directory",
@@ -55,11 +55,11 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     })?;
     let out_dir = absolute(&a.out)?;
     let data_dir = absolute(&a.data_dir)?;
-    let warmup_n = (a.warmup * a.keys as f64).round() as u64;
+    let warmup_n = (a.workload.warmup * a.workload.keys as f64).round() as u64;
     let warmup_file = out_dir.join("warmup.bin");
     let reads_file = out_dir.join("reads.bin");
     write_reads(&warmup_file, distribution, a, threads, warmup_n, 1)?;
-    write_reads(&reads_file, distribution, a, threads, a.reads, 2)?;
+    write_reads(&reads_file, distribution, a, threads, a.workload.reads, 2)?;
 
     let cache_list = match (&a.cache, &a.memory) {
         (Some(c), _) => c.clone(),
@@ -73,15 +73,15 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     let slack = parse_size(&a.memory_slack, &Composition::default())
         .map_err(|e| CliError::msg(format!("--memory-slack: {e}")))?;
     let mut results = CompareResults {
-        keys: a.keys,
-        value_size: a.value_size,
+        keys: a.workload.keys,
+        value_size: a.workload.value_size,
         scheme: dataset.scheme.clone(),
         distribution: distribution.to_string(),
-        missing: a.missing,
+        missing: a.workload.missing,
         threads,
-        reads: a.reads,
+        reads: a.workload.reads,
         warmup_reads: warmup_n,
-        direct_io: a.direct_io,
+        direct_io: a.workload.direct_io,
         memory_budgets: budgets.clone(),
         memory_slack: slack,
         cache_specs: cache_list
@@ -139,7 +139,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
             let cache_bytes = parse_size(&spec, &comp).map_err(CliError::msg)?;
             eprintln!(
                 "{}: {} Gets at cache {spec} ({} bytes)",
-                er.label, a.reads, cache_bytes
+                er.label, a.workload.reads, cache_bytes
             );
             let request = Op::Read(ReadRequest {
                 target: h.target(&dataset),
@@ -147,7 +147,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
                 threads,
                 warmup_file: warmup_file.clone(),
                 reads_file: reads_file.clone(),
-                direct_io: er.direct_io(a.direct_io),
+                direct_io: er.direct_io(a.workload.direct_io),
             });
             match h.call::<ReadReply>(request, timeout) {
                 Ok(reply) => er.runs.push(EngineRun {
@@ -241,8 +241,7 @@ fn parse_budgets(list: &str) -> CliResult<Vec<u64>> {
 }
 
 fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribution)> {
-    let (scheme, distribution) =
-        check_workload(a.keys, a.missing, a.warmup, &a.scheme, &a.distribution)?;
+    let (scheme, distribution) = check_workload(&a.workload)?;
     let mut wanted = Vec::new();
     for item in a
         .engines
@@ -286,9 +285,9 @@ fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribut
         parse_size(spec, &probe).map_err(|e| CliError::msg(format!("--cache: {e}")))?;
     }
     let dataset = DatasetSpec {
-        keys: a.keys,
+        keys: a.workload.keys,
         scheme: scheme.name().to_string(),
-        value_size: a.value_size,
+        value_size: a.workload.value_size,
         seed: 0,
     };
     Ok((wanted, dataset, distribution))
@@ -305,7 +304,7 @@ fn write_reads(
     n: u64,
     seed: u64,
 ) -> CliResult {
-    let chooser = KeyChooser::new(distribution, a.keys, a.missing, seed)
+    let chooser = KeyChooser::new(distribution, a.workload.keys, a.workload.missing, seed)
         .map_err(|e| CliError::msg(format!("read workload: {e}")))?;
     let n = usize::try_from(n).map_err(|_| CliError::msg("too many reads"))?;
     let mut indices = Vec::with_capacity(n);
