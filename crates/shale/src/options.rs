@@ -87,7 +87,12 @@ pub struct Options {
     pub pin_table_metadata: bool,
     /// Table readers kept open (default 1000).
     pub max_open_files: usize,
-    /// Target size of tables written at L0; doubles per level (default 2 MiB).
+    /// Target size of the tables compactions write, at L0 (default 2 MiB); it
+    /// doubles per level counted from the base level (the level L0 compacts
+    /// into), whose tables get twice this, as in Pebble: a table at level `L`
+    /// targets `target_file_size_base << (1 + L - base level)`. Outputs are
+    /// cut between half and twice the target, preferably where a table of the
+    /// next level starts.
     pub target_file_size_base: u64,
     /// Verify block checksums on every read (default true).
     pub verify_checksums: bool,
@@ -177,11 +182,6 @@ impl Options {
             return bad("write_buffer_size, block_size and base_level_bytes must be positive");
         }
         Ok(())
-    }
-
-    /// Target table size at `level`.
-    pub fn target_file_size(&self, level: usize) -> u64 {
-        self.target_file_size_base.saturating_mul(1 << level.min(6))
     }
 }
 

@@ -2,9 +2,10 @@
 //!
 //! The job reads its inputs through a merging iterator, keeps for every user key
 //! the versions some reader can still see, writes them into tables of the output
-//! level's target size (never splitting one user key's versions across two
-//! tables, so that tables of a level never share a user key), and returns the new
-//! tables. Installing them in the version is the caller's job.
+//! level's target size, cut where possible just before a table of the level
+//! below starts (see [`Splitter`]; never splitting one user key's versions
+//! across two tables, so that tables of a level never share a user key), and
+//! returns the new tables. Installing them in the version is the caller's job.
 //!
 //! # Which versions survive
 //!
@@ -78,14 +79,24 @@ pub(crate) trait JobHost {
     fn outputs_done(&self, numbers: &[u64]);
 }
 
-/// Merges `inputs` (with their levels) into tables of `output_level`.
+/// Where a merge writes and how it cuts its output into tables.
+pub(crate) struct Outputs<'a> {
+    pub level: usize,
+    /// Target size of each table (see [`Splitter`]).
+    pub target_file_size: u64,
+    /// Smallest user keys of the tables of the level below `level`, in key
+    /// order (empty for the last level).
+    pub grandparents: &'a [Vec<u8>],
+}
+
+/// Merges `inputs` (with their levels) into tables of `output.level`.
 /// `bottommost`: no level below the output holds keys of the inputs' range, so
 /// deletions with nothing under them can go. Fails with [`Error::Closed`] if the
 /// database starts closing meanwhile (outputs are removed).
 pub(crate) fn merge(
     db: &dyn JobHost,
     inputs: &[(usize, Arc<FileMeta>)],
-    output_level: usize,
+    output: &Outputs<'_>,
     bottommost: bool,
 ) -> Result<MergeOutput> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -94,7 +105,8 @@ pub(crate) fn merge(
     }
     let mut it = MergingIterator::new(children);
     let snapshots = db.snapshots();
-    let target = db.opts().target_file_size(output_level);
+    let output_level = output.level;
+    let mut splitter = Splitter::new(output.target_file_size, output.grandparents);
     let mut out = TableOutput::new(
         db.dir(),
         db.opts(),
@@ -149,7 +161,8 @@ pub(crate) fn merge(
                 &selected
             };
             if !kept.is_empty() {
-                if out.builder.is_none() || out.estimated_size() >= target {
+                let split = splitter.split_before(user_key(&versions[0].0), out.estimated_size());
+                if out.builder.is_none() || split {
                     if let Some(f) = out.finish()? {
                         tables.push(f);
                     }
@@ -178,6 +191,69 @@ pub(crate) fn merge(
         bytes_written: tables.iter().map(|f| f.size).sum(),
         tables,
     })
+}
+
+/// Decides where one output table ends and the next begins.
+///
+/// An output ends near the target size, preferably just before the first key of
+/// a table in the level below the output (a *grandparent*): an output that
+/// ends there overlaps one grandparent table fewer, so that compacting it down
+/// later does not rewrite a grandparent it barely touches. RocksDB and Pebble
+/// cut their outputs the same way. The rules, with `size` the bytes written to
+/// the current output:
+///
+/// * below half the target: never cut;
+/// * at twice the target: always cut;
+/// * where a grandparent starts: cut once `size` reaches 50% of the target,
+///   plus 5% for every grandparent start already passed in this output (at
+///   most 90%): where grandparents are dense, a later boundary comes soon;
+/// * past the last grandparent: cut at the target.
+struct Splitter<'g> {
+    target: u64,
+    /// Smallest user keys of the grandparent tables, in key order.
+    grandparents: &'g [Vec<u8>],
+    /// Grandparents whose first key the merge has not reached yet start here.
+    next: usize,
+    /// Grandparent starts passed since the current output began.
+    passed: u64,
+}
+
+impl<'g> Splitter<'g> {
+    fn new(target: u64, grandparents: &'g [Vec<u8>]) -> Self {
+        Splitter {
+            target: target.max(1),
+            grandparents,
+            next: 0,
+            passed: 0,
+        }
+    }
+
+    /// True if the output holding `size` bytes should end before `key`.
+    fn split_before(&mut self, key: &[u8], size: u64) -> bool {
+        let mut crossed = false;
+        while let Some(g) = self.grandparents.get(self.next) {
+            if g.as_slice() > key {
+                break;
+            }
+            self.next += 1;
+            self.passed += 1;
+            crossed = true;
+        }
+        let split = if size < self.target / 2 {
+            false
+        } else if size >= self.target.saturating_mul(2) {
+            true
+        } else if crossed {
+            let percent = 50 + 5 * (self.passed - 1).min(8);
+            u128::from(size) * 100 >= u128::from(self.target) * u128::from(percent)
+        } else {
+            self.next >= self.grandparents.len() && size >= self.target
+        };
+        if split {
+            self.passed = 0;
+        }
+        split
+    }
 }
 
 /// Writes the contents of a memtable as table `number` of L0. `None` if it is
@@ -390,6 +466,53 @@ mod tests {
             InternalKey::new(b"k", seq, kind).encoded().to_vec(),
             Vec::new(),
         )
+    }
+
+    #[test]
+    fn outputs_end_at_the_target_without_grandparents() {
+        let mut s = Splitter::new(100, &[]);
+        assert!(!s.split_before(b"a", 0));
+        assert!(!s.split_before(b"b", 99));
+        assert!(s.split_before(b"c", 100));
+    }
+
+    #[test]
+    fn outputs_end_where_a_grandparent_starts_once_half_full() {
+        let gp = [
+            b"d".to_vec(),
+            b"m".to_vec(),
+            b"n".to_vec(),
+            b"o".to_vec(),
+            b"x".to_vec(),
+        ];
+        let mut s = Splitter::new(100, &gp);
+        // Crossing "d" below half the target: no cut.
+        assert!(!s.split_before(b"e", 40));
+        // Between grandparent starts, even past the target: no cut.
+        assert!(!s.split_before(b"f", 120));
+        // "m" is the second start passed in this output: the bar is 55%.
+        assert!(s.split_before(b"m", 120));
+        // A new output: "n" is its first start, the bar 50%.
+        assert!(!s.split_before(b"n", 49));
+        // "o" is its second: 55%.
+        assert!(!s.split_before(b"o", 54));
+        // Twice the target cuts anywhere.
+        assert!(s.split_before(b"p", 200));
+        // Past the last grandparent, the target cuts again.
+        assert!(!s.split_before(b"x", 10));
+        assert!(!s.split_before(b"y", 99));
+        assert!(s.split_before(b"z", 100));
+    }
+
+    #[test]
+    fn the_bar_rises_with_every_grandparent_passed_up_to_90_percent() {
+        let gp: Vec<Vec<u8>> = (0u8..20).map(|i| vec![i]).collect();
+        let mut s = Splitter::new(100, &gp);
+        // Starts 0..=11 passed below half the target.
+        assert!(!s.split_before(&[11], 49));
+        // Start 12 is the 13th: 50 + 5 * min(12, 8) = 90%.
+        assert!(!s.split_before(&[12], 89));
+        assert!(s.split_before(&[13], 90));
     }
 
     #[test]

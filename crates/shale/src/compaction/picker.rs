@@ -34,19 +34,41 @@
 //!   above the base level scores at least 1 so that it drains.
 //! * L6: never compacted (0).
 //!
-//! The level with the highest score >= 1 whose compaction does not conflict with
-//! one already running is picked:
+//! A level's *priority* is its score divided by the score of the level it
+//! compacts into (no less than 0.01; L6's score here is its size against its
+//! expected size), once its score reaches 1 (Pebble's score ratio). A level
+//! over its target waits while the level below is fuller still: it keeps
+//! gathering bytes, so that when it does go down, each byte of the level below
+//! that the compaction rewrites merges more new bytes. Levels above the base
+//! level keep their score. No level waits forever: if every priority is below 1,
+//! every score is below that of the level under it, and L6's is at most
+//! `multiplier / (multiplier - 1)`.
+//!
+//! The level with the highest priority >= 1 whose compaction does not conflict
+//! with one already running is picked:
 //!
 //! * L0 -> base: every L0 table (L0 tables overlap, so taking them all keeps
 //!   newer versions above older ones) plus the overlapping base tables. Only one
 //!   L0 compaction runs at a time.
 //! * Ln -> Ln+1: the table of Ln with the smallest ratio of overlapping bytes in
 //!   Ln+1 to its own size (RocksDB's `kMinOverlappingRatio`, which keeps write
-//!   amplification low), plus those overlapping tables.
+//!   amplification low), plus those overlapping tables. The input then grows by
+//!   the neighbouring tables of Ln that fall inside the key range already being
+//!   rewritten in Ln+1, as long as no other table of Ln+1 joins and the whole
+//!   stays under 25 output table sizes (LevelDB's and Pebble's expansion): they
+//!   go down without rewriting a byte more of Ln+1.
 //! * A single input table with nothing to merge with in the output level is
 //!   *moved* (a manifest edit, no I/O) when both levels agree on having a Bloom
 //!   filter; otherwise it is rewritten so that it carries its new level's filter
 //!   policy.
+//!
+//! # Output tables
+//!
+//! A compaction writes tables of [`output_file_size`]: the target doubles per
+//! level counted from the base level (which gets twice `target_file_size_base`),
+//! as in Pebble, so that a small database has small tables that compactions can
+//! pick among finely; its outputs are cut at the first keys of the tables below
+//! them (see the compaction job).
 
 use crate::format::NUM_LEVELS;
 
@@ -83,6 +105,24 @@ pub(crate) struct PickerOptions {
     pub level_size_multiplier: f64,
     /// Per level: tables carry a Bloom filter.
     pub filter_at: [bool; NUM_LEVELS],
+    /// Target size of L0 tables; see [`output_file_size`].
+    pub target_file_size_base: u64,
+}
+
+/// Bytes an expanded compaction may reach, in output table sizes (Pebble's
+/// limit).
+const EXPANSION_LIMIT_TABLES: u64 = 25;
+
+/// The least score a level's priority is divided by (see the module doc).
+const MIN_DIVISOR: f64 = 0.01;
+
+/// Target size of the tables a compaction writes into `level` while L0
+/// compacts into `base_level`: `target_file_size_base` doubled once per level
+/// from L0 to the base level's distance, `base << (1 + level - base_level)`
+/// (at most `base << 6`).
+pub(crate) fn output_file_size(target_file_size_base: u64, level: usize, base_level: usize) -> u64 {
+    let steps = (1 + level).saturating_sub(base_level).min(LAST_LEVEL) as u32;
+    target_file_size_base.saturating_mul(1 << steps)
 }
 
 /// Target sizes of the levels.
@@ -183,6 +223,35 @@ pub(crate) fn level_scores(
     scores
 }
 
+/// Priority of every level (see the module doc), from its `scores`.
+pub(crate) fn level_priorities(
+    levels: &Levels,
+    targets: &LevelTargets,
+    scores: &[f64; NUM_LEVELS],
+) -> [f64; NUM_LEVELS] {
+    let last_fullness =
+        level_bytes(levels)[LAST_LEVEL] as f64 / targets.max_bytes[LAST_LEVEL].max(1) as f64;
+    let fullness = |level: usize| {
+        if level == LAST_LEVEL {
+            last_fullness
+        } else {
+            scores[level]
+        }
+    };
+    let mut priorities = *scores;
+    for (level, p) in priorities.iter_mut().enumerate().take(LAST_LEVEL) {
+        let next = match level {
+            0 => targets.base_level,
+            l if l < targets.base_level => continue,
+            l => l + 1,
+        };
+        if *p >= 1.0 && next != level {
+            *p /= fullness(next).max(MIN_DIVISOR);
+        }
+    }
+    priorities
+}
+
 /// One compaction to run.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Pick {
@@ -194,17 +263,20 @@ pub(crate) struct Pick {
     pub output_inputs: Vec<u64>,
     /// Move the single input down without rewriting it.
     pub trivial_move: bool,
-    /// Score of the start level when picked.
+    /// Priority of the start level when picked.
     pub score: f64,
+    /// Target size of each output table.
+    pub target_file_size: u64,
 }
 
 /// Chooses the next compaction, if any level needs one and can have one.
 pub(crate) fn pick(levels: &Levels, opts: &PickerOptions) -> Option<Pick> {
     let targets = level_targets(&level_bytes(levels), opts);
     let scores = level_scores(levels, &targets, opts);
-    let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&l| scores[l] >= 1.0).collect();
-    // Highest score first; ties go to the higher level (L0 first).
-    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let priorities = level_priorities(levels, &targets, &scores);
+    let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&l| priorities[l] >= 1.0).collect();
+    // Highest priority first; ties go to the higher level (L0 first).
+    order.sort_by(|&a, &b| priorities[b].total_cmp(&priorities[a]).then(a.cmp(&b)));
     for level in order {
         let picked = if level == 0 {
             pick_l0(levels, targets.base_level, opts)
@@ -214,10 +286,15 @@ pub(crate) fn pick(levels: &Levels, opts: &PickerOptions) -> Option<Pick> {
             } else {
                 (level + 1).min(LAST_LEVEL)
             };
-            pick_level(levels, level, output, opts)
+            pick_level(levels, level, output, targets.base_level, opts)
         };
         if let Some(mut p) = picked {
-            p.score = scores[level];
+            p.score = priorities[level];
+            p.target_file_size = output_file_size(
+                opts.target_file_size_base,
+                p.output_level,
+                targets.base_level,
+            );
             return Some(p);
         }
     }
@@ -250,10 +327,17 @@ fn pick_l0(levels: &Levels, base: usize, opts: &PickerOptions) -> Option<Pick> {
         output_inputs: out.iter().map(|&i| levels[base][i].number).collect(),
         trivial_move,
         score: 0.0,
+        target_file_size: 0,
     })
 }
 
-fn pick_level(levels: &Levels, level: usize, output: usize, opts: &PickerOptions) -> Option<Pick> {
+fn pick_level(
+    levels: &Levels,
+    level: usize,
+    output: usize,
+    base_level: usize,
+    opts: &PickerOptions,
+) -> Option<Pick> {
     let mut best: Option<(u128, usize, Vec<usize>)> = None;
     for (i, f) in levels[level].iter().enumerate() {
         if f.compacting {
@@ -270,16 +354,64 @@ fn pick_level(levels: &Levels, level: usize, output: usize, opts: &PickerOptions
             best = Some((ratio, i, out));
         }
     }
-    let (_, i, out) = best?;
-    let f = &levels[level][i];
+    let (_, seed, out) = best?;
+    let limit = output_file_size(opts.target_file_size_base, output, base_level)
+        .saturating_mul(EXPANSION_LIMIT_TABLES);
+    let inputs = expand(&levels[level], &levels[output], seed, &out, limit);
     Some(Pick {
         start_level: level,
         output_level: output,
-        inputs: vec![f.number],
+        inputs: inputs.iter().map(|&i| levels[level][i].number).collect(),
         output_inputs: out.iter().map(|&j| levels[output][j].number).collect(),
         trivial_move: out.is_empty() && opts.filter_at[level] == opts.filter_at[output],
         score: 0.0,
+        target_file_size: 0,
     })
+}
+
+/// The smallest and largest user keys of the tables `picked` of `tables`.
+fn span<'t>(tables: &'t [TableSummary], picked: &[usize]) -> Option<(&'t [u8], &'t [u8])> {
+    let lo = picked.iter().map(|&i| tables[i].smallest.as_slice()).min();
+    let hi = picked.iter().map(|&i| tables[i].largest.as_slice()).max();
+    lo.zip(hi)
+}
+
+/// The inputs of a compaction of table `seed` of `from` into `to`, where it
+/// overlaps the tables `out`: `seed` and its neighbours in `from` that lie
+/// within the key range rewritten in `to`, if taking them adds no table of `to`
+/// and keeps the compaction under `limit` bytes.
+fn expand(
+    from: &[TableSummary],
+    to: &[TableSummary],
+    seed: usize,
+    out: &[usize],
+    limit: u64,
+) -> Vec<usize> {
+    let just_seed = vec![seed];
+    let Some(f) = from.get(seed) else {
+        return just_seed;
+    };
+    let Some((out_lo, out_hi)) = span(to, out) else {
+        return just_seed;
+    };
+    let lo = out_lo.min(f.smallest.as_slice());
+    let hi = out_hi.max(f.largest.as_slice());
+    let grown = overlapping(from, lo, hi);
+    if grown.len() <= 1 || grown.iter().any(|&i| from[i].compacting) {
+        return just_seed;
+    }
+    let Some((grown_lo, grown_hi)) = span(from, &grown) else {
+        return just_seed;
+    };
+    if overlapping(to, grown_lo.min(lo), grown_hi.max(hi)) != out {
+        return just_seed;
+    }
+    let bytes: u64 = grown.iter().map(|&i| from[i].size).sum::<u64>()
+        + out.iter().map(|&j| to[j].size).sum::<u64>();
+    if bytes >= limit {
+        return just_seed;
+    }
+    grown
 }
 
 /// Estimated bytes compactions must still rewrite to bring every level within
@@ -332,6 +464,7 @@ mod tests {
             base_level_bytes: 64 * MIB,
             level_size_multiplier: 10.0,
             filter_at: [true, true, true, true, true, true, false],
+            target_file_size_base: 2 * MIB,
         }
     }
 
@@ -577,6 +710,39 @@ mod tests {
                 expect: Some((4, 5, vec![7], vec![], true)),
             },
             Case {
+                name: "neighbours inside the rewritten range of L6 join the compaction",
+                levels: shape([
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    // Two L5 tables under each L6 table; base L5, score 1.31.
+                    level(16, 5 * MIB, 10),
+                    level(8, 75 * MIB, 20),
+                ]),
+                expect: Some((5, 6, vec![10, 11], vec![20], false)),
+            },
+            Case {
+                name: "a neighbour that would pull in another L6 table stays out",
+                levels: shape([
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    vec![],
+                    {
+                        // Table 11 now reaches into the second L6 table.
+                        let mut v = level(16, 5 * MIB, 10);
+                        v[1].largest = vec![0x27];
+                        v[2].smallest = vec![0x28];
+                        v
+                    },
+                    level(8, 75 * MIB, 20),
+                ]),
+                expect: Some((5, 6, vec![10], vec![20], false)),
+            },
+            Case {
                 name: "the first non-empty level is the base even when small",
                 levels: shape([
                     vec![],
@@ -602,6 +768,40 @@ mod tests {
             });
             assert_eq!(got, c.expect, "{}", c.name);
         }
+    }
+
+    #[test]
+    fn output_tables_double_per_level_from_the_base_level() {
+        assert_eq!(output_file_size(2 * MIB, 4, 4), 4 * MIB);
+        assert_eq!(output_file_size(2 * MIB, 6, 4), 16 * MIB);
+        assert_eq!(output_file_size(2 * MIB, 6, 6), 4 * MIB);
+        assert_eq!(output_file_size(2 * MIB, 6, 1), 128 * MIB);
+        // A level above the base level (being drained) gets the base's size.
+        assert_eq!(output_file_size(2 * MIB, 2, 4), 2 * MIB);
+    }
+
+    #[test]
+    fn a_level_over_target_waits_while_the_level_below_is_fuller() {
+        let mut levels = shape(std::array::from_fn(|_| Vec::new()));
+        levels[6] = level(5, 100 * MIB, 20);
+        let mut max_bytes = [u64::MAX; NUM_LEVELS];
+        max_bytes[4] = 64 * MIB;
+        max_bytes[5] = 400 * MIB;
+        max_bytes[6] = 1000 * MIB;
+        let targets = LevelTargets {
+            base_level: 4,
+            max_bytes,
+        };
+        // L2 (above the base level, draining), L4 and L5 over their targets;
+        // L6 half full.
+        let scores = [1.5, 0.0, 1.2, 0.0, 3.0, 2.0, 0.0];
+        let p = level_priorities(&levels, &targets, &scores);
+        // L0 waits for the base level, L4 goes before L0 but after L5.
+        assert_eq!(p, [0.5, 0.0, 1.2, 0.0, 1.5, 4.0, 0.0]);
+        // Scores below 1 are left alone; an empty L6 divides by 0.01.
+        levels[6].clear();
+        let p = level_priorities(&levels, &targets, &[0.5, 0.0, 0.0, 0.0, 0.9, 1.0, 0.0]);
+        assert_eq!(p, [0.5, 0.0, 0.0, 0.0, 0.9, 100.0, 0.0]);
     }
 
     #[test]

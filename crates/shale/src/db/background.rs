@@ -150,6 +150,7 @@ pub(crate) fn picker_options(opts: &Options) -> PickerOptions {
         base_level_bytes: opts.base_level_bytes,
         level_size_multiplier: opts.level_size_multiplier,
         filter_at: std::array::from_fn(|l| opts.filter_policy.applies_to(l)),
+        target_file_size_base: opts.target_file_size_base,
     }
 }
 
@@ -277,9 +278,27 @@ fn run_compaction(db: &DbInner, c: &Compaction) -> Result<()> {
         db.stats.trivial_moves.incr();
         return db.log_and_apply(&mut st, edit, 0);
     }
-    let bottommost = is_bottommost(&db.sv.load().version, &c.inputs, out_level);
-    let merged = job::merge(db, &c.inputs, out_level, bottommost)?;
+    let version = db.sv.load().version.clone();
+    let bottommost = is_bottommost(&version, &c.inputs, out_level);
+    let grandparents = first_keys(&version, out_level + 1);
+    let output = job::Outputs {
+        level: out_level,
+        target_file_size: c.pick.target_file_size,
+        grandparents: &grandparents,
+    };
+    let merged = job::merge(db, &c.inputs, &output, bottommost)?;
     install(db, &c.inputs, out_level, merged)
+}
+
+/// Smallest user keys of the tables of `level`, in key order (none past the
+/// last level).
+fn first_keys(version: &Version, level: usize) -> Vec<Vec<u8>> {
+    version.levels.get(level).map_or_else(Vec::new, |tables| {
+        tables
+            .iter()
+            .map(|f| f.smallest.user_key().to_vec())
+            .collect()
+    })
 }
 
 /// Replaces `inputs` by the merge's output tables at `level`.
@@ -343,7 +362,20 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     let result = if inputs.is_empty() {
         Ok(())
     } else {
-        job::merge(db, &inputs, LAST_LEVEL, true)
+        let version = db.sv.load().version.clone();
+        let popts = picker_options(&db.opts);
+        let shape = summarize(&version, &HashSet::new());
+        let base_level = picker::level_targets(&picker::level_bytes(&shape), &popts).base_level;
+        let output = job::Outputs {
+            level: LAST_LEVEL,
+            target_file_size: picker::output_file_size(
+                db.opts.target_file_size_base,
+                LAST_LEVEL,
+                base_level,
+            ),
+            grandparents: &[],
+        };
+        job::merge(db, &inputs, &output, true)
             .and_then(|merged| install(db, &inputs, LAST_LEVEL, merged))
     };
     let mut st = db.state.lock();
