@@ -19,6 +19,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Set KEY to VALUE (synced to disk before returning).
@@ -132,6 +134,12 @@ pub struct BenchCompareArgs {
     /// Memory of each budget left to the page cache and the engine's growth.
     #[arg(long, value_name = "SIZE", default_value = "32MiB")]
     pub memory_slack: String,
+    /// Block caches each engine tries in each budget, comma-separated, as
+    /// shares of its free memory there (the budget minus its resident memory
+    /// minus --memory-slack; 1,0.5,0.1): the try with the most Gets/s is the
+    /// engine's result for the budget; every try is kept in compare.json.
+    #[arg(long, value_name = "LIST", default_value = "1")]
+    pub memory_caches: String,
     /// Where each engine's database is kept between runs
     /// (DIR/compare-<engine>-<config>-<keys>-<scheme>-v<value size>).
     #[arg(long, value_name = "DIR", default_value = "shale-data")]
@@ -139,10 +147,14 @@ pub struct BenchCompareArgs {
     /// Directory for compare.json, compare.csv, plots and compare.html.
     #[arg(long, value_name = "DIR", default_value = "shale-report/compare")]
     pub out: PathBuf,
-    /// Seconds a harness may take for one load or read phase before it is
+    /// Seconds a harness may take to load or inspect a database before it is
     /// killed and reported.
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     pub timeout: u64,
+    /// Seconds a harness may take for one read phase (a cache size, or a
+    /// budget) before it is killed and reported.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900)]
+    pub read_timeout: u64,
     /// Print compare.json on standard output instead of the tables.
     #[arg(long)]
     pub json: bool,

@@ -184,6 +184,9 @@ pub struct CompareResults {
     pub memory_budgets: Vec<u64>,
     /// Memory left to the page cache and the harness's growth in each budget.
     pub memory_slack: u64,
+    /// Shares of an engine's free memory in a budget tried as its block cache.
+    #[serde(default)]
+    pub memory_cache_shares: Vec<f64>,
     /// The cache sizes as given: bytes, or a percentage of each engine's
     /// own database.
     pub cache_specs: Vec<String>,
@@ -231,11 +234,27 @@ impl EngineResults {
     }
 }
 
-/// One memory budget of one engine (view b).
+fn one() -> f64 {
+    1.0
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One memory budget of one engine and one block cache size (view b).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BudgetRun {
     /// The control group's memory limit, bytes.
     pub budget_bytes: u64,
+    /// The share of the engine's free memory in the budget (the budget minus
+    /// its resident memory minus the slack) given to its block cache.
+    #[serde(default = "one")]
+    pub cache_share: f64,
+    /// The try with the most Gets/s of this engine in this budget, the one
+    /// tables and plots show.
+    #[serde(default = "yes")]
+    pub best: bool,
     /// The figures (`run.cache_bytes` is the block cache the engine got).
     pub run: Run,
     /// Everything the harness replied.
@@ -296,9 +315,19 @@ impl Run {
     }
 }
 
+/// The `spec` of a budget's try in the CSV form.
+fn budget_spec(b: &BudgetRun) -> String {
+    if b.best {
+        format!("memory:{}", b.budget_bytes)
+    } else {
+        format!("memory:{}:share={}", b.budget_bytes, b.cache_share)
+    }
+}
+
 impl CompareResults {
     /// The CSV form: one line per engine and cache size, then one per engine
-    /// and memory budget (`spec` is `memory:<bytes>`).
+    /// and memory budget (`spec` is `memory:<bytes>` for the best try,
+    /// `memory:<bytes>:share=<share>` for the others).
     pub fn to_csv(&self) -> String {
         let mut out = String::from(
             "engine,config,label,spec,db_bytes,cache_bytes,cache_percent,phase,gets,found,\
@@ -315,7 +344,7 @@ impl CompareResults {
             let budget_runs = e
                 .budget_runs
                 .iter()
-                .map(|b| (format!("memory:{}", b.budget_bytes), &b.run, &b.reply));
+                .map(|b| (budget_spec(b), &b.run, &b.reply));
             for (spec, r, reply) in cache_runs.chain(budget_runs) {
                 out.push_str(&format!(
                     "{},{},\"{}\",{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{:.1},{:.1},{:.1},{:.1},{},{},{}\n",

@@ -72,6 +72,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     };
     let slack = parse_size(&a.memory_slack, &Composition::default())
         .map_err(|e| CliError::msg(format!("--memory-slack: {e}")))?;
+    let shares = parse_shares(&a.memory_caches)?;
     let mut results = CompareResults {
         keys: a.workload.keys,
         value_size: a.workload.value_size,
@@ -84,6 +85,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
         direct_io: a.workload.direct_io,
         memory_budgets: budgets.clone(),
         memory_slack: slack,
+        memory_cache_shares: shares,
         cache_specs: cache_list
             .split(',')
             .map(|s| s.trim().to_string())
@@ -92,6 +94,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
         engines: Vec::new(),
     };
     let timeout = Duration::from_secs(a.timeout.max(1));
+    let read_timeout = Duration::from_secs(a.read_timeout.max(1));
     let mut harnesses = Vec::new();
     for w in &wanted {
         let (engine, config) = (&w.engine, &w.config);
@@ -149,7 +152,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
                 reads_file: reads_file.clone(),
                 direct_io: er.direct_io(a.workload.direct_io),
             });
-            match h.call::<ReadReply>(request, timeout) {
+            match h.call::<ReadReply>(request, read_timeout) {
                 Ok(reply) => er.runs.push(EngineRun {
                     spec: spec.clone(),
                     run: Run::from_reply(&reply, &comp),
@@ -177,7 +180,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
             &dataset,
             &files,
             threads,
-            timeout,
+            read_timeout,
             &out_dir,
         )?;
     }
@@ -238,6 +241,26 @@ fn parse_budgets(list: &str) -> CliResult<Vec<u64>> {
                 .map_err(|e| CliError::msg(format!("--memory: {e}")))
         })
         .collect()
+}
+
+/// `--memory-caches`: shares in (0, 1].
+fn parse_shares(list: &str) -> CliResult<Vec<f64>> {
+    let mut shares = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item.parse::<f64>() {
+            Ok(x) if x > 0.0 && x <= 1.0 => shares.push(x),
+            _ => {
+                return Err(CliError::msg(format!(
+                    "--memory-caches: {item:?} is not a share of free memory in (0, 1] \
+                     (for example 1,0.5,0.1)"
+                )))
+            }
+        }
+    }
+    if shares.is_empty() {
+        return Err(CliError::msg("--memory-caches: give at least one share"));
+    }
+    Ok(shares)
 }
 
 fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribution)> {
@@ -367,7 +390,7 @@ fn run_budgets(
         er.baseline_rss_bytes = Some(baseline);
         for &budget in &budgets {
             let er = &mut results.engines[n];
-            let Some(cache_bytes) = budget
+            let Some(free) = budget
                 .checked_sub(baseline + slack)
                 .filter(|&c| c >= 1 << 20)
             else {
@@ -378,46 +401,75 @@ fn run_budgets(
                 );
                 continue;
             };
-            eprintln!(
-                "{}: Gets in {budget} bytes of memory (cache {cache_bytes} bytes)",
-                er.label
-            );
-            super::cgroup::drop_page_cache().map_err(CliError::msg)?;
-            let name = format!("shale-bench-{}-{n}", std::process::id());
-            let group = super::cgroup::MemoryGroup::create(&name, budget).map_err(CliError::msg)?;
-            let (program, args) = group.wrap(&h.program, &h.args);
-            let inside = Harness {
-                engine: h.engine.clone(),
-                config: h.config.clone(),
-                program,
-                args,
-                dir: h.dir.clone(),
-            };
-            let request = Op::Read(ReadRequest {
-                target: h.target(dataset),
-                cache_bytes,
-                threads,
-                warmup_file: files.warmup.to_path_buf(),
-                reads_file: files.reads.to_path_buf(),
-                direct_io,
-            });
-            let reply = inside.call::<ReadReply>(request, timeout);
-            drop(group);
-            match reply {
-                Ok(reply) => er.budget_runs.push(BudgetRun {
-                    budget_bytes: budget,
-                    run: Run::from_reply(&reply, &comp),
-                    reply,
-                }),
-                Err(reason) => {
-                    eprintln!("{}: {reason}", er.engine);
-                    er.status = format!("read in {budget} bytes of memory failed: {reason}");
+            let first_try = er.budget_runs.len();
+            let mut tried = Vec::new();
+            for &share in &results.memory_cache_shares {
+                let cache_bytes = ((free as f64 * share) as u64).max(1 << 20);
+                if tried.contains(&cache_bytes) {
+                    continue;
                 }
+                tried.push(cache_bytes);
+                let er = &mut results.engines[n];
+                eprintln!(
+                    "{}: Gets in {budget} bytes of memory (cache {cache_bytes} bytes)",
+                    er.label
+                );
+                super::cgroup::drop_page_cache().map_err(CliError::msg)?;
+                let name = format!("shale-bench-{}-{n}", std::process::id());
+                let group =
+                    super::cgroup::MemoryGroup::create(&name, budget).map_err(CliError::msg)?;
+                let (program, args) = group.wrap(&h.program, &h.args);
+                let inside = Harness {
+                    engine: h.engine.clone(),
+                    config: h.config.clone(),
+                    program,
+                    args,
+                    dir: h.dir.clone(),
+                };
+                let request = Op::Read(ReadRequest {
+                    target: h.target(dataset),
+                    cache_bytes,
+                    threads,
+                    warmup_file: files.warmup.to_path_buf(),
+                    reads_file: files.reads.to_path_buf(),
+                    direct_io,
+                });
+                let reply = inside.call::<ReadReply>(request, timeout);
+                drop(group);
+                match reply {
+                    Ok(reply) => er.budget_runs.push(BudgetRun {
+                        budget_bytes: budget,
+                        cache_share: share,
+                        best: false,
+                        run: Run::from_reply(&reply, &comp),
+                        reply,
+                    }),
+                    Err(reason) => {
+                        eprintln!("{}: {reason}", er.engine);
+                        er.status = format!(
+                            "read in {budget} bytes of memory with a {cache_bytes}-byte cache \
+                         failed: {reason}"
+                        );
+                    }
+                }
+                mark_best(&mut results.engines[n].budget_runs[first_try..]);
+                write_report(results, out_dir)?;
             }
-            write_report(results, out_dir)?;
         }
     }
     Ok(())
+}
+
+/// Marks the try with the most Gets/s among `tries` (one engine, one budget).
+fn mark_best(tries: &mut [BudgetRun]) {
+    let best = tries
+        .iter()
+        .enumerate()
+        .max_by(|(_, a), (_, b)| a.run.ops_per_sec.total_cmp(&b.run.ops_per_sec))
+        .map(|(i, _)| i);
+    for (i, t) in tries.iter_mut().enumerate() {
+        t.best = Some(i) == best;
+    }
 }
 
 /// A built harness of one engine and configuration.
@@ -707,6 +759,33 @@ mod tests {
             stderr_tail(s),
             "; its standard error ends: b | c | d | e | f"
         );
+    }
+
+    #[test]
+    fn the_fastest_try_of_a_budget_is_the_best() {
+        let try_at = |share: f64, ops: f64| BudgetRun {
+            budget_bytes: 64 << 20,
+            cache_share: share,
+            best: true,
+            run: Run {
+                ops_per_sec: ops,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut tries = vec![try_at(1.0, 900.0), try_at(0.5, 1200.0), try_at(0.1, 300.0)];
+        mark_best(&mut tries);
+        let best: Vec<bool> = tries.iter().map(|t| t.best).collect();
+        assert_eq!(best, [false, true, false]);
+    }
+
+    #[test]
+    fn cache_shares_must_lie_in_zero_to_one() {
+        assert_eq!(parse_shares("1, 0.5,0.1").expect("valid"), [1.0, 0.5, 0.1]);
+        for bad in ["0", "1.5", "half", "", "-0.2"] {
+            let e = parse_shares(bad).expect_err(bad).to_string();
+            assert!(e.contains("--memory-caches"), "{bad}: {e}");
+        }
     }
 
     #[test]
