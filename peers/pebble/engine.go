@@ -178,6 +178,7 @@ func load(req *Request, ds *Dataset) (*LoadReply, error) {
 	settle(db)
 	seconds := time.Since(start).Seconds()
 	m := db.Metrics()
+	logf("metrics after the load:\n%s", m.String())
 	reply := &LoadReply{Engine: engineLabel(req.Config), Seconds: seconds, WALBytes: m.WAL.BytesWritten}
 	for _, n := range userBytes {
 		reply.UserBytes += n
