@@ -1,7 +1,8 @@
 //! The report of `shale bench compare`: `compare.json`, `compare.csv`, plots
 //! with one curve per engine (misses per Get, device reads per Get and Gets/s
-//! against cache size, as SVG and PNG), `compare.html`, and the terminal
-//! tables with every engine's figures as a ratio to shale's.
+//! against cache size; device reads per Get, Gets/s and p99 latency against
+//! the memory budget; as SVG and PNG), `compare.html`, and the terminal tables
+//! with every engine's figures as a ratio to shale's.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -20,6 +21,12 @@ pub const COMPARE_CSV: &str = "compare.csv";
 pub const COMPARE_HTML: &str = "compare.html";
 /// The plots, each written as `<name>.svg` and `<name>.png`.
 pub const PLOTS: [&str; 3] = ["compare_io_per_get", "compare_device_reads", "compare_ops"];
+/// The plots of view (b), written when some engine ran in a memory budget.
+pub const BUDGET_PLOTS: [&str; 3] = [
+    "compare_budget_device_reads",
+    "compare_budget_ops",
+    "compare_budget_p99",
+];
 
 const X_LABEL: &str = "block cache size (% of each engine's DB, log scale)";
 
@@ -31,13 +38,16 @@ pub fn write_all(results: &CompareResults, out_dir: &Path) -> Result<Vec<PathBuf
     let mut json = serde_json::to_string_pretty(results)
         .map_err(|e| format!("cannot write {}: {e}", in_dir(COMPARE_JSON).display()))?;
     json.push('\n');
-    let charts = charts(results);
+    let mut charts: Vec<(&str, Chart)> = PLOTS.into_iter().zip(charts(results)).collect();
+    if results.engines.iter().any(|e| !e.budget_runs.is_empty()) {
+        charts.extend(BUDGET_PLOTS.into_iter().zip(budget_charts(results)));
+    }
     let mut files: Vec<(String, Vec<u8>)> = vec![
         (COMPARE_JSON.into(), json.into_bytes()),
         (COMPARE_CSV.into(), results.to_csv().into_bytes()),
     ];
     let mut svgs = Vec::new();
-    for (name, c) in PLOTS.iter().zip(&charts) {
+    for (name, c) in &charts {
         let figure = chart::plot(c);
         let svg = figure.to_svg();
         let png = figure
@@ -121,6 +131,63 @@ fn charts(r: &CompareResults) -> Vec<Chart> {
             Chart {
                 title: format!("{title}: {}", subject(r)),
                 x_label: X_LABEL.into(),
+                y_label: (*y_label).into(),
+                y_axis: YAxis::Linear,
+                series,
+                markers: Vec::new(),
+                phases: false,
+                note: None,
+            }
+        })
+        .collect()
+}
+
+/// One chart per plot of [`BUDGET_PLOTS`]: each engine's best try per budget.
+fn budget_charts(r: &CompareResults) -> Vec<Chart> {
+    type Pick = fn(&Run) -> Option<f64>;
+    let plots: [(&str, &str, Pick); 3] = [
+        (
+            "Device reads per Get (4 KiB pages) in a memory budget",
+            "device pages per Get",
+            |r| r.device_reads_per_get,
+        ),
+        ("Gets per second in a memory budget", "Gets/s", |r| {
+            Some(r.ops_per_sec)
+        }),
+        ("p99 Get latency in a memory budget", "p99 µs", |r| {
+            Some(r.p99_us)
+        }),
+    ];
+    plots
+        .iter()
+        .map(|(title, y_label, pick)| {
+            let series = r
+                .engines
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.budget_runs.iter().any(|b| b.best))
+                .map(|(i, e)| {
+                    let (color, shape) = color(i);
+                    Series {
+                        name: e.label.clone(),
+                        color,
+                        shape,
+                        width: if e.engine == "shale" { 2.8 } else { 2.0 },
+                        points: e
+                            .budget_runs
+                            .iter()
+                            .filter(|b| b.best)
+                            .map(|b| (b.budget_bytes as f64 / (1u64 << 20) as f64, pick(&b.run)))
+                            .collect(),
+                    }
+                })
+                .collect();
+            Chart {
+                title: format!("{title}: {}", subject(r)),
+                x_label: format!(
+                    "total memory budget (MiB, log scale; page cache included; {})",
+                    cache_rule(r)
+                ),
                 y_label: (*y_label).into(),
                 y_axis: YAxis::Linear,
                 series,
@@ -581,6 +648,11 @@ mod tests {
             "{pebble}"
         );
         assert!(!t.contains("3.00"), "only the best try is shown: {t}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written = write_all(&r, dir.path()).expect("written");
+        assert_eq!(written.len(), 3 + 2 * (PLOTS.len() + BUDGET_PLOTS.len()));
+        let svg = fs::read_to_string(dir.path().join("compare_budget_ops.svg")).expect("svg");
+        assert!(svg.contains("budget"), "{svg}");
         let csv = r.to_csv();
         assert!(csv.contains(",memory:50331648,"), "{csv}");
         assert!(csv.contains(",memory:50331648:share=0.5,"), "{csv}");
