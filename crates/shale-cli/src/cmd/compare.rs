@@ -346,10 +346,12 @@ struct ReadFiles<'a> {
 }
 
 /// View (b): every engine under the same total memory. For each budget, an
-/// engine's block cache is the budget minus its resident memory with a tiny
-/// cache (measured first) minus `--memory-slack`, and its read phase runs in a
-/// control group limited to the budget after the page cache was dropped, so
-/// that whatever its buffered reads keep in the page cache counts too.
+/// engine's free memory is the budget minus its resident memory with a tiny
+/// cache (measured first) minus `--memory-slack`; each share of it in
+/// `--memory-caches` is tried as its block cache, in a read phase that runs in
+/// a control group limited to the budget after the page cache was dropped (so
+/// that whatever its buffered reads keep in the page cache counts too), and
+/// the try with the most Gets/s is marked best.
 #[allow(clippy::too_many_arguments)]
 fn run_budgets(
     results: &mut CompareResults,

@@ -169,6 +169,7 @@ pub(crate) fn merge(
                     let number = db.new_output();
                     numbers.push(number);
                     out.open(number)?;
+                    splitter.started();
                 }
                 for &i in kept {
                     out.add(&versions[i].0, &versions[i].1)?;
@@ -228,7 +229,13 @@ impl<'g> Splitter<'g> {
         }
     }
 
-    /// True if the output holding `size` bytes should end before `key`.
+    /// A new output begins: grandparent starts count from here.
+    fn started(&mut self) {
+        self.passed = 0;
+    }
+
+    /// True if the output holding `size` bytes should end before `key` (the
+    /// caller then calls [`Splitter::started`] as the next output opens).
     fn split_before(&mut self, key: &[u8], size: u64) -> bool {
         let mut crossed = false;
         while let Some(g) = self.grandparents.get(self.next) {
@@ -239,20 +246,16 @@ impl<'g> Splitter<'g> {
             self.passed += 1;
             crossed = true;
         }
-        let split = if size < self.target / 2 {
+        if size < self.target / 2 {
             false
         } else if size >= self.target.saturating_mul(2) {
             true
         } else if crossed {
-            let percent = 50 + 5 * (self.passed - 1).min(8);
+            let percent = 50 + 5 * self.passed.saturating_sub(1).min(8);
             u128::from(size) * 100 >= u128::from(self.target) * u128::from(percent)
         } else {
             self.next >= self.grandparents.len() && size >= self.target
-        };
-        if split {
-            self.passed = 0;
         }
-        split
     }
 }
 
@@ -486,18 +489,23 @@ mod tests {
             b"x".to_vec(),
         ];
         let mut s = Splitter::new(100, &gp);
+        // The first key of the merge, before any output exists.
+        assert!(!s.split_before(b"a", 0));
+        s.started();
         // Crossing "d" below half the target: no cut.
         assert!(!s.split_before(b"e", 40));
         // Between grandparent starts, even past the target: no cut.
         assert!(!s.split_before(b"f", 120));
         // "m" is the second start passed in this output: the bar is 55%.
         assert!(s.split_before(b"m", 120));
+        s.started();
         // A new output: "n" is its first start, the bar 50%.
         assert!(!s.split_before(b"n", 49));
         // "o" is its second: 55%.
         assert!(!s.split_before(b"o", 54));
         // Twice the target cuts anywhere.
         assert!(s.split_before(b"p", 200));
+        s.started();
         // Past the last grandparent, the target cuts again.
         assert!(!s.split_before(b"x", 10));
         assert!(!s.split_before(b"y", 99));
@@ -505,14 +513,30 @@ mod tests {
     }
 
     #[test]
+    fn starts_passed_before_the_first_output_do_not_raise_its_bar() {
+        let gp: Vec<Vec<u8>> = (0u8..20).map(|i| vec![i]).collect();
+        let mut s = Splitter::new(100, &gp);
+        // The merge's first key lies past twelve grandparent starts.
+        assert!(!s.split_before(&[11], 0));
+        s.started();
+        // The first start inside the output: the bar is 50%, not 90%.
+        assert!(s.split_before(&[12], 50));
+    }
+
+    #[test]
     fn the_bar_rises_with_every_grandparent_passed_up_to_90_percent() {
         let gp: Vec<Vec<u8>> = (0u8..20).map(|i| vec![i]).collect();
         let mut s = Splitter::new(100, &gp);
+        s.started();
         // Starts 0..=11 passed below half the target.
         assert!(!s.split_before(&[11], 49));
         // Start 12 is the 13th: 50 + 5 * min(12, 8) = 90%.
         assert!(!s.split_before(&[12], 89));
         assert!(s.split_before(&[13], 90));
+        s.started();
+        // Starts passed before an output opens do not count for it: the
+        // first start in the new output sets the bar at 50%.
+        assert!(s.split_before(&[14], 50));
     }
 
     #[test]

@@ -40,9 +40,10 @@
 //! over its target waits while the level below is fuller still: it keeps
 //! gathering bytes, so that when it does go down, each byte of the level below
 //! that the compaction rewrites merges more new bytes. Levels above the base
-//! level keep their score. No level waits forever: if every priority is below 1,
-//! every score is below that of the level under it, and L6's is at most
-//! `multiplier / (multiplier - 1)`.
+//! level keep their score. Nothing piles up: when no priority reaches 1, every
+//! level at or over its target is less full than the level under it, and L6 is
+//! at most `multiplier / (multiplier - 1)` full (its target is the expected
+//! size), so no level, L0 included, is more than that factor over target.
 //!
 //! The level with the highest priority >= 1 whose compaction does not conflict
 //! with one already running is picked:
