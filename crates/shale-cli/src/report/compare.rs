@@ -252,8 +252,19 @@ fn engine_rows(e: &EngineResults) -> [String; 7] {
         e.load
             .as_ref()
             .map_or("-".into(), |l| format!("{:.2}", l.write_amp)),
-        e.status.clone(),
+        short_status(&e.status),
     ]
+}
+
+/// Longest status the tables show; compare.json keeps the whole text (a
+/// failed harness's status ends with its standard error).
+const STATUS_CHARS: usize = 160;
+
+fn short_status(status: &str) -> String {
+    match status.char_indices().nth(STATUS_CHARS) {
+        Some((cut, _)) => format!("{}… (whole text in {COMPARE_JSON})", &status[..cut]),
+        None => status.to_string(),
+    }
 }
 
 fn run_cells(er: &EngineRun, shale: Option<&Run>) -> [String; 8] {
@@ -599,6 +610,16 @@ mod tests {
         assert!(pebble.contains("0.50x"), "{pebble}");
         let shale = t.lines().rfind(|l| l.starts_with("shale")).expect("row");
         assert!(shale.contains("1.00x"), "{shale}");
+    }
+
+    #[test]
+    fn long_statuses_are_cut_in_tables() {
+        let long = "é".repeat(STATUS_CHARS + 5);
+        let short = short_status(&long);
+        assert!(short.starts_with(&"é".repeat(STATUS_CHARS)), "{short}");
+        assert!(short.ends_with("(whole text in compare.json)"), "{short}");
+        assert!(!short.contains(&"é".repeat(STATUS_CHARS + 1)), "{short}");
+        assert_eq!(short_status("ok"), "ok");
     }
 
     #[test]
