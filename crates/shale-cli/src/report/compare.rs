@@ -90,9 +90,11 @@ fn subject(r: &CompareResults) -> String {
     )
 }
 
+/// What a chart plots of a run.
+type Pick = fn(&Run) -> Option<f64>;
+
 /// One chart per plot of [`PLOTS`], one series per engine with runs.
 fn charts(r: &CompareResults) -> Vec<Chart> {
-    type Pick = fn(&Run) -> Option<f64>;
     let plots: [(&str, &str, Pick); 3] = [
         ("Block-cache misses per Get", "misses per Get", |r| {
             Some(r.io_per_get)
@@ -106,45 +108,20 @@ fn charts(r: &CompareResults) -> Vec<Chart> {
     ];
     plots
         .iter()
-        .map(|(title, y_label, pick)| {
-            let series = r
-                .engines
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| !e.runs.is_empty())
-                .map(|(i, e)| {
-                    let (color, shape) = color(i);
-                    Series {
-                        name: e.label.clone(),
-                        color,
-                        shape,
-                        width: if e.engine == "shale" { 2.8 } else { 2.0 },
-                        points: e
-                            .runs
-                            .iter()
-                            .filter(|er| er.run.cache_percent > 0.0)
-                            .map(|er| (er.run.cache_percent, pick(&er.run)))
-                            .collect(),
-                    }
-                })
-                .collect();
-            Chart {
-                title: format!("{title}: {}", subject(r)),
-                x_label: X_LABEL.into(),
-                y_label: (*y_label).into(),
-                y_axis: YAxis::Linear,
-                series,
-                markers: Vec::new(),
-                phases: false,
-                note: None,
-            }
+        .map(|&(title, y_label, pick)| {
+            engine_chart(r, title, X_LABEL.into(), y_label, |e| {
+                e.runs
+                    .iter()
+                    .filter(|er| er.run.cache_percent > 0.0)
+                    .map(|er| (er.run.cache_percent, pick(&er.run)))
+                    .collect()
+            })
         })
         .collect()
 }
 
 /// One chart per plot of [`BUDGET_PLOTS`]: each engine's best try per budget.
 fn budget_charts(r: &CompareResults) -> Vec<Chart> {
-    type Pick = fn(&Run) -> Option<f64>;
     let plots: [(&str, &str, Pick); 3] = [
         (
             "Device reads per Get (4 KiB pages) in a memory budget",
@@ -158,45 +135,61 @@ fn budget_charts(r: &CompareResults) -> Vec<Chart> {
             Some(r.p99_us)
         }),
     ];
+    let x_label = format!(
+        "total memory budget (MiB, log scale; page cache included; {})",
+        cache_rule(r)
+    );
     plots
         .iter()
-        .map(|(title, y_label, pick)| {
-            let series = r
-                .engines
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.budget_runs.iter().any(|b| b.best))
-                .map(|(i, e)| {
-                    let (color, shape) = color(i);
-                    Series {
-                        name: e.label.clone(),
-                        color,
-                        shape,
-                        width: if e.engine == "shale" { 2.8 } else { 2.0 },
-                        points: e
-                            .budget_runs
-                            .iter()
-                            .filter(|b| b.best)
-                            .map(|b| (b.budget_bytes as f64 / (1u64 << 20) as f64, pick(&b.run)))
-                            .collect(),
-                    }
-                })
-                .collect();
-            Chart {
-                title: format!("{title}: {}", subject(r)),
-                x_label: format!(
-                    "total memory budget (MiB, log scale; page cache included; {})",
-                    cache_rule(r)
-                ),
-                y_label: (*y_label).into(),
-                y_axis: YAxis::Linear,
-                series,
-                markers: Vec::new(),
-                phases: false,
-                note: None,
-            }
+        .map(|&(title, y_label, pick)| {
+            engine_chart(r, title, x_label.clone(), y_label, |e| {
+                e.budget_runs
+                    .iter()
+                    .filter(|b| b.best)
+                    .map(|b| (b.budget_bytes as f64 / (1u64 << 20) as f64, pick(&b.run)))
+                    .collect()
+            })
         })
         .collect()
+}
+
+/// A chart with a series for every engine that has `points`.
+fn engine_chart(
+    r: &CompareResults,
+    title: &str,
+    x_label: String,
+    y_label: &str,
+    points: impl Fn(&EngineResults) -> Vec<(f64, Option<f64>)>,
+) -> Chart {
+    let series = r
+        .engines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let points = points(e);
+            if points.is_empty() {
+                return None;
+            }
+            let (color, shape) = color(i);
+            Some(Series {
+                name: e.label.clone(),
+                color,
+                shape,
+                width: if e.engine == "shale" { 2.8 } else { 2.0 },
+                points,
+            })
+        })
+        .collect();
+    Chart {
+        title: format!("{title}: {}", subject(r)),
+        x_label,
+        y_label: y_label.into(),
+        y_axis: YAxis::Linear,
+        series,
+        markers: Vec::new(),
+        phases: false,
+        note: None,
+    }
 }
 
 fn shale_run<'a>(r: &'a CompareResults, spec: &str) -> Option<&'a Run> {
