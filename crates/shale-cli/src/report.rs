@@ -40,6 +40,7 @@ const ORANGE: Rgb = Rgb(230, 115, 15);
 const GREEN: Rgb = Rgb(44, 160, 44);
 const RED: Rgb = Rgb(214, 39, 40);
 const PURPLE: Rgb = Rgb(148, 103, 189);
+const BROWN: Rgb = Rgb(140, 86, 75);
 const DARK: Rgb = Rgb(34, 34, 34);
 
 /// Writes every file of the report into `out_dir` (created if missing) and
@@ -184,6 +185,7 @@ fn io_per_get_chart(results: &BenchResults) -> Chart {
         ));
     }
     Chart {
+        x_suffix: "%",
         title: format!("I/Os per Get vs cache size: {}", subject(results)),
         x_label: X_LABEL.into(),
         y_label: "I/Os per Get".into(),
@@ -219,6 +221,7 @@ fn hit_rate_chart(results: &BenchResults) -> Chart {
         })
         .collect();
     Chart {
+        x_suffix: "%",
         title: format!(
             "Hit rate per block type vs cache size: {}",
             subject(results)

@@ -21,6 +21,19 @@ const LABEL_Y: f64 = TOP - 6.0;
 /// 0.6 rounded up at small sizes; most sans-serif fonts' is less.
 const EM_ADVANCE: f64 = 0.63;
 
+/// The largest font size up to `max` at which `chars` characters fit in
+/// `width` pixels. A size that has to shrink is rounded down to the PNG's
+/// steps (its bitmap font scales by whole fine pixels, 10 / [`SUPERSAMPLE`]
+/// sizes apart), so that the PNG does not round it back up past the width.
+fn fitting_size(max: f64, width: f64, chars: f64) -> f64 {
+    let fit = width / (chars.max(1.0) * EM_ADVANCE);
+    if fit >= max {
+        return max;
+    }
+    let step = 10.0 / SUPERSAMPLE as f64;
+    (fit / step).floor().max(1.0) * step
+}
+
 /// Fine pixels per output pixel (each direction) when rasterizing.
 const SUPERSAMPLE: usize = 3;
 
@@ -66,6 +79,8 @@ pub enum YAxis {
 pub struct Chart {
     pub title: String,
     pub x_label: String,
+    /// Written after each x tick value ("%", " MiB").
+    pub x_suffix: &'static str,
     pub y_label: String,
     pub y_axis: YAxis,
     pub series: Vec<Series>,
@@ -600,7 +615,7 @@ pub fn plot(chart: &Chart) -> Figure {
         f.text(
             x,
             BOTTOM + 19.0,
-            format!("{}%", trim_number(t)),
+            format!("{}{}", trim_number(t), chart.x_suffix),
             11.0,
             Anchor::Middle,
         );
@@ -698,7 +713,7 @@ pub fn plot(chart: &Chart) -> Figure {
     // Title and axis labels.
     // Centred over the plot, smaller and moved right if it would not fit.
     let title_chars = chart.title.chars().count().max(1) as f64;
-    let title_size = (16.0f64).min((WIDTH - 16.0) / (title_chars * EM_ADVANCE));
+    let title_size = fitting_size(16.0, WIDTH - 16.0, title_chars);
     let half = title_chars * EM_ADVANCE * title_size / 2.0;
     f.items.push(Item::Text {
         x: ((LEFT + RIGHT) / 2.0)
@@ -712,11 +727,17 @@ pub fn plot(chart: &Chart) -> Figure {
         bold: true,
         vertical: false,
     });
+    // Centred under the plot, smaller and moved like the title if too long.
+    let x_label_chars = chart.x_label.chars().count().max(1) as f64;
+    let x_label_size = fitting_size(12.0, WIDTH - 16.0, x_label_chars);
+    let half = x_label_chars * EM_ADVANCE * x_label_size / 2.0;
     f.text(
-        (LEFT + RIGHT) / 2.0,
+        ((LEFT + RIGHT) / 2.0)
+            .max(half + 8.0)
+            .min(WIDTH - half - 8.0),
         BOTTOM + 44.0,
         chart.x_label.clone(),
-        12.0,
+        x_label_size,
         Anchor::Middle,
     );
     f.items.push(Item::Text {
@@ -763,7 +784,10 @@ pub fn plot(chart: &Chart) -> Figure {
             shape: s.shape,
             color: s.color,
         });
-        f.text(lx + 44.0, y + 4.0, s.name.clone(), 11.0, Anchor::Start);
+        // Smaller when a long name would run past the legend's edge.
+        let chars = s.name.chars().count().max(1) as f64;
+        let size = fitting_size(11.0, WIDTH - lx - 52.0, chars);
+        f.text(lx + 44.0, y + 4.0, s.name.clone(), size, Anchor::Start);
         y += row;
     }
     if !markers.is_empty() {
@@ -782,6 +806,20 @@ pub fn plot(chart: &Chart) -> Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shrunk_text_fits_its_width_in_the_png_too() {
+        assert_eq!(fitting_size(16.0, 904.0, 40.0), 16.0);
+        for chars in [30.0, 80.0, 115.0, 140.0] {
+            let size = fitting_size(16.0, 904.0, chars);
+            let c = Canvas::new(10, 10, SUPERSAMPLE, WHITE);
+            let text = "x".repeat(chars as usize);
+            assert!(
+                c.text_width(&text, size) <= 904.0,
+                "{chars} chars at {size}"
+            );
+        }
+    }
 
     #[test]
     fn log_axis_spans_the_values_on_125_steps() {

@@ -12,7 +12,9 @@ use shale_workload::results::{CompareResults, EngineResults, EngineRun, Run};
 
 use super::chart::{self, escape, Chart, Series, Shape, YAxis};
 use super::raster::Rgb;
-use super::{grouped, grouped_f64, mib, optional, reason, BLUE, GREEN, ORANGE, PURPLE, RED, STYLE};
+use super::{
+    grouped, grouped_f64, mib, optional, reason, BLUE, BROWN, GREEN, ORANGE, PURPLE, RED, STYLE,
+};
 use crate::fmt::human_bytes;
 
 /// The files [`write_all`] writes.
@@ -69,12 +71,13 @@ pub fn write_all(results: &CompareResults, out_dir: &Path) -> Result<Vec<PathBuf
 }
 
 fn color(i: usize) -> (Rgb, Shape) {
-    const STYLES: [(Rgb, Shape); 5] = [
+    const STYLES: [(Rgb, Shape); 6] = [
         (BLUE, Shape::Circle),
         (ORANGE, Shape::Square),
         (GREEN, Shape::Triangle),
         (PURPLE, Shape::Diamond),
         (RED, Shape::Circle),
+        (BROWN, Shape::Square),
     ];
     STYLES[i % STYLES.len()]
 }
@@ -109,7 +112,7 @@ fn charts(r: &CompareResults) -> Vec<Chart> {
     plots
         .iter()
         .map(|&(title, y_label, pick)| {
-            engine_chart(r, title, X_LABEL.into(), y_label, |e| {
+            engine_chart(r, title, (X_LABEL.into(), "%"), y_label, |e| {
                 e.runs
                     .iter()
                     .filter(|er| er.run.cache_percent > 0.0)
@@ -136,13 +139,13 @@ fn budget_charts(r: &CompareResults) -> Vec<Chart> {
         }),
     ];
     let x_label = format!(
-        "total memory budget (MiB, log scale; page cache included; {})",
+        "total memory budget (log scale; page cache included; {})",
         cache_rule(r)
     );
     plots
         .iter()
         .map(|&(title, y_label, pick)| {
-            engine_chart(r, title, x_label.clone(), y_label, |e| {
+            engine_chart(r, title, (x_label.clone(), " MiB"), y_label, |e| {
                 e.budget_runs
                     .iter()
                     .filter(|b| b.best)
@@ -157,7 +160,7 @@ fn budget_charts(r: &CompareResults) -> Vec<Chart> {
 fn engine_chart(
     r: &CompareResults,
     title: &str,
-    x_label: String,
+    (x_label, x_suffix): (String, &'static str),
     y_label: &str,
     points: impl Fn(&EngineResults) -> Vec<(f64, Option<f64>)>,
 ) -> Chart {
@@ -183,6 +186,7 @@ fn engine_chart(
     Chart {
         title: format!("{title}: {}", subject(r)),
         x_label,
+        x_suffix,
         y_label: y_label.into(),
         y_axis: YAxis::Linear,
         series,
