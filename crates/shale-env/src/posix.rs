@@ -499,14 +499,34 @@ mod tests {
     }
 
     #[test]
-    fn direct_reads_align_to_a_power_of_two_up_to_4_kib() {
-        let file = File::open(concat!(env!("CARGO_MANIFEST_DIR"), "/src/posix.rs"))
-            .expect("open this source file");
+    fn the_kernel_takes_direct_reads_at_the_reported_alignment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.sst");
+        let data: Vec<u8> = (0..3 * DIRECT_ALIGN).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).expect("write");
+        let mut o = OpenOptions::new();
+        o.read(true);
+        #[cfg(target_os = "linux")]
+        o.custom_flags(libc::O_DIRECT);
+        let Ok(file) = o.open(&path) else {
+            // No O_DIRECT here (tmpfs): the fallback alignment is 4 KiB.
+            let file = File::open(&path).expect("open");
+            assert_eq!(direct_offset_align(&file), DIRECT_ALIGN as u64);
+            return;
+        };
         let align = direct_offset_align(&file);
         assert!(
             align.is_power_of_two() && align <= DIRECT_ALIGN as u64,
             "{align}"
         );
+        // One aligned unit at an offset of one unit, into a 4 KiB-aligned
+        // buffer: the kernel refuses it (EINVAL) if the alignment is wrong.
+        let mut raw = vec![0u8; 2 * DIRECT_ALIGN];
+        let skip = raw.as_ptr().align_offset(DIRECT_ALIGN);
+        let window = &mut raw[skip..skip + align as usize];
+        file.read_exact_at(window, align)
+            .expect("direct read at the alignment");
+        assert_eq!(window, &data[align as usize..2 * align as usize]);
     }
 
     #[test]
