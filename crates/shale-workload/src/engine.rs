@@ -326,8 +326,7 @@ impl KvEngine for ShaleEngine {
     }
 
     fn settle(&self) -> Result<(), String> {
-        self.db.flush().map_err(|e| e.to_string())?;
-        self.db.wait_for_compactions().map_err(|e| e.to_string())
+        self.db.settle().map_err(|e| e.to_string())
     }
 
     fn close(self: Box<Self>) -> Result<(), String> {

@@ -120,6 +120,38 @@ fn compactions_spread_data_over_levels_and_lose_nothing() {
 /// sees, in key-index order, a prefix of keys in round r + 1 followed by keys in
 /// round r.
 #[test]
+fn settle_drains_l0_below_its_trigger() {
+    let opts = Options {
+        l0_compaction_trigger: 4,
+        ..small_levels(Arc::new(MemFs::new()))
+    };
+    let db = Db::open("/db", opts).expect("open");
+    // Data in the deeper levels, then three flushes: under the trigger.
+    load(&db, 0..5_000, 0, false);
+    db.settle().expect("settle");
+    for round in 1..4 {
+        load(&db, round * 100..round * 100 + 50, round, false);
+        db.flush().expect("flush");
+    }
+    db.wait_for_compactions().expect("wait");
+    let l0 = |db: &Db| db.summary().expect("summary").levels[0].tables;
+    assert_eq!(l0(&db), 3, "three flushes stay below a trigger of 4");
+
+    db.settle().expect("settle");
+    assert_eq!(l0(&db), 0, "settle leaves nothing in L0");
+    assert_eq!(db.metrics().l0_files, 0);
+    for round in 1..4 {
+        for i in round * 100..round * 100 + 50 {
+            assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, round)));
+        }
+    }
+    // Settled, nothing more is due: a later wait returns at once and L0 stays
+    // empty.
+    db.wait_for_compactions().expect("wait");
+    assert_eq!(l0(&db), 0);
+}
+
+#[test]
 fn readers_and_iterators_stay_consistent_while_compactions_run() {
     const KEYS: u64 = 3_000;
     let rounds = if common::long_tests() { 40 } else { 12 };

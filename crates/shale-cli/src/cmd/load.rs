@@ -52,7 +52,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     db.flush()?;
     let loaded = started.elapsed();
     if !a.no_settle {
-        db.wait_for_compactions()?;
+        db.settle()?;
     }
     let settled = started.elapsed();
     let wamp = db.metrics().write_amplification();

@@ -21,15 +21,21 @@
 //! keep a third of its bytes above L6; this keeps ~90% in L6 (smaller filters
 //! and indexes for a Get to find cached) at the price of rewriting L6 more
 //! often while the database is small. With more levels the full target keeps
-//! write amplification lower (measured in `docs/benchmarks.md`). L0 is never
-//! starved by a small base level: its score counts its bytes against the same
-//! target.
+//! write amplification lower (measured in `docs/benchmarks.md`).
 //!
 //! # Scores and choices
 //!
-//! * L0: tables not being compacted / `l0_compaction_trigger`, or their bytes /
-//!   the base level's target if that is more (as RocksDB does with dynamic
-//!   level sizes: a few large flushes must not pile up in L0).
+//! * L0: tables not being compacted / `l0_compaction_trigger` (as LevelDB and
+//!   Pebble count it; L0's bytes are not weighed against the base level's
+//!   target, as RocksDB does with dynamic level sizes). Each L0 -> base
+//!   compaction rewrites the whole base level, so the more L0 holds when it
+//!   goes down, the fewer times the base level is rewritten per byte: with
+//!   hash keys every flush spans the whole key space, and eight 64 MiB
+//!   memtables' flushes (about 340 MB) merge into a 64 MiB base level at a
+//!   cost of about 0.2 bytes of the base per byte of L0. Counting bytes made
+//!   L0 go down after two flushes and cost 0.3 (measured in
+//!   `docs/benchmarks.md`). While [`PickerOptions::drain_l0`] is set, any
+//!   table in L0 makes it due.
 //! * L1..L5: bytes not being compacted / the level's target; a non-empty level
 //!   above the base level scores at least 1 so that it drains.
 //! * L6: never compacted (0).
@@ -108,6 +114,9 @@ pub(crate) struct PickerOptions {
     pub filter_at: [bool; NUM_LEVELS],
     /// Target size of L0 tables; see [`output_file_size`].
     pub target_file_size_base: u64,
+    /// Compact L0 even below its trigger (a database settling after a bulk
+    /// load: Gets then probe no L0 table).
+    pub drain_l0: bool,
 }
 
 /// Bytes an expanded compaction may reach, in output table sizes (Pebble's
@@ -205,10 +214,8 @@ pub(crate) fn level_scores(
         }
         (n, bytes)
     };
-    let (l0_files, l0_bytes) = idle(&levels[0]);
-    let base_target = targets.max_bytes[targets.base_level].min(opts.base_level_bytes);
-    scores[0] = (l0_files as f64 / opts.l0_compaction_trigger.max(1) as f64)
-        .max(l0_bytes as f64 / base_target.max(1) as f64);
+    let (l0_files, _) = idle(&levels[0]);
+    scores[0] = l0_files as f64 / opts.l0_compaction_trigger.max(1) as f64;
     for level in 1..LAST_LEVEL {
         let (_, bytes) = idle(&levels[level]);
         scores[level] = if level < targets.base_level {
@@ -274,7 +281,10 @@ pub(crate) struct Pick {
 pub(crate) fn pick(levels: &Levels, opts: &PickerOptions) -> Option<Pick> {
     let targets = level_targets(&level_bytes(levels), opts);
     let scores = level_scores(levels, &targets, opts);
-    let priorities = level_priorities(levels, &targets, &scores);
+    let mut priorities = level_priorities(levels, &targets, &scores);
+    if opts.drain_l0 && levels[0].iter().any(|f| !f.compacting) {
+        priorities[0] = priorities[0].max(1.0);
+    }
     let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&l| priorities[l] >= 1.0).collect();
     // Highest priority first; ties go to the higher level (L0 first).
     order.sort_by(|&a, &b| priorities[b].total_cmp(&priorities[a]).then(a.cmp(&b)));
@@ -429,8 +439,7 @@ pub(crate) fn pending_compaction_bytes(levels: &Levels, opts: &PickerOptions) ->
     let targets = level_targets(&sizes, opts);
     let mut debt = 0f64;
     let mut carried = 0f64;
-    let l0_due =
-        levels[0].len() >= opts.l0_compaction_trigger.max(1) || sizes[0] >= opts.base_level_bytes;
+    let l0_due = levels[0].len() >= opts.l0_compaction_trigger.max(1);
     if l0_due {
         debt += sizes[0] as f64;
         carried = sizes[0] as f64;
@@ -466,6 +475,7 @@ mod tests {
             level_size_multiplier: 10.0,
             filter_at: [true, true, true, true, true, true, false],
             target_file_size_base: 2 * MIB,
+            drain_l0: false,
         }
     }
 
@@ -599,9 +609,9 @@ mod tests {
                 expect: None,
             },
             Case {
-                name: "two big L0 tables outweigh the base level's target",
+                name: "L0 waits for its trigger however big its tables are",
                 levels: shape([
-                    l0(2, 40 * MIB, 1),
+                    l0(3, 400 * MIB, 1),
                     vec![],
                     vec![],
                     vec![],
@@ -609,7 +619,7 @@ mod tests {
                     vec![],
                     vec![],
                 ]),
-                expect: Some((0, 6, vec![1, 2], vec![], false)),
+                expect: None,
             },
             Case {
                 name: "four L0 tables compact into L6, the base of an empty tree",
@@ -820,6 +830,31 @@ mod tests {
         let s = level_scores(&levels, &t, &opts());
         assert_eq!(s[0], 1.5);
         assert_eq!(s[6], 0.0);
+    }
+
+    #[test]
+    fn a_draining_l0_goes_down_below_its_trigger() {
+        let mut levels = shape([
+            l0(1, MIB, 1),
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            level(4, 5 * MIB, 10),
+            level(8, 40 * MIB, 20),
+        ]);
+        assert_eq!(pick(&levels, &opts()), None, "one L0 table, not draining");
+        let draining = PickerOptions {
+            drain_l0: true,
+            ..opts()
+        };
+        let p = pick(&levels, &draining).expect("a draining L0 is due");
+        assert_eq!((p.start_level, p.output_level), (0, 5));
+        assert_eq!(p.inputs, vec![1]);
+        assert_eq!(p.output_inputs, vec![10, 11, 12, 13]);
+        // An L0 table already going down leaves nothing more to drain.
+        levels[0][0].compacting = true;
+        assert_eq!(pick(&levels, &draining), None);
     }
 
     #[test]

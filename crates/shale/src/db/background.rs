@@ -127,7 +127,8 @@ fn next_job(db: &DbInner) -> Option<Job> {
             }
             let max_compactions = db.opts.max_background_jobs.saturating_sub(1).max(1);
             if !st.manual_compaction && st.running_compactions < max_compactions {
-                if let Some(c) = pick_compaction(&sv.version, &st.compacting, &db.opts) {
+                let drain_l0 = st.settling > 0;
+                if let Some(c) = pick_compaction(&sv.version, &st.compacting, &db.opts, drain_l0) {
                     for (_, f) in &c.inputs {
                         st.compacting.insert(f.number);
                     }
@@ -151,6 +152,7 @@ pub(crate) fn picker_options(opts: &Options) -> PickerOptions {
         level_size_multiplier: opts.level_size_multiplier,
         filter_at: std::array::from_fn(|l| opts.filter_policy.applies_to(l)),
         target_file_size_base: opts.target_file_size_base,
+        drain_l0: false,
     }
 }
 
@@ -170,17 +172,27 @@ pub(crate) fn summarize(version: &Version, compacting: &HashSet<u64>) -> picker:
     })
 }
 
-/// True if the picker would start a compaction on `version` (none running).
-pub(crate) fn needs_compaction(version: &Version, opts: &Options) -> bool {
-    picker::pick(&summarize(version, &HashSet::new()), &picker_options(opts)).is_some()
+/// True if the picker would start a compaction on `version` (none running),
+/// draining L0 below its trigger if `drain_l0`.
+pub(crate) fn needs_compaction(version: &Version, opts: &Options, drain_l0: bool) -> bool {
+    let popts = PickerOptions {
+        drain_l0,
+        ..picker_options(opts)
+    };
+    picker::pick(&summarize(version, &HashSet::new()), &popts).is_some()
 }
 
 fn pick_compaction(
     version: &Version,
     compacting: &HashSet<u64>,
     opts: &Options,
+    drain_l0: bool,
 ) -> Option<Compaction> {
-    let pick = picker::pick(&summarize(version, compacting), &picker_options(opts))?;
+    let popts = PickerOptions {
+        drain_l0,
+        ..picker_options(opts)
+    };
+    let pick = picker::pick(&summarize(version, compacting), &popts)?;
     let find = |level: usize, numbers: &[u64]| -> Vec<(usize, Arc<FileMeta>)> {
         version.levels[level]
             .iter()

@@ -97,6 +97,9 @@ pub(crate) struct State {
     pub running_compactions: usize,
     /// A manual compaction waits for or runs instead of automatic ones.
     pub manual_compaction: bool,
+    /// Callers of [`Db::settle`] waiting: L0 is compacted even below its
+    /// trigger.
+    pub settling: usize,
     /// Estimated compaction debt of the current version.
     pub pending_compaction_bytes: u64,
 }
@@ -372,27 +375,52 @@ impl Db {
     }
 
     /// Waits until no flush or compaction runs and none is needed (every level
-    /// scores below 1): the steady shape a bulk load should end in. Fails if
-    /// the database is poisoned meanwhile.
+    /// scores below 1). Tables below L0's trigger stay in L0. Fails if the
+    /// database is poisoned meanwhile.
     pub fn wait_for_compactions(&self) -> Result<()> {
+        self.wait_until_settled(false)
+    }
+
+    /// The shape a bulk load should end in: flushes, then waits until no flush
+    /// or compaction runs, every level scores below 1 and L0 is empty (the
+    /// tables left in L0 below its trigger are compacted into the base level,
+    /// so that a Get probes no L0 table). Writes may go on meanwhile; this
+    /// returns once all of that holds at one moment. Fails if the database is
+    /// poisoned meanwhile.
+    pub fn settle(&self) -> Result<()> {
+        self.flush()?;
+        self.wait_until_settled(true)
+    }
+
+    fn wait_until_settled(&self, drain_l0: bool) -> Result<()> {
         let db = &self.inner;
         if db.read_only {
             return Ok(());
         }
         let mut st = db.state.lock();
-        loop {
-            st.check_poison()?;
+        if drain_l0 {
+            st.settling += 1;
+            db.cv.notify_all();
+        }
+        let result = loop {
+            if let Err(e) = st.check_poison() {
+                break Err(e);
+            }
             let sv = db.sv.load();
             let busy = st.flush_running
                 || !sv.imms.is_empty()
                 || st.running_compactions > 0
-                || background::needs_compaction(&sv.version, &db.opts);
+                || background::needs_compaction(&sv.version, &db.opts, drain_l0);
             if !busy {
-                return Ok(());
+                break Ok(());
             }
             drop(sv);
             db.cv.wait(&mut st);
+        };
+        if drain_l0 {
+            st.settling -= 1;
         }
+        result
     }
 
     /// A snapshot of the counters. Subtract two with [`Metrics::delta`].

@@ -99,6 +99,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         compacting: Default::default(),
         running_compactions: 0,
         manual_compaction: false,
+        settling: 0,
         pending_compaction_bytes: 0,
     };
     let rate_limiter = opts
