@@ -99,7 +99,7 @@ fn entry_at(c: &Cursor, b: &Block, format: EntryFormat) -> BlockEntry {
                 .expect("a valid data cursor has a value in its block");
             (c.key().to_vec(), value.to_vec(), (0, 0))
         }
-        EntryFormat::Index => (c.key().to_vec(), Vec::new(), c.handle()),
+        EntryFormat::Index | EntryFormat::PagedIndex => (c.key().to_vec(), Vec::new(), c.handle()),
     }
 }
 
@@ -153,10 +153,10 @@ pub fn fuzz_block(data: &[u8]) -> Outcome {
     let Some((&sel, rest)) = data.split_first() else {
         return Outcome::Rejected;
     };
-    let format = if sel & 1 == 0 {
-        EntryFormat::Data
-    } else {
-        EntryFormat::Index
+    let format = match sel & 3 {
+        0 | 2 => EntryFormat::Data,
+        1 => EntryFormat::Index,
+        _ => EntryFormat::PagedIndex,
     };
     check_block(rest, format)
 }
@@ -177,7 +177,7 @@ fn check_block(bytes: &[u8], format: EntryFormat) -> Outcome {
     };
     let order = |a: &[u8], b: &[u8]| match format {
         EntryFormat::Data => compare_internal(a, b),
-        EntryFormat::Index => a.cmp(b),
+        EntryFormat::Index | EntryFormat::PagedIndex => a.cmp(b),
     };
     let sorted = entries
         .windows(2)
@@ -207,7 +207,7 @@ fn target_cmp(format: EntryFormat, target: &[u8]) -> impl Fn(&[u8]) -> Ordering 
     let (user, trailer) = split_target(target);
     move |k: &[u8]| match format {
         EntryFormat::Data => cmp_internal_to(k, user, trailer),
-        EntryFormat::Index => k.cmp(target),
+        EntryFormat::Index | EntryFormat::PagedIndex => k.cmp(target),
     }
 }
 
@@ -362,9 +362,14 @@ pub fn fix_table_checksums(table: &mut [u8]) {
     let Some(top) = fix_trailer(table, footer.top_index) else {
         return;
     };
-    for part in index_handles(top).into_iter().take(len) {
+    let partitions = if footer.format_version >= 2 {
+        EntryFormat::PagedIndex
+    } else {
+        EntryFormat::Index
+    };
+    for part in index_handles(top, EntryFormat::Index).into_iter().take(len) {
         if let Some(p) = fix_trailer(table, part) {
-            for d in index_handles(p).into_iter().take(len) {
+            for d in index_handles(p, partitions).into_iter().take(len) {
                 fix_trailer(table, d);
             }
         }
@@ -382,9 +387,9 @@ fn fix_trailer(table: &mut [u8], h: BlockHandle) -> Option<Vec<u8>> {
     unwrap_block(raw.to_vec(), false).ok()
 }
 
-/// The handles of an index block, as far as it decodes.
-fn index_handles(contents: Vec<u8>) -> Vec<BlockHandle> {
-    let Ok(block) = Block::new(contents, EntryFormat::Index) else {
+/// The handles of an index block of `format`, as far as it decodes.
+fn index_handles(contents: Vec<u8>, format: EntryFormat) -> Vec<BlockHandle> {
+    let Ok(block) = Block::new(contents, format) else {
         return Vec::new();
     };
     let mut c = Cursor::default();
@@ -711,6 +716,9 @@ pub struct TableCase {
     verify: bool,
     entries: Vec<CaseEntry>,
     ops: Vec<CaseOp>,
+    /// Table format version written (drawn last, so that older seeds keep
+    /// their meaning; input that ran out writes the current version).
+    format_version: u32,
 }
 
 fn arbitrary_user_key(u: &mut Unstructured<'_>, known: &[Vec<u8>]) -> arbitrary::Result<Vec<u8>> {
@@ -832,6 +840,11 @@ impl<'a> Arbitrary<'a> for TableCase {
             };
             ops.push(op);
         }
+        let format_version = if u.arbitrary()? {
+            crate::format::MIN_TABLE_FORMAT_VERSION
+        } else {
+            crate::format::TABLE_FORMAT_VERSION
+        };
         Ok(TableCase {
             block_size,
             restart_interval,
@@ -843,6 +856,7 @@ impl<'a> Arbitrary<'a> for TableCase {
             verify,
             entries,
             ops,
+            format_version,
         })
     }
 }
@@ -916,6 +930,7 @@ pub fn fuzz_table_roundtrip(case: &TableCase) -> Outcome {
             Compression::None
         },
         filter_bits_per_key: case.filter_bits,
+        format_version: case.format_version,
     };
     let fs = MemFs::new();
     let path = Path::new("/case.sst");

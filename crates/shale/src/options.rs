@@ -94,6 +94,11 @@ pub struct Options {
     /// cut between half and twice the target, preferably where a table of the
     /// next level starts.
     pub target_file_size_base: u64,
+    /// Table format version written by flushes and compactions (default 2:
+    /// data blocks start on 4 KiB page boundaries and fit in one page, so an
+    /// `O_DIRECT` read of a block is one page; 1: blocks back to back). Tables
+    /// of either version are read.
+    pub table_format_version: u32,
     /// Verify block checksums on every read (default true).
     pub verify_checksums: bool,
     /// Background threads running flushes and compactions (default 2). One
@@ -146,6 +151,7 @@ impl Default for Options {
             pin_table_metadata: false,
             max_open_files: 1000,
             target_file_size_base: 2 << 20,
+            table_format_version: crate::format::TABLE_FORMAT_VERSION,
             verify_checksums: true,
             max_background_jobs: 2,
             l0_compaction_trigger: 8,
@@ -166,6 +172,11 @@ impl Options {
     /// Checks that the options make sense together.
     pub(crate) fn validate(&self) -> crate::error::Result<()> {
         let bad = |what: &str| Err(crate::error::Error::InvalidArgument(what.to_string()));
+        if !(crate::format::MIN_TABLE_FORMAT_VERSION..=crate::format::TABLE_FORMAT_VERSION)
+            .contains(&self.table_format_version)
+        {
+            return bad("table_format_version must be 1 or 2");
+        }
         if self.l0_compaction_trigger == 0 {
             return bad("l0_compaction_trigger must be at least 1");
         }

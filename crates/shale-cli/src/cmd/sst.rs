@@ -113,6 +113,7 @@ fn properties_json(p: &TableProperties) -> Value {
         "raw_key_bytes": p.raw_key_bytes,
         "raw_value_bytes": p.raw_value_bytes,
         "data_bytes": p.data_bytes,
+        "data_padding_bytes": p.data_padding_bytes,
         "data_blocks": p.data_blocks,
         "index_partition_bytes": p.index_partition_bytes,
         "index_partitions": p.index_partitions,
@@ -168,13 +169,14 @@ pub fn sst_text(layout: &TableLayout) -> String {
     }
     let _ = writeln!(s, "(block bytes exclude the 5-byte trailers)");
     let _ = writeln!(s);
-    let rows: [(&str, String); 18] = [
+    let rows: [(&str, String); 19] = [
         ("format version", p.format_version.to_string()),
         ("entries", p.num_entries.to_string()),
         ("deletions", p.num_deletions.to_string()),
         ("raw key bytes", p.raw_key_bytes.to_string()),
         ("raw value bytes", p.raw_value_bytes.to_string()),
         ("data bytes", p.data_bytes.to_string()),
+        ("data padding bytes", p.data_padding_bytes.to_string()),
         ("data blocks", p.data_blocks.to_string()),
         ("index partition bytes", p.index_partition_bytes.to_string()),
         ("index partitions", p.index_partitions.to_string()),

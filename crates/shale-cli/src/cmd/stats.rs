@@ -40,7 +40,8 @@ pub fn index_bytes_per_data_block(l: &LevelSummary) -> Option<f64> {
 /// The JSON document of `stats --json`.
 ///
 /// Top level: the totals over all levels (`tables`, `bytes`, `entries`,
-/// `data_blocks`, `data_bytes`, `index_partition_bytes`, `top_level_index_bytes`,
+/// `data_blocks`, `data_bytes`, `data_padding_bytes`, `index_partition_bytes`,
+/// `top_level_index_bytes`,
 /// `filter_bytes`, `raw_key_bytes`, `raw_value_bytes`),
 /// `filter_bytes_except_last_level`, `index_bytes_per_data_block`, the LSM
 /// figures (`base_level`, `write_amplification`, `pending_compaction_bytes`,
@@ -106,6 +107,7 @@ fn level_fields(l: &LevelSummary) -> Map<String, Value> {
         "entries": l.entries,
         "data_blocks": l.data_blocks,
         "data_bytes": l.data_bytes,
+        "data_padding_bytes": l.data_padding_bytes,
         "index_partition_bytes": l.index_partition_bytes,
         "top_level_index_bytes": l.top_level_index_bytes,
         "filter_bytes": l.filter_bytes,
@@ -274,6 +276,18 @@ pub fn stats_text(summary: &DbSummary, m: &Metrics) -> String {
     );
     let _ = writeln!(
         s,
+        "data padding (page-aligned blocks): {} ({})",
+        human_bytes(total.data_padding_bytes),
+        match total.data_bytes {
+            0 => "-".to_string(),
+            d => format!(
+                "{:.2}% of data bytes",
+                total.data_padding_bytes as f64 * 100.0 / d as f64
+            ),
+        }
+    );
+    let _ = writeln!(
+        s,
         "user data: {} of keys, {} of values",
         human_bytes(total.raw_key_bytes),
         human_bytes(total.raw_value_bytes)
@@ -361,6 +375,7 @@ mod tests {
             entries: 100,
             data_blocks: 10,
             data_bytes: 2500,
+            data_padding_bytes: 100,
             index_partition_bytes: 60,
             top_level_index_bytes: 20,
             filter_bytes: 150,
@@ -376,6 +391,7 @@ mod tests {
             entries: 50,
             data_blocks: 10,
             data_bytes: 900,
+            data_padding_bytes: 0,
             index_partition_bytes: 50,
             top_level_index_bytes: 10,
             filter_bytes: 0,
@@ -503,6 +519,11 @@ mod tests {
         assert!(lines[8].starts_with("total"), "{}", lines[8]);
         assert!(lines[8].contains(" 150 "), "{}", lines[8]);
         assert!(text.contains("index bytes per data block: 7.00"));
+        // 100 bytes of padding over 3,400 data bytes.
+        assert!(
+            text.contains("data padding (page-aligned blocks): 100 B (2.94% of data bytes)"),
+            "{text}"
+        );
         assert!(text.contains("I/Os per get -"));
         for kind in BlockKind::ALL {
             assert!(

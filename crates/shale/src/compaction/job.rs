@@ -338,6 +338,7 @@ impl<'a> TableOutput<'a> {
                 .filter_policy
                 .applies_to(self.level)
                 .then_some(self.opts.filter_policy.bits_per_key),
+            format_version: self.opts.table_format_version,
         };
         self.builder = Some((number, TableBuilder::new(writer, path, build)));
         Ok(())

@@ -192,6 +192,8 @@ pub struct LevelSummary {
     pub data_blocks: u64,
     /// Bytes of data blocks.
     pub data_bytes: u64,
+    /// Zero bytes between data blocks that align them to pages (format 2).
+    pub data_padding_bytes: u64,
     /// Bytes of index partitions.
     pub index_partition_bytes: u64,
     /// Bytes of top-level indexes.
@@ -235,6 +237,7 @@ impl DbSummary {
             t.entries += l.entries;
             t.data_blocks += l.data_blocks;
             t.data_bytes += l.data_bytes;
+            t.data_padding_bytes += l.data_padding_bytes;
             t.index_partition_bytes += l.index_partition_bytes;
             t.top_level_index_bytes += l.top_level_index_bytes;
             t.filter_bytes += l.filter_bytes;
@@ -473,6 +476,7 @@ impl Db {
             l.entries += p.num_entries;
             l.data_blocks += p.data_blocks;
             l.data_bytes += p.data_bytes;
+            l.data_padding_bytes += p.data_padding_bytes;
             l.index_partition_bytes += p.index_partition_bytes;
             l.top_level_index_bytes += p.top_level_index_bytes;
             l.filter_bytes += p.filter_bytes;

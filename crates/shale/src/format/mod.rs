@@ -36,7 +36,11 @@ pub(crate) fn mask_crc(crc: u32) -> u32 {
     crc.rotate_right(15).wrapping_add(MASK_DELTA)
 }
 
-/// Version of the table format written by this build (see `docs/format/table.md`).
-pub const TABLE_FORMAT_VERSION: u32 = 1;
+/// Version of the table format written by this build by default (see
+/// `docs/format/table.md`): 2, page-aligned data blocks. Version 1 (blocks back
+/// to back) is still read, and written when asked.
+pub const TABLE_FORMAT_VERSION: u32 = 2;
+/// The oldest table format version this build reads.
+pub const MIN_TABLE_FORMAT_VERSION: u32 = 1;
 /// Version of the database layout (WAL, manifest, `CURRENT`) written by this build.
 pub const DB_FORMAT_VERSION: u32 = 1;

@@ -58,6 +58,7 @@ fn small_table() -> Vec<u8> {
         verify: true,
         entries: Vec::new(),
         ops: Vec::new(),
+        format_version: crate::format::TABLE_FORMAT_VERSION,
     };
     for i in 0..40u64 {
         case.entries.push(CaseEntry {
@@ -82,6 +83,7 @@ fn small_table() -> Vec<u8> {
         index_partition_size: case.index_partition_size,
         compression: Compression::Lz4,
         filter_bits_per_key: None,
+        format_version: case.format_version,
     };
     let mut b = TableBuilder::new(w, path.into(), opts);
     let mut keys = case.encoded_entries();

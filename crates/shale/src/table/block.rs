@@ -17,9 +17,12 @@
 //! An entry's key is the first `shared` bytes of the previous entry's key followed by
 //! `key_delta`; a restart entry has `shared == 0`. Restart offsets start at 0 and
 //! strictly increase. Data keys are encoded internal keys in internal order; index
-//! keys are user-key separators in bytewise order. Index entries point at blocks
-//! that lie back to back in the file, so a non-restart index entry's block offset is
-//! the previous entry's `offset + size + BLOCK_TRAILER_LEN`.
+//! keys are user-key separators in bytewise order. A non-restart index entry's
+//! block offset is implied by the previous entry's: in an `Index` block (blocks
+//! back to back: the top-level index, and the partitions of a version-1 table)
+//! it is `offset + size + BLOCK_TRAILER_LEN`; in a `PagedIndex` block (the
+//! partitions of a version-2 table, whose data blocks start on page
+//! boundaries) that end rounded up to a multiple of [`PAGE_SIZE`].
 //!
 //! Decoding never trusts the bytes: every length and offset is bounds-checked and a
 //! violation is reported as [`Corrupt`], which the reader turns into
@@ -30,12 +33,16 @@ use std::cmp::Ordering;
 use smallvec::SmallVec;
 
 use crate::format::{
-    decode_fixed32, get_varint32, get_varint64, put_fixed32, put_varint32, put_varint64, ValueKind,
-    TRAILER_LEN,
+    decode_fixed32, get_varint32, get_varint64, put_fixed32, put_varint32, put_varint64,
+    varint_len, ValueKind, TRAILER_LEN,
 };
 
 /// Length of the trailer after every block: compression type byte + masked CRC32C.
 pub(crate) const BLOCK_TRAILER_LEN: u64 = 5;
+
+/// The page data blocks of a version-2 table are aligned to: each starts on a
+/// multiple of it and, unless one entry alone is larger, fits in one.
+pub(crate) const PAGE_SIZE: u64 = 4096;
 
 /// Restart interval of index blocks (partitions and the top-level index). Fixed by
 /// the format: readers find restarts through the restart array, so the value is not
@@ -52,8 +59,19 @@ pub(crate) struct Corrupt(pub &'static str);
 pub(crate) enum EntryFormat {
     /// `data_entry`: internal keys and values.
     Data,
-    /// `index_entry`: user-key separators and delta-encoded block handles.
+    /// `index_entry`: user-key separators and delta-encoded handles of blocks
+    /// that lie back to back.
     Index,
+    /// `index_entry` over page-aligned blocks: a non-restart entry's block
+    /// starts on the first page boundary at or after the previous block's end.
+    PagedIndex,
+}
+
+impl EntryFormat {
+    /// True for either index grammar.
+    pub(crate) fn is_index(self) -> bool {
+        matches!(self, EntryFormat::Index | EntryFormat::PagedIndex)
+    }
 }
 
 /// A decoded (uncompressed) block whose restart array has been validated.
@@ -233,7 +251,7 @@ impl Cursor {
             EntryFormat::Data => {
                 get_varint32(&mut src).ok_or(Corrupt("bad value length"))? as usize
             }
-            EntryFormat::Index => 0,
+            EntryFormat::Index | EntryFormat::PagedIndex => 0,
         };
         if is_restart {
             if shared != 0 {
@@ -258,15 +276,22 @@ impl Cursor {
                     .ok_or(Corrupt("value extends past the entries"))?;
                 self.value = start..start + value_len;
             }
-            EntryFormat::Index => {
+            EntryFormat::Index | EntryFormat::PagedIndex => {
                 let size = get_varint64(&mut src).ok_or(Corrupt("bad block size"))?;
                 let offset = if is_restart {
                     get_varint64(&mut src).ok_or(Corrupt("bad block offset"))?
                 } else {
-                    self.handle_offset
+                    let end = self
+                        .handle_offset
                         .checked_add(self.handle_size)
-                        .and_then(|v| v.checked_add(BLOCK_TRAILER_LEN))
-                        .ok_or(Corrupt("block offset overflows"))?
+                        .and_then(|v| v.checked_add(BLOCK_TRAILER_LEN));
+                    match b.format {
+                        EntryFormat::PagedIndex => {
+                            end.and_then(|e| e.checked_next_multiple_of(PAGE_SIZE))
+                        }
+                        _ => end,
+                    }
+                    .ok_or(Corrupt("block offset overflows"))?
                 };
                 if offset.checked_add(size).is_none() {
                     return Err(Corrupt("block handle overflows"));
@@ -448,6 +473,28 @@ impl BlockBuilder {
         self.buf.len() + 4 * self.restarts.len() + 4
     }
 
+    /// Exactly what [`Self::estimated_size`] would be after `add_data(key,
+    /// value)` with a value of `value_len` bytes.
+    pub(crate) fn size_with_data(&self, key: &[u8], value_len: usize) -> usize {
+        let restart = self.counter == 0;
+        let shared = if restart {
+            0
+        } else {
+            key.iter()
+                .zip(self.last_key.iter())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let unshared = key.len() - shared;
+        self.estimated_size()
+            + if restart { 4 } else { 0 }
+            + varint_len(shared as u64)
+            + varint_len(unshared as u64)
+            + varint_len(value_len as u64)
+            + unshared
+            + value_len
+    }
+
     /// The last key added.
     pub(crate) fn last_key(&self) -> &[u8] {
         &self.last_key
@@ -496,10 +543,10 @@ impl BlockBuilder {
     }
 
     /// Appends an index entry for the block at `offset` of `size` bytes (without
-    /// trailer). Unless the entry is a restart, `offset` must equal the previous
-    /// entry's `offset + size + BLOCK_TRAILER_LEN`.
+    /// trailer). Unless the entry is a restart, `offset` must be the one its
+    /// grammar implies (see the module doc).
     pub(crate) fn add_index(&mut self, separator: &[u8], offset: u64, size: u64) {
-        debug_assert_eq!(self.format, EntryFormat::Index);
+        debug_assert!(self.format.is_index());
         let (restart, shared, rest) = self.start_entry(separator);
         put_varint32(&mut self.buf, shared as u32);
         put_varint32(&mut self.buf, rest.len() as u32);

@@ -4,7 +4,8 @@
 //! File grammar (also in `docs/format/table.md`):
 //!
 //! ```text
-//! table := data_block{data_blocks}            // offset 0, back to back
+//! table := data_block{data_blocks}            // offset 0; v1: back to back,
+//!                                              // v2: each on a page boundary
 //!          [filter_block]                      // iff filter_bits_per_key is Some
 //!          index_partition{index_partitions}   // back to back
 //!          top_index                           // one entry per partition
@@ -12,16 +13,25 @@
 //!          footer                              // 64 bytes
 //! ```
 //!
-//! Every block is followed by its 5-byte trailer (see [`super::layout`]). Data
-//! blocks are cut before an entry that would take them past `block_size` (a block
-//! always holds at least one entry) and are LZ4-compressed when asked and when that
-//! saves at least 1/8. Index, filter and properties blocks are never compressed.
+//! Every block is followed by its 5-byte trailer (see [`super::layout`]). In
+//! version 1, data blocks are cut before an entry that would take them past
+//! `block_size`. In version 2 each data block starts on a page boundary (zero
+//! padding after the previous one) and is cut before the entry that would make
+//! it, trailer included, spill past its last page: one page for the default
+//! `block_size` of 4 KiB, `ceil(block_size / 4 KiB)` pages for larger ones.
+//! A block always holds at least one entry, so an entry larger than that
+//! takes whole pages of its own. Data blocks are LZ4-compressed when asked and
+//! when that saves at least 1/8 (pages are filled by uncompressed size, so
+//! compression saves padding, not reads, in version 2). Index, filter and
+//! properties blocks are never compressed.
 
 use std::path::PathBuf;
 
 use shale_env::ObjectWriter;
 
-use super::block::{BlockBuilder, EntryFormat, BLOCK_TRAILER_LEN, INDEX_RESTART_INTERVAL};
+use super::block::{
+    BlockBuilder, EntryFormat, BLOCK_TRAILER_LEN, INDEX_RESTART_INTERVAL, PAGE_SIZE,
+};
 use super::filter::{build_filter, filter_hash};
 use super::index::{short_successor, shortest_separator, IndexBuilder};
 use super::layout::{
@@ -29,7 +39,9 @@ use super::layout::{
 };
 use super::{Compression, TableBuildOptions, TableProperties};
 use crate::error::{Error, Result};
-use crate::format::{compare_internal, parse_internal_key, ValueKind, TABLE_FORMAT_VERSION};
+use crate::format::{
+    compare_internal, parse_internal_key, ValueKind, MIN_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
+};
 
 /// Writes one table through an [`ObjectWriter`].
 ///
@@ -50,6 +62,9 @@ pub(crate) struct TableBuilder {
     index: IndexBuilder,
     filter_hashes: Vec<u64>,
     props: TableProperties,
+    /// Version 2: the largest a data block may grow, trailer included (whole
+    /// pages). `None` in version 1.
+    page_budget: Option<usize>,
     failed: Option<Error>,
 }
 
@@ -60,8 +75,26 @@ impl TableBuilder {
         path: PathBuf,
         opts: TableBuildOptions,
     ) -> TableBuilder {
+        // Options are checked where they are set (`Options::validate`); an
+        // unknown version here writes the current one rather than a table no
+        // reader accepts.
+        let version =
+            if (MIN_TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION).contains(&opts.format_version) {
+                opts.format_version
+            } else {
+                TABLE_FORMAT_VERSION
+            };
+        let page_budget = (version >= 2).then(|| {
+            let pages = (opts.block_size as u64).div_ceil(PAGE_SIZE).max(1);
+            usize::try_from(pages * PAGE_SIZE).unwrap_or(usize::MAX)
+        });
+        let index_format = if version >= 2 {
+            EntryFormat::PagedIndex
+        } else {
+            EntryFormat::Index
+        };
         let props = TableProperties {
-            format_version: TABLE_FORMAT_VERSION,
+            format_version: version,
             filter_bits_per_key: opts.filter_bits_per_key.unwrap_or(0),
             compression: opts.compression as u8,
             smallest_seqno: u64::MAX,
@@ -71,7 +104,7 @@ impl TableBuilder {
             writer: Some(writer),
             path,
             data: BlockBuilder::new(EntryFormat::Data, opts.block_restart_interval),
-            index: IndexBuilder::new(opts.index_partition_size),
+            index: IndexBuilder::new(opts.index_partition_size, index_format),
             opts,
             offset: 0,
             pending: None,
@@ -79,6 +112,7 @@ impl TableBuilder {
             last_key: Vec::new(),
             filter_hashes: Vec::new(),
             props,
+            page_budget,
             failed: None,
         }
     }
@@ -106,11 +140,20 @@ impl TableBuilder {
             ));
         }
         let user_key = parsed.user_key;
-        let entry_estimate = internal_key.len() + value.len() + 3 * 5 + 4;
-        if !self.data.is_empty()
-            && self.data.estimated_size() + entry_estimate > self.opts.block_size
-        {
-            self.flush_data_block()?;
+        if !self.data.is_empty() {
+            let full = match self.page_budget {
+                Some(budget) => {
+                    self.data.size_with_data(internal_key, value.len()) + BLOCK_TRAILER_LEN as usize
+                        > budget
+                }
+                None => {
+                    let entry_estimate = internal_key.len() + value.len() + 3 * 5 + 4;
+                    self.data.estimated_size() + entry_estimate > self.opts.block_size
+                }
+            };
+            if full {
+                self.flush_data_block()?;
+            }
         }
         if let Some(handle) = self.pending.take() {
             let sep = shortest_separator(&self.pending_last_user_key, user_key);
@@ -180,6 +223,13 @@ impl TableBuilder {
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
+        if self.page_budget.is_some() {
+            let pad = self.offset.next_multiple_of(PAGE_SIZE) - self.offset;
+            if pad > 0 {
+                self.write(&ZEROS[..pad as usize])?;
+                self.props.data_padding_bytes += pad;
+            }
+        }
         self.pending_last_user_key.clear();
         self.pending_last_user_key
             .extend_from_slice(last_user_key(self.data.last_key()));
@@ -220,7 +270,8 @@ impl TableBuilder {
             }
             None => None,
         };
-        let partitions = std::mem::replace(&mut self.index, IndexBuilder::new(1)).finish();
+        let partitions =
+            std::mem::replace(&mut self.index, IndexBuilder::new(1, EntryFormat::Index)).finish();
         let mut top = BlockBuilder::new(EntryFormat::Index, INDEX_RESTART_INTERVAL);
         for part in &partitions {
             let h = self.write_block(&part.contents, Compression::None)?;
@@ -243,7 +294,7 @@ impl TableBuilder {
             properties,
             top_index,
             filter,
-            format_version: TABLE_FORMAT_VERSION,
+            format_version: self.props.format_version,
         };
         self.write(&footer.encode())?;
         debug_assert_eq!(self.offset, self.props.file_size);
@@ -264,6 +315,9 @@ impl TableBuilder {
         }
     }
 }
+
+/// Padding source: at most a page less one byte is ever written at once.
+static ZEROS: [u8; PAGE_SIZE as usize] = [0; PAGE_SIZE as usize];
 
 fn last_user_key(internal_key: &[u8]) -> &[u8] {
     // The builder is given internal keys only (`add` requires them).

@@ -82,11 +82,12 @@ pub(crate) struct IndexBuilder {
 }
 
 impl IndexBuilder {
-    /// A builder cutting partitions at about `partition_size` bytes.
-    pub(crate) fn new(partition_size: usize) -> IndexBuilder {
+    /// A builder cutting partitions of `format` (`Index` or `PagedIndex`) at
+    /// about `partition_size` bytes.
+    pub(crate) fn new(partition_size: usize, format: EntryFormat) -> IndexBuilder {
         IndexBuilder {
             partition_size: partition_size.max(1),
-            current: BlockBuilder::new(EntryFormat::Index, INDEX_RESTART_INTERVAL),
+            current: BlockBuilder::new(format, INDEX_RESTART_INTERVAL),
             partitions: Vec::new(),
             finished_bytes: 0,
         }

@@ -197,6 +197,7 @@ mod tag {
     pub(super) const LARGEST_SEQNO: u32 = 16;
     pub(super) const FILE_SIZE: u32 = 17;
     pub(super) const COMPRESSION: u32 = 18;
+    pub(super) const DATA_PADDING_BYTES: u32 = 19;
 }
 
 fn put_prop_u64(out: &mut Vec<u8>, t: u32, v: u64) {
@@ -246,6 +247,9 @@ pub(crate) fn encode_properties(p: &TableProperties) -> Vec<u8> {
     put_prop_u64(&mut out, tag::LARGEST_SEQNO, p.largest_seqno);
     put_prop_bytes(&mut out, tag::FILE_SIZE, &p.file_size.to_le_bytes());
     put_prop_u64(&mut out, tag::COMPRESSION, u64::from(p.compression));
+    if p.format_version >= 2 {
+        put_prop_u64(&mut out, tag::DATA_PADDING_BYTES, p.data_padding_bytes);
+    }
     out
 }
 
@@ -294,6 +298,7 @@ pub(crate) fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corru
             tag::COMPRESSION => {
                 p.compression = u8::try_from(int()?).map_err(|_| Corrupt("bad compression"))?
             }
+            tag::DATA_PADDING_BYTES => p.data_padding_bytes = int()?,
             _ => {} // a property of a later version
         }
     }
@@ -324,6 +329,7 @@ mod tests {
             largest_seqno: u64::MAX >> 8,
             file_size: 123_456,
             compression: 1,
+            data_padding_bytes: 0,
         }
     }
 
@@ -343,6 +349,15 @@ mod tests {
         let mut q = p.clone();
         q.file_size = u64::MAX;
         assert_eq!(encode_properties(&q).len(), len);
+        // Version 2 carries its padding; version 1 has no such field.
+        let v2 = TableProperties {
+            format_version: 2,
+            data_padding_bytes: 4000,
+            ..p.clone()
+        };
+        let enc2 = encode_properties(&v2);
+        assert!(enc2.len() > len);
+        assert_eq!(decode_properties(&enc2).unwrap(), v2);
     }
 
     #[test]

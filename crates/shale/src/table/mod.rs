@@ -59,11 +59,13 @@ pub(crate) struct TableBuildOptions {
     pub compression: Compression,
     /// Bits per key of the table's Bloom filter; `None` writes no filter.
     pub filter_bits_per_key: Option<u32>,
+    /// Table format version to write: 2 (page-aligned data blocks) or 1.
+    pub format_version: u32,
 }
 
 impl Default for TableBuildOptions {
     /// 4 KiB data blocks, restarts every 16 keys, 4 KiB index partitions, no
-    /// compression, 10 bits per key.
+    /// compression, 10 bits per key, the current format version.
     fn default() -> Self {
         TableBuildOptions {
             block_size: 4096,
@@ -71,6 +73,7 @@ impl Default for TableBuildOptions {
             index_partition_size: 4096,
             compression: Compression::None,
             filter_bits_per_key: Some(10),
+            format_version: crate::format::TABLE_FORMAT_VERSION,
         }
     }
 }
@@ -79,7 +82,7 @@ impl Default for TableBuildOptions {
 /// their 5-byte trailers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableProperties {
-    /// Table format version (1).
+    /// Table format version (1 or 2).
     pub format_version: u32,
     /// Entries (values and tombstones).
     pub num_entries: u64,
@@ -91,6 +94,10 @@ pub struct TableProperties {
     pub raw_value_bytes: u64,
     /// Bytes of all data blocks as stored (compressed if so, with trailers).
     pub data_bytes: u64,
+    /// Zero bytes between data blocks that start each block on a page
+    /// boundary (version 2; 0 in version 1). The data region is
+    /// `data_bytes + data_padding_bytes` long.
+    pub data_padding_bytes: u64,
     /// Number of data blocks.
     pub data_blocks: u64,
     /// Bytes of all index partitions, with trailers.

@@ -30,13 +30,15 @@ use std::sync::Arc;
 
 use shale_env::RandomAccessFile;
 
-use super::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat};
+use super::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat, PAGE_SIZE};
 use super::filter::Filter;
 use super::layout::{decode_properties, unwrap_block, BlockHandle, Footer, FOOTER_LEN};
 use super::{BlockInfo, CachedBlock, ReadContext, TableGet, TableLayout, TableProperties};
 use crate::cache::Priority;
 use crate::error::{Error, Result};
-use crate::format::{pack_trailer, ValueKind, MAX_SEQNO, TABLE_FORMAT_VERSION};
+use crate::format::{
+    pack_trailer, ValueKind, MAX_SEQNO, MIN_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
+};
 use crate::iter::InternalIterator;
 use crate::metrics::{BlockKind, Stats};
 
@@ -46,6 +48,24 @@ struct Meta {
     props: TableProperties,
     /// Offset of the first index partition (== end of the filter or data).
     partitions_start: u64,
+    /// End of the data region: data blocks and the padding between them.
+    data_end: u64,
+}
+
+impl Meta {
+    /// The grammar of the table's index partitions.
+    fn partition_format(&self) -> EntryFormat {
+        if self.props.format_version >= 2 {
+            EntryFormat::PagedIndex
+        } else {
+            EntryFormat::Index
+        }
+    }
+
+    /// True if data blocks start on page boundaries (version 2).
+    fn aligned(&self) -> bool {
+        self.props.format_version >= 2
+    }
 }
 
 fn read_block_contents(
@@ -68,12 +88,17 @@ fn read_block_contents(
     unwrap_block(buf, verify).map_err(|c| Error::corruption(path, handle.offset, c.0))
 }
 
-fn decode_block(kind: BlockKind, contents: Vec<u8>) -> Result<CachedBlock, Corrupt> {
+/// Decodes a block of `kind`; `partitions` is the grammar of the table's index
+/// partitions.
+fn decode_block(
+    kind: BlockKind,
+    contents: Vec<u8>,
+    partitions: EntryFormat,
+) -> Result<CachedBlock, Corrupt> {
     Ok(match kind {
         BlockKind::Data => CachedBlock::Data(Block::new(contents, EntryFormat::Data)?),
-        BlockKind::TopIndex | BlockKind::IndexPartition => {
-            CachedBlock::Index(Block::new(contents, EntryFormat::Index)?)
-        }
+        BlockKind::TopIndex => CachedBlock::Index(Block::new(contents, EntryFormat::Index)?),
+        BlockKind::IndexPartition => CachedBlock::Index(Block::new(contents, partitions)?),
         BlockKind::Filter => CachedBlock::Filter(Filter::new(contents)?),
         BlockKind::Footer | BlockKind::Properties => {
             return Err(Corrupt("footer and properties are not cached blocks"))
@@ -104,7 +129,7 @@ fn read_meta(
     res.map_err(|e| Error::io("read table footer", path, e))?;
     let bad_footer = |reason: String| Error::corruption(path, footer_offset, reason);
     let footer = Footer::decode(&buf).map_err(|c| bad_footer(c.0.to_string()))?;
-    if footer.format_version != TABLE_FORMAT_VERSION {
+    if !(MIN_TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION).contains(&footer.format_version) {
         return Err(bad_footer(format!(
             "unsupported table format version {}",
             footer.format_version
@@ -132,13 +157,21 @@ fn read_meta(
         .checked_sub(props.index_partition_bytes)
         .filter(|&s| footer.filter.is_none_or(|f| f.end() <= s))
         .ok_or_else(|| bad_props("index partition bytes out of range"))?;
-    if props.data_bytes > meta_start.min(partitions_start) {
-        return Err(bad_props("data bytes out of range"));
+    if props.format_version < 2 && props.data_padding_bytes != 0 {
+        return Err(bad_props(
+            "padding between data blocks in a version-1 table",
+        ));
     }
+    let data_end = props
+        .data_bytes
+        .checked_add(props.data_padding_bytes)
+        .filter(|&end| end <= meta_start.min(partitions_start))
+        .ok_or_else(|| bad_props("data bytes out of range"))?;
     Ok(Meta {
         footer,
         props,
         partitions_start,
+        data_end,
     })
 }
 
@@ -226,7 +259,7 @@ impl TableReader {
             Some(&self.ctx.stats),
             self.ctx.verify_checksums,
         )?;
-        let block = decode_block(kind, contents)
+        let block = decode_block(kind, contents, self.meta.partition_format())
             .map_err(|c| Error::corruption(&self.path, handle.offset, c.0))?;
         Ok(Arc::new(block))
     }
@@ -287,7 +320,7 @@ impl TableReader {
             None,
             self.ctx.verify_checksums,
         )?;
-        let block = decode_block(kind, contents)
+        let block = decode_block(kind, contents, self.meta.partition_format())
             .map_err(|c| Error::corruption(&self.path, handle.offset, c.0))?;
         Ok(Arc::new(block))
     }
@@ -296,14 +329,17 @@ impl TableReader {
     /// `kind` live; `referrer` is blamed otherwise.
     fn check_handle(&self, kind: BlockKind, handle: BlockHandle, referrer: u64) -> Result<()> {
         let (lo, hi) = match kind {
-            BlockKind::Data => (0, self.meta.props.data_bytes),
+            BlockKind::Data => (0, self.meta.data_end),
             BlockKind::IndexPartition => (
                 self.meta.partitions_start,
                 self.meta.footer.top_index.offset,
             ),
             _ => (0, self.meta.footer.properties.offset),
         };
-        if handle.offset < lo || handle.end() > hi {
+        let misaligned = kind == BlockKind::Data
+            && self.meta.aligned()
+            && !handle.offset.is_multiple_of(PAGE_SIZE);
+        if handle.offset < lo || handle.end() > hi || misaligned {
             return Err(Error::corruption(
                 &self.path,
                 referrer,
@@ -821,8 +857,11 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
     let meta = read_meta(file.as_ref(), &path, None, true)?;
     let read_index = |kind: BlockKind, h: BlockHandle| -> Result<Block> {
         let contents = read_block_contents(file.as_ref(), &path, h, kind, None, true)?;
-        Block::new(contents, EntryFormat::Index)
-            .map_err(|c| Error::corruption(&path, h.offset, c.0))
+        let format = match kind {
+            BlockKind::IndexPartition => meta.partition_format(),
+            _ => EntryFormat::Index,
+        };
+        Block::new(contents, format).map_err(|c| Error::corruption(&path, h.offset, c.0))
     };
     let top_h = meta.footer.top_index;
     let top = read_index(BlockKind::TopIndex, top_h)?;
@@ -850,13 +889,12 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
         pc.seek_to_first(&part).map_err(corrupt(offset))?;
         while pc.valid() {
             let (doff, dsize) = pc.handle();
-            if (BlockHandle {
+            let end = BlockHandle {
                 offset: doff,
                 size: dsize,
-            })
-            .end()
-                > meta.props.data_bytes
-            {
+            }
+            .end();
+            if end > meta.data_end || (meta.aligned() && !doff.is_multiple_of(PAGE_SIZE)) {
                 return Err(corrupt(offset)(Corrupt("data block handle out of place")));
             }
             data.push(BlockInfo {

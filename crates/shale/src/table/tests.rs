@@ -74,6 +74,7 @@ fn small_opts() -> TableBuildOptions {
         index_partition_size: 64,
         compression: Compression::None,
         filter_bits_per_key: Some(10),
+        format_version: crate::format::TABLE_FORMAT_VERSION,
     }
 }
 
@@ -123,8 +124,26 @@ fn roundtrip_many_keys_with_each_option_set() {
                 ..small_opts()
             },
         ),
+        (
+            "version 1",
+            TableBuildOptions {
+                format_version: 1,
+                ..TableBuildOptions::default()
+            },
+        ),
+        (
+            "version 1, small blocks",
+            TableBuildOptions {
+                format_version: 1,
+                ..small_opts()
+            },
+        ),
     ] {
         let (data, props) = build(&entries, opts.clone());
+        assert_eq!(props.format_version, opts.format_version, "{name}");
+        if opts.format_version == 1 {
+            assert_eq!(props.data_padding_bytes, 0, "{name}");
+        }
         assert_eq!(props.num_entries, entries.len() as u64, "{name}");
         assert_eq!(props.smallest_key, entries[0].0);
         assert_eq!(props.largest_key, entries.last().unwrap().0);
@@ -178,9 +197,23 @@ fn roundtrip_many_keys_with_each_option_set() {
     }
 }
 
-/// One user key with many versions (values and tombstones) spanning several small
-/// blocks, between neighbours.
-fn straddling_entries() -> Vec<Entry> {
+/// Options for blocks that the versions of one user key span, and the entries
+/// (see [`straddling_entries_of`]): 128-byte blocks in version 1; in version
+/// 2, whose blocks fill a page, values 80 times longer.
+fn straddling_case(format_version: u32) -> (Vec<Entry>, TableBuildOptions) {
+    let opts = TableBuildOptions {
+        block_size: 128,
+        index_partition_size: 32,
+        format_version,
+        ..small_opts()
+    };
+    let repeat = if format_version >= 2 { 320 } else { 4 };
+    (straddling_entries_of(repeat), opts)
+}
+
+/// One user key with many versions (values and tombstones, values of `repeat`
+/// times a few bytes) between neighbours.
+fn straddling_entries_of(repeat: usize) -> Vec<Entry> {
     let mut entries = vec![(ikey(b"a", 5, ValueKind::Value), b"a5".to_vec())];
     for seq in (10..=200u64).rev().step_by(3) {
         let kind = if seq % 7 == 0 {
@@ -191,7 +224,7 @@ fn straddling_entries() -> Vec<Entry> {
         let v = if kind == ValueKind::Delete {
             Vec::new()
         } else {
-            format!("k@{seq}").repeat(4).into_bytes()
+            format!("k@{seq}").repeat(repeat).into_bytes()
         };
         entries.push((ikey(b"k", seq, kind), v));
     }
@@ -201,12 +234,13 @@ fn straddling_entries() -> Vec<Entry> {
 
 #[test]
 fn versions_straddling_blocks_honour_sequence_numbers_and_deletes() {
-    let entries = straddling_entries();
-    let opts = TableBuildOptions {
-        block_size: 128,
-        index_partition_size: 32,
-        ..small_opts()
-    };
+    for version in [1, 2] {
+        versions_straddling_blocks(version);
+    }
+}
+
+fn versions_straddling_blocks(version: u32) {
+    let (entries, opts) = straddling_case(version);
     let (data, props) = build(&entries, opts);
     assert!(
         props.data_blocks >= 10,
@@ -237,11 +271,13 @@ fn versions_straddling_blocks_honour_sequence_numbers_and_deletes() {
 
 #[test]
 fn a_get_reads_past_a_block_only_when_the_key_straddles() {
-    let entries = straddling_entries();
-    let opts = TableBuildOptions {
-        block_size: 128,
-        ..small_opts()
-    };
+    for version in [1, 2] {
+        reads_past_a_block_only_when_the_key_straddles(version);
+    }
+}
+
+fn reads_past_a_block_only_when_the_key_straddles(version: u32) {
+    let (entries, opts) = straddling_case(version);
     let (data, _) = build(&entries, opts);
     let c = ctx();
     let t = open(data, &c);
@@ -765,15 +801,34 @@ fn truncated_or_foreign_files_are_corruption() {
 
 #[test]
 fn an_unknown_format_version_is_corruption() {
+    for version in [0u32, 3] {
+        let (mut data, _) = build(&random_entries(20, 100, 20), TableBuildOptions::default());
+        let footer_offset = data.len() - 64;
+        data[footer_offset + 48..footer_offset + 52].copy_from_slice(&version.to_le_bytes());
+        let crc = crate::format::masked_crc(&data[footer_offset..footer_offset + 52]);
+        data[footer_offset + 52..footer_offset + 56].copy_from_slice(&crc.to_le_bytes());
+        match open_with(data, &ctx(), false) {
+            Err(Error::Corruption { offset, reason, .. }) => {
+                assert_eq!(offset, footer_offset as u64);
+                assert!(reason.contains(&format!("version {version}")), "{reason}");
+            }
+            other => panic!("{:?}", other.err()),
+        }
+    }
+}
+
+#[test]
+fn a_version_disagreeing_with_the_properties_is_corruption() {
+    // A version-2 table whose footer claims version 1 (its partitions would be
+    // decoded with the wrong offset rule).
     let (mut data, _) = build(&random_entries(20, 100, 20), TableBuildOptions::default());
     let footer_offset = data.len() - 64;
-    data[footer_offset + 48..footer_offset + 52].copy_from_slice(&2u32.to_le_bytes());
+    data[footer_offset + 48..footer_offset + 52].copy_from_slice(&1u32.to_le_bytes());
     let crc = crate::format::masked_crc(&data[footer_offset..footer_offset + 52]);
     data[footer_offset + 52..footer_offset + 56].copy_from_slice(&crc.to_le_bytes());
     match open_with(data, &ctx(), false) {
-        Err(Error::Corruption { offset, reason, .. }) => {
-            assert_eq!(offset, footer_offset as u64);
-            assert!(reason.contains("version 2"), "{reason}");
+        Err(Error::Corruption { reason, .. }) => {
+            assert!(reason.contains("disagrees"), "{reason}");
         }
         other => panic!("{:?}", other.err()),
     }
@@ -834,8 +889,21 @@ fn the_builder_rejects_bad_keys() {
 
 #[test]
 fn inspect_lists_every_block_back_to_back() {
+    for version in [1, 2] {
+        inspect_lists_every_block(version);
+    }
+}
+
+/// Every block of a table of `version` is listed, in file order, each starting
+/// where the previous one ends; in version 2 data blocks start on the next page
+/// boundary instead, and the padding adds up to the property.
+fn inspect_lists_every_block(version: u32) {
     let entries = random_entries(21, 20_000, 110);
-    let (data, props) = build(&entries, TableBuildOptions::default());
+    let opts = TableBuildOptions {
+        format_version: version,
+        ..TableBuildOptions::default()
+    };
+    let (data, props) = build(&entries, opts);
     let layout = block_sizes(&data);
     let count = |k: &str| layout.blocks.iter().filter(|b| b.kind == k).count() as u64;
     assert_eq!(count("data"), props.data_blocks);
@@ -845,19 +913,48 @@ fn inspect_lists_every_block_back_to_back() {
         (count("filter"), count("top_index"), count("properties")),
         (1, 1, 1)
     );
-    let mut expect = 0;
+    let mut expect = 0u64;
+    let mut padding = 0;
     for b in &layout.blocks {
+        if version >= 2 && b.kind == "data" {
+            let aligned = expect.next_multiple_of(4096);
+            padding += aligned - expect;
+            expect = aligned;
+            assert!(b.size + 5 <= 4096, "{b:?} spills out of its page");
+        }
         assert_eq!(b.offset, expect, "{b:?}");
         expect = b.offset + b.size + 5;
+    }
+    assert_eq!(padding, props.data_padding_bytes);
+    if version >= 2 {
+        // A block is cut only when the next entry (about 150 bytes here) does
+        // not fit: less than one entry of padding per page.
+        assert!(
+            padding < props.data_blocks * 160,
+            "padding {padding} over {} blocks",
+            props.data_blocks
+        );
     }
     assert_eq!(expect, layout.footer_offset);
     assert_eq!(layout.footer_offset + 64, layout.file_size);
     assert_eq!(layout.properties, props);
 }
 
-// ---- Golden fixture -------------------------------------------------------------
+// ---- Golden fixtures ------------------------------------------------------------
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/table-v1.sst");
+/// The committed table of each format version, written from `fixture_entries()`
+/// with `fixture_opts(version)`.
+fn fixture_path(version: u32) -> String {
+    format!(
+        "{}/tests/fixtures/table-v{version}.sst",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn read_fixture(version: u32) -> Vec<u8> {
+    let path = fixture_path(version);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("committed fixture {path}: {e}"))
+}
 
 /// The fixture's contents: 500 user keys, every 10th with an older version, every
 /// 7th newest version a tombstone; compressible values so that LZ4 is used.
@@ -886,33 +983,55 @@ fn fixture_entries() -> Vec<Entry> {
     entries
 }
 
-fn fixture_opts() -> TableBuildOptions {
+/// Version 1: 1 KiB blocks in 128-byte partitions; version 2, whose blocks
+/// fill a page whatever `block_size`: 32-byte partitions, so that it too has
+/// several.
+fn fixture_opts(format_version: u32) -> TableBuildOptions {
     TableBuildOptions {
         block_size: 1024,
         block_restart_interval: 8,
-        index_partition_size: 128,
+        index_partition_size: if format_version >= 2 { 32 } else { 128 },
         compression: Compression::Lz4,
         filter_bits_per_key: Some(10),
+        format_version,
     }
 }
 
-/// The writer still produces the committed bytes: a change to the table
-/// encoding must come with a new format version and a new fixture.
+/// The writer still produces the committed bytes of every version: a change to
+/// the table encoding must come with a new format version and a new fixture.
+/// `SHALE_WRITE_TABLE_FIXTURE=N` writes the fixture of version `N` (only for a
+/// new version).
 #[test]
-fn this_build_writes_the_golden_fixture_byte_for_byte() {
-    let (data, _) = build(&fixture_entries(), fixture_opts());
-    let committed = std::fs::read(FIXTURE).expect("committed fixture tests/fixtures/table-v1.sst");
-    assert!(data == committed, "the table encoding of format v1 changed");
+fn this_build_writes_the_golden_fixtures_byte_for_byte() {
+    for version in crate::format::MIN_TABLE_FORMAT_VERSION..=crate::format::TABLE_FORMAT_VERSION {
+        let (data, _) = build(&fixture_entries(), fixture_opts(version));
+        if std::env::var("SHALE_WRITE_TABLE_FIXTURE").is_ok_and(|v| v == version.to_string()) {
+            std::fs::write(fixture_path(version), &data).expect("write the fixture");
+        }
+        assert!(
+            data == read_fixture(version),
+            "the table encoding of format v{version} changed"
+        );
+    }
 }
 
 #[test]
 fn golden_fixture_v1_still_reads() {
-    let data = std::fs::read(FIXTURE).expect("committed fixture tests/fixtures/table-v1.sst");
+    check_golden_fixture(1);
+}
+
+#[test]
+fn golden_fixture_v2_still_reads() {
+    check_golden_fixture(2);
+}
+
+fn check_golden_fixture(version: u32) {
+    let data = read_fixture(version);
     let entries = fixture_entries();
     let c = ctx();
     let t = open(data.clone(), &c);
     let p = t.properties().clone();
-    assert_eq!(p.format_version, 1);
+    assert_eq!(p.format_version, version);
     assert_eq!(p.num_entries, entries.len() as u64);
     assert_eq!(
         p.num_deletions,
@@ -922,7 +1041,7 @@ fn golden_fixture_v1_still_reads() {
             .count() as u64
     );
     assert_eq!(p.compression, Compression::Lz4 as u8);
-    assert!(p.index_partitions > 1 && p.data_blocks > 5 && p.filter_bits_per_key == 10);
+    assert!(p.index_partitions > 1 && p.data_blocks > 4 && p.filter_bits_per_key == 10);
     for (k, _) in &entries {
         let uk = user(k);
         for seq in [u64::MAX, seq_of(k), seq_of(k).saturating_sub(1)] {
@@ -955,4 +1074,19 @@ fn golden_fixture_v1_still_reads() {
         })
         .count();
     assert!(lz4 > 0);
+    let data_blocks: Vec<_> = layout.blocks.iter().filter(|b| b.kind == "data").collect();
+    if version >= 2 {
+        assert!(p.data_padding_bytes > 0);
+        for b in &data_blocks {
+            assert_eq!(
+                b.offset % 4096,
+                0,
+                "data block at {} not page-aligned",
+                b.offset
+            );
+            assert!(b.size + 5 <= 4096, "data block at {} spills", b.offset);
+        }
+    } else {
+        assert_eq!(p.data_padding_bytes, 0);
+    }
 }
