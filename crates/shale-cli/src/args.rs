@@ -184,6 +184,11 @@ pub struct BenchKvdbArgs {
     /// Print results.json on standard output instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Seconds of raw O_DIRECT page reads at random offsets of the table
+    /// files, before the runs, to measure the device's own random-read rate
+    /// (each run's Gets/s is reported as a share of it); 0 skips it.
+    #[arg(long, value_name = "S", default_value_t = 3.0)]
+    pub device_limit_seconds: f64,
 }
 
 /// `shale advise`.

@@ -239,7 +239,7 @@ fn hit_rate_chart(results: &BenchResults) -> Chart {
 /// The study's table for the terminal: a line on the inflection points, a
 /// line of column names, a rule, and one line per run in the order run.
 pub fn terminal_table(results: &BenchResults) -> String {
-    const COLUMNS: [(&str, usize); 12] = [
+    const COLUMNS: [(&str, usize); 13] = [
         ("cache MiB", 10),
         ("cache %", 8),
         ("phase", 5),
@@ -252,6 +252,7 @@ pub fn terminal_table(results: &BenchResults) -> String {
         ("data", 7),
         ("ops/s", 11),
         ("p99 µs", 9),
+        ("÷dev.limit", 10),
     ];
     let line = |cells: &[String]| -> String {
         let mut out = String::new();
@@ -273,6 +274,8 @@ pub fn terminal_table(results: &BenchResults) -> String {
         mib(results.ip2_bytes),
         results.ip2_percent,
     );
+    out.push_str(&device_limit_line(results));
+    out.push('\n');
     let names: Vec<String> = COLUMNS.iter().map(|(n, _)| n.to_string()).collect();
     let header = line(&names);
     out.push_str(&header);
@@ -292,9 +295,29 @@ pub fn terminal_table(results: &BenchResults) -> String {
             rate_text(r.hit_rate.data),
             grouped_f64(r.ops_per_sec),
             format!("{:.1}", r.p99_us),
+            share_text(r.device_limit_share),
         ]));
     }
     out
+}
+
+/// What the device's own random-read rate was, in one sentence.
+fn device_limit_line(results: &BenchResults) -> String {
+    match &results.device_limit {
+        Some(l) => format!(
+            "device limit: {} random {}-byte O_DIRECT reads/s over the table files ({} threads, {:.1} s); ÷dev.limit = Gets/s as a share of it",
+            grouped_f64(l.reads_per_sec),
+            l.page_bytes,
+            l.threads,
+            l.seconds
+        ),
+        None => "device limit: not measured".to_string(),
+    }
+}
+
+/// A share as a whole percentage, `-` when unknown.
+fn share_text(share: Option<f64>) -> String {
+    share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0))
 }
 
 pub(crate) const STYLE: &str = "\
@@ -330,7 +353,7 @@ fn html_report(results: &BenchResults, io_svg: &str, hit_svg: &str) -> String {
 
     h.push_str("<h2>Parameters</h2>\n<table>\n");
     let warmup_gets = (r.warmup * r.keys as f64).round();
-    let params: [(&str, String); 10] = [
+    let params: [(&str, String); 11] = [
         ("engine", r.engine.clone()),
         ("keys", grouped(r.keys)),
         ("value size", format!("{} bytes", r.value_size)),
@@ -356,6 +379,19 @@ fn html_report(results: &BenchResults, io_svg: &str, hit_svg: &str) -> String {
                 "yes (O_DIRECT, no page cache)".into()
             } else {
                 "no (reads may hit the page cache)".into()
+            },
+        ),
+        (
+            "device random-read limit",
+            match &r.device_limit {
+                Some(l) => format!(
+                    "{} reads/s ({}-byte O_DIRECT reads at random pages of the table files, {} threads, {:.1} s)",
+                    grouped_f64(l.reads_per_sec),
+                    l.page_bytes,
+                    l.threads,
+                    l.seconds
+                ),
+                None => "not measured".into(),
             },
         ),
     ];
@@ -447,7 +483,7 @@ fn html_report(results: &BenchResults, io_svg: &str, hit_svg: &str) -> String {
          <th>physical reads per Get</th><th>device reads per Get</th>\
          <th>hit filter</th><th>hit top index</th><th>hit index</th><th>hit data</th>\
          <th>hit overall</th><th>ops/s</th><th>p50 µs</th><th>p99 µs</th>\
-         <th>p99.9 µs</th></tr>\n",
+         <th>p99.9 µs</th><th>ops/s ÷ device limit</th></tr>\n",
     );
     for run in &r.runs {
         let cells = [
@@ -467,6 +503,7 @@ fn html_report(results: &BenchResults, io_svg: &str, hit_svg: &str) -> String {
             format!("{:.1}", run.p50_us),
             format!("{:.1}", run.p99_us),
             format!("{:.1}", run.p999_us),
+            share_text(run.device_limit_share),
         ];
         let _ = write!(h, "<tr class=\"run phase{}\">", run.phase);
         for (i, cell) in cells.iter().enumerate() {
@@ -528,6 +565,8 @@ mod tests {
                     p50_us: 12.5,
                     p99_us: 80.0 - i as f64,
                     p999_us: 250.0,
+                    device_limit_share: (i != 2)
+                        .then_some((250_000.0 + 10_000.0 * i as f64) / 500_000.0),
                 }
             })
             .collect();
@@ -552,6 +591,13 @@ mod tests {
             ip2_bytes: ip2,
             ip1_percent: 0.13,
             ip2_percent: 0.9,
+            device_limit: Some(shale_workload::results::DeviceLimit {
+                reads_per_sec: 500_000.0,
+                threads: 2,
+                page_bytes: 4096,
+                reads: 1_500_000,
+                seconds: 3.0,
+            }),
             runs,
         }
     }
@@ -655,6 +701,9 @@ mod tests {
         );
         assert!(html.contains("shale 0.1.0 &lt;test &amp; co&gt;"));
         assert!(html.contains("phase 1") && html.contains("phase 3"));
+        assert!(html.contains("<td>500,000 reads/s (4096-byte O_DIRECT reads"));
+        assert!(html.contains("<th>ops/s ÷ device limit</th>"));
+        assert!(html.contains("<td class=\"n\">50%</td>"));
     }
 
     #[test]
@@ -700,7 +749,7 @@ mod tests {
         let empty = BenchResults::default();
         let dir = tempfile::tempdir().expect("tempdir");
         assert_eq!(write_all(&empty, dir.path()).expect("empty").len(), 7);
-        assert_eq!(terminal_table(&empty).lines().count(), 3);
+        assert_eq!(terminal_table(&empty).lines().count(), 4);
     }
 
     #[test]
@@ -708,22 +757,35 @@ mod tests {
         let r = sample();
         let table = terminal_table(&r);
         let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), 3 + r.runs.len(), "{table}");
+        assert_eq!(lines.len(), 4 + r.runs.len(), "{table}");
         assert!(lines[0].contains("IP1 = ") && lines[0].contains("(0.130% of DB)"));
         assert!(lines[0].contains("IP2 = ") && lines[0].contains("(0.900% of DB)"));
-        assert!(lines[1].contains("I/O/Get(miss)") && lines[1].contains("p99 µs"));
+        assert!(
+            lines[1].starts_with("device limit: 500,000 random 4096-byte"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].contains("I/O/Get(miss)") && lines[2].contains("÷dev.limit"));
         // Fixed width: every line under the header is as wide as it.
-        let width = lines[1].chars().count();
-        for line in &lines[2..] {
+        let width = lines[2].chars().count();
+        for line in &lines[3..] {
             assert_eq!(line.chars().count(), width, "{line:?}");
         }
-        assert!(lines[3].contains("0.050%") && lines[3].contains("3.400"));
+        assert!(lines[4].contains("0.050%") && lines[4].contains("3.400"));
+        // 250,000 of 500,000 reads/s.
+        assert!(lines[4].ends_with("50%"), "{}", lines[4]);
         assert!(
-            lines[5].contains("    -"),
+            lines[6].contains("    -"),
             "no device reads in run 3: {}",
-            lines[5]
+            lines[6]
         );
-        assert!(lines[8].contains("3.000%") && lines[8].contains("300,000"));
+        assert!(lines[9].contains("3.000%") && lines[9].contains("300,000"));
+        assert!(lines[9].ends_with("60%"), "{}", lines[9]);
+        let unmeasured = BenchResults {
+            device_limit: None,
+            ..r
+        };
+        assert!(terminal_table(&unmeasured).contains("device limit: not measured"));
     }
 
     #[test]

@@ -489,12 +489,33 @@ fn bench_kvdb_runs_end_to_end_on_a_tiny_dataset() {
         "2",
         "--direct-io",
         "false",
+        "--device-limit-seconds",
+        "0.3",
         "--out",
         &out_arg,
         "--json",
     ];
     let v: serde_json::Value = serde_json::from_str(&ok(&args)).expect("--json prints JSON");
     assert_eq!(v["keys"], 20000);
+    // The device limit, where the file system takes O_DIRECT (not tmpfs), and
+    // each run's Gets/s as a share of it.
+    let limit = v["device_limit"]["reads_per_sec"].as_f64();
+    if let Some(limit) = limit {
+        assert!(limit > 0.0, "{}", v["device_limit"]);
+        assert_eq!(v["device_limit"]["threads"], 2);
+        assert_eq!(v["device_limit"]["page_bytes"], 4096);
+    } else {
+        assert!(v["device_limit"].is_null(), "{}", v["device_limit"]);
+    }
+    for r in v["runs"].as_array().expect("runs") {
+        let share = r["device_limit_share"].as_f64();
+        match (limit, r["ops_per_sec"].as_f64()) {
+            (Some(l), Some(ops)) => {
+                assert!(share.is_some_and(|s| (s - ops / l).abs() < 1e-9), "{r}")
+            }
+            _ => assert!(r["device_limit_share"].is_null(), "{r}"),
+        }
+    }
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 5, "the default five cache sizes");
     for r in runs {

@@ -67,6 +67,34 @@ pub struct Run {
     pub p99_us: f64,
     /// 99.9th percentile.
     pub p999_us: f64,
+    /// `ops_per_sec` as a share of the device's own random-read rate
+    /// ([`BenchResults::device_limit`]); `None` when that was not measured.
+    #[serde(default)]
+    pub device_limit_share: Option<f64>,
+}
+
+/// The device's own random-read rate over the database's table files: raw
+/// `O_DIRECT` reads of one page at random page offsets, by as many threads as
+/// the Gets use. A Get that costs one device read cannot go faster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceLimit {
+    /// Page reads per second over all threads.
+    pub reads_per_sec: f64,
+    /// Reader threads.
+    pub threads: usize,
+    /// Bytes per read (one page).
+    pub page_bytes: u64,
+    /// Reads made.
+    pub reads: u64,
+    /// How long they took, in seconds.
+    pub seconds: f64,
+}
+
+impl DeviceLimit {
+    /// `ops_per_sec` as a share of this limit; `None` for a limit of 0.
+    pub fn share(&self, ops_per_sec: f64) -> Option<f64> {
+        (self.reads_per_sec > 0.0).then(|| ops_per_sec / self.reads_per_sec)
+    }
 }
 
 /// The document `results.json` holds.
@@ -112,6 +140,10 @@ pub struct BenchResults {
     pub ip1_percent: f64,
     /// IP2 as a percentage of `db_bytes`.
     pub ip2_percent: f64,
+    /// The device's random-read rate, measured before the runs; `None` when
+    /// not measured (`--device-limit-seconds 0`, or no `O_DIRECT`).
+    #[serde(default)]
+    pub device_limit: Option<DeviceLimit>,
     /// One entry per cache size, in the order run.
     pub runs: Vec<Run>,
 }
@@ -123,12 +155,12 @@ impl BenchResults {
         let mut out = String::from(
             "engine,keys,db_bytes,ip1_bytes,ip2_bytes,cache_bytes,cache_percent,phase,gets,found,\
              io_per_get,physical_reads_per_get,device_reads_per_get,hit_filter,hit_top_index,\
-             hit_index,hit_data,hit_overall,ops_per_sec,p50_us,p99_us,p999_us\n",
+             hit_index,hit_data,hit_overall,ops_per_sec,p50_us,p99_us,p999_us,device_limit_share\n",
         );
         let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
         for r in &self.runs {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1}\n",
+                "{},{},{},{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{}\n",
                 self.engine,
                 self.keys,
                 self.db_bytes,
@@ -151,6 +183,7 @@ impl BenchResults {
                 r.p50_us,
                 r.p99_us,
                 r.p999_us,
+                opt(r.device_limit_share),
             ));
         }
         out
@@ -311,6 +344,7 @@ impl Run {
             p50_us: r.latency.p50_us,
             p99_us: r.latency.p99_us,
             p999_us: r.latency.p999_us,
+            device_limit_share: None,
         }
     }
 }
@@ -429,5 +463,39 @@ mod tests {
         let csv = r.to_csv();
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.lines().nth(2).is_some_and(|l| l.contains(",0.500000,")));
+        // A document written before the device limit existed still reads.
+        let mut old: serde_json::Value = serde_json::from_str(&json).expect("value");
+        if let Some(o) = old.as_object_mut() {
+            o.remove("device_limit");
+        }
+        let back: BenchResults = serde_json::from_value(old).expect("old document");
+        assert_eq!(back.device_limit, None);
+    }
+
+    #[test]
+    fn gets_as_a_share_of_the_device_limit() {
+        let limit = DeviceLimit {
+            reads_per_sec: 20_000.0,
+            threads: 2,
+            page_bytes: 4096,
+            reads: 60_000,
+            seconds: 3.0,
+        };
+        assert_eq!(limit.share(15_000.0), Some(0.75));
+        let none = DeviceLimit::default();
+        assert_eq!(none.share(15_000.0), None);
+        let r = BenchResults {
+            device_limit: Some(limit),
+            runs: vec![Run {
+                device_limit_share: Some(0.75),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(r
+            .to_csv()
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.ends_with(",0.750000")));
     }
 }

@@ -16,7 +16,7 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleOpener};
-use shale_workload::results::{phase, BenchResults, HitRates, Run};
+use shale_workload::results::{phase, BenchResults, DeviceLimit, HitRates, Run};
 use shale_workload::{Dataset, Distribution, KeyChooser, KeyGen, KeyScheme};
 
 use crate::args::{AdviseArgs, BenchKvdbArgs, WorkloadArgs};
@@ -78,6 +78,20 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     };
     let sizes = plan_sizes(a.cache.as_deref(), a.sweep, &comp).map_err(err)?;
     let mut results = header(&engine_name, a, &w, threads, &comp);
+    if !(a.device_limit_seconds.is_finite() && a.device_limit_seconds >= 0.0) {
+        return Err(CliError::msg(
+            "--device-limit-seconds must be a number of seconds, 0 or more",
+        ));
+    }
+    if a.device_limit_seconds > 0.0 {
+        let seconds = std::time::Duration::from_secs_f64(a.device_limit_seconds);
+        match device_limit(&dir, threads, seconds) {
+            Ok(limit) => results.device_limit = Some(limit),
+            // Not every file system supports O_DIRECT (tmpfs does not): the
+            // bench goes on without the limit and says so.
+            Err(e) => eprintln!("device limit not measured: {e}"),
+        }
+    }
     for (i, &cache) in sizes.iter().enumerate() {
         let label = format!(
             "run {}/{}: cache {}",
@@ -85,7 +99,11 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             sizes.len(),
             size_text(cache, &comp)
         );
-        let run = run_one(&opener, &dir, a, &w, threads, cache, &comp, &label)?;
+        let mut run = run_one(&opener, &dir, a, &w, threads, cache, &comp, &label)?;
+        run.device_limit_share = results
+            .device_limit
+            .as_ref()
+            .and_then(|l| l.share(run.ops_per_sec));
         results.runs.push(run);
         // Written after every run, so an interrupted bench keeps what finished.
         crate::report::write_all(&results, &a.out).map_err(CliError::msg)?;
@@ -345,8 +363,95 @@ fn header(
         ip2_bytes: c.ip2_bytes(),
         ip1_percent: pct(c.ip1_bytes()),
         ip2_percent: pct(c.ip2_bytes()),
+        device_limit: None,
         runs: Vec::new(),
     }
+}
+
+/// Bytes per read of the device-limit probe.
+const PAGE: u64 = 4096;
+
+/// The device's random-read rate over the table files of `dir`: `threads`
+/// threads read one page each at random page offsets (files chosen in
+/// proportion to their pages) with `O_DIRECT` for `duration`, through the
+/// same file system shale reads with.
+fn device_limit(
+    dir: &Path,
+    threads: usize,
+    duration: std::time::Duration,
+) -> Result<DeviceLimit, String> {
+    use shale::env::{FileSystem, PosixFs, PosixOptions, RandomAccessFile};
+    let fs = PosixFs::new(PosixOptions {
+        direct_io: true,
+        ..PosixOptions::default()
+    });
+    let mut files: Vec<(std::sync::Arc<dyn RandomAccessFile>, u64)> = Vec::new();
+    let names = fs
+        .list(dir)
+        .map_err(|e| format!("listing {}: {e}", dir.display()))?;
+    for name in names.iter().filter(|n| n.ends_with(".sst")) {
+        let path = dir.join(name);
+        let file = fs
+            .open_random(&path)
+            .map_err(|e| format!("opening {}: {e}", path.display()))?;
+        let pages = file.size() / PAGE;
+        if pages > 0 {
+            files.push((file, pages));
+        }
+    }
+    // Cumulative page counts, to choose a page uniformly over all files.
+    let mut ends = Vec::with_capacity(files.len());
+    let mut total = 0u64;
+    for (_, pages) in &files {
+        total += pages;
+        ends.push(total);
+    }
+    if total == 0 {
+        return Err(format!("no table of {} holds a whole page", dir.display()));
+    }
+    let threads = threads.max(1);
+    let start = Instant::now();
+    let counts: Vec<Result<u64, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (files, ends) = (&files, &ends);
+                s.spawn(move || -> Result<u64, String> {
+                    let mut rng = shale_workload::Rng::new(0x0de7_11e1 + t as u64);
+                    let mut buf = vec![0u8; PAGE as usize];
+                    let mut n = 0u64;
+                    while start.elapsed() < duration {
+                        let page = rng.below(total);
+                        let i = ends.partition_point(|&end| end <= page);
+                        let first = if i == 0 { 0 } else { ends[i - 1] };
+                        let (file, _) = &files[i];
+                        file.read_exact_at((page - first) * PAGE, &mut buf)
+                            .map_err(|e| format!("reading a page: {e}"))?;
+                        n += 1;
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a probe thread panicked".into()))
+            })
+            .collect()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let mut reads = 0;
+    for c in counts {
+        reads += c?;
+    }
+    Ok(DeviceLimit {
+        reads_per_sec: reads as f64 / seconds.max(1e-9),
+        threads,
+        page_bytes: PAGE,
+        reads,
+        seconds,
+    })
 }
 
 /// Measures one cache size.
@@ -400,6 +505,7 @@ fn run_one(
         p50_us: q(0.5),
         p99_us: q(0.99),
         p999_us: q(0.999),
+        device_limit_share: None,
     })
 }
 
@@ -556,6 +662,7 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             sweep: false,
             out: PathBuf::from("."),
             json: false,
+            device_limit_seconds: 0.0,
         };
         let workload = Workload {
             keygen: KeyGen::new(KeyScheme::Hash),
