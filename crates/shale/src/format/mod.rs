@@ -37,9 +37,10 @@ pub(crate) fn mask_crc(crc: u32) -> u32 {
 }
 
 /// Version of the table format written by this build by default (see
-/// `docs/format/table.md`): 2, page-aligned data blocks. Version 1 (blocks back
-/// to back) is still read, and written when asked.
-pub const TABLE_FORMAT_VERSION: u32 = 2;
+/// `docs/format/table.md`): 3, page-structured tables (data blocks, filter
+/// partitions and locators each on a page). Versions 1 (blocks back to back)
+/// and 2 (page-aligned data blocks) are still read, and written when asked.
+pub const TABLE_FORMAT_VERSION: u32 = 3;
 /// The oldest table format version this build reads.
 pub const MIN_TABLE_FORMAT_VERSION: u32 = 1;
 /// Version of the database layout (WAL, manifest, `CURRENT`) written by this build.

@@ -37,6 +37,9 @@ use super::index::{short_successor, shortest_separator, IndexBuilder};
 use super::layout::{
     block_trailer, encode_properties, lz4_contents, BlockHandle, Footer, FOOTER_LEN,
 };
+use super::paged::{
+    encode_key_array, encode_locator, frame_paged, paged_data_len, BlockSpan, PAGED_TAIL_LEN,
+};
 use super::{Compression, TableBuildOptions, TableProperties};
 use crate::error::{Error, Result};
 use crate::format::{
@@ -62,10 +65,30 @@ pub(crate) struct TableBuilder {
     index: IndexBuilder,
     filter_hashes: Vec<u64>,
     props: TableProperties,
-    /// Version 2: the largest a data block may grow, trailer included (whole
-    /// pages). `None` in version 1.
+    /// Versions 2 and 3: the largest a data block may grow, trailer or tail
+    /// included (whole pages). `None` in version 1.
     page_budget: Option<usize>,
+    /// Version 3: the data blocks written so far, for the locators.
+    spans: Vec<BlockSpan>,
+    /// Version 3: first user key of the open data block.
+    block_first_user_key: Vec<u8>,
+    /// Version 3: finished filter partitions (upper-bound separator, filter
+    /// contents); `filter_hashes` holds the open one's keys.
+    filter_parts: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Version 3: keys a filter partition takes before it is cut.
+    filter_partition_keys: usize,
+    /// Distinct user keys given to the filter so far.
+    filter_keys: u64,
     failed: Option<Error>,
+}
+
+/// Keys a Bloom filter partition of `bits_per_key` takes so that it, with its
+/// format trailer and paged tail, fills at most one page, or
+/// `partition_size` bytes if smaller (but at least one 64-byte line).
+pub(crate) fn filter_partition_keys(bits_per_key: u32, partition_size: usize) -> usize {
+    let room = (PAGE_SIZE as usize).min(partition_size);
+    let lines = (room.saturating_sub(PAGED_TAIL_LEN + super::filter::FILTER_TRAILER) / 64).max(1);
+    (lines * 512 / bits_per_key.max(1) as usize).max(1)
 }
 
 impl TableBuilder {
@@ -88,11 +111,20 @@ impl TableBuilder {
             let pages = (opts.block_size as u64).div_ceil(PAGE_SIZE).max(1);
             usize::try_from(pages * PAGE_SIZE).unwrap_or(usize::MAX)
         });
+        let tail = if version >= 3 {
+            PAGED_TAIL_LEN
+        } else {
+            BLOCK_TRAILER_LEN as usize
+        };
         let index_format = if version >= 2 {
             EntryFormat::PagedIndex
         } else {
             EntryFormat::Index
         };
+        let filter_partition_keys = filter_partition_keys(
+            opts.filter_bits_per_key.unwrap_or(10),
+            opts.index_partition_size,
+        );
         let props = TableProperties {
             format_version: version,
             filter_bits_per_key: opts.filter_bits_per_key.unwrap_or(0),
@@ -112,9 +144,18 @@ impl TableBuilder {
             last_key: Vec::new(),
             filter_hashes: Vec::new(),
             props,
-            page_budget,
+            page_budget: page_budget.map(|b| b - tail + BLOCK_TRAILER_LEN as usize),
+            spans: Vec::new(),
+            block_first_user_key: Vec::new(),
+            filter_parts: Vec::new(),
+            filter_partition_keys,
+            filter_keys: 0,
             failed: None,
         }
+    }
+
+    fn paged(&self) -> bool {
+        self.props.format_version >= 3
     }
 
     /// Appends an entry. `internal_key` must be a valid encoded internal key
@@ -159,9 +200,18 @@ impl TableBuilder {
             let sep = shortest_separator(&self.pending_last_user_key, user_key);
             self.index.add(&sep, handle.offset, handle.size);
         }
+        if self.paged() && self.data.is_empty() {
+            self.block_first_user_key.clear();
+            self.block_first_user_key.extend_from_slice(user_key);
+        }
         let new_user_key = self.props.num_entries == 0 || last_user_key(&self.last_key) != user_key;
         if new_user_key && self.opts.filter_bits_per_key.is_some() {
+            if self.paged() && self.filter_hashes.len() >= self.filter_partition_keys {
+                let sep = shortest_separator(last_user_key(&self.last_key), user_key);
+                self.cut_filter_partition(sep);
+            }
             self.filter_hashes.push(filter_hash(user_key));
+            self.filter_keys += 1;
         }
         self.data.add_data(internal_key, value);
 
@@ -191,10 +241,16 @@ impl TableBuilder {
     /// block, the index and the filter).
     pub(crate) fn estimated_size(&self) -> u64 {
         let bits = u64::from(self.opts.filter_bits_per_key.unwrap_or(0));
+        let index = if self.paged() {
+            // About 11 bits a block for hash keys; more for others.
+            self.spans.len() as u64 * 2
+        } else {
+            self.index.estimated_size()
+        };
         self.offset
             + self.data.estimated_size() as u64
-            + self.index.estimated_size()
-            + (self.filter_hashes.len() as u64 * bits).div_ceil(8)
+            + index
+            + (self.filter_keys * bits).div_ceil(8)
             + FOOTER_LEN
     }
 
@@ -222,7 +278,54 @@ impl TableBuilder {
         Ok(handle)
     }
 
+    /// Version 3: closes the open filter partition, whose keys are all
+    /// `<= separator` and the next partition's all greater.
+    fn cut_filter_partition(&mut self, separator: Vec<u8>) {
+        let bits = self.opts.filter_bits_per_key.unwrap_or(10);
+        let contents = build_filter(&self.filter_hashes, bits);
+        self.filter_hashes.clear();
+        self.filter_parts.push((separator, contents));
+    }
+
+    /// Pads the file to the next page boundary.
+    fn pad_to_page(&mut self) -> Result<u64> {
+        let pad = self.offset.next_multiple_of(PAGE_SIZE) - self.offset;
+        if pad > 0 {
+            self.write(&ZEROS[..pad as usize])?;
+        }
+        Ok(pad)
+    }
+
+    /// Version 3: writes the open data block as a paged block of whole pages.
+    fn flush_paged_data_block(&mut self) -> Result<()> {
+        let last = last_user_key(self.data.last_key()).to_vec();
+        let raw = self.data.finish();
+        let compressed = match self.opts.compression {
+            Compression::Lz4 => lz4_contents(&raw),
+            Compression::None => None,
+        };
+        let (contents, compression) = match &compressed {
+            Some(c) => (c.as_slice(), Compression::Lz4),
+            None => (raw.as_slice(), Compression::None),
+        };
+        let stored = paged_data_len(contents.len());
+        let framed = frame_paged(contents, compression, stored);
+        self.write(&framed)?;
+        self.props.data_blocks += 1;
+        self.props.data_bytes += stored as u64;
+        self.props.data_padding_bytes += (stored - contents.len() - PAGED_TAIL_LEN) as u64;
+        self.spans.push(BlockSpan {
+            first: std::mem::take(&mut self.block_first_user_key),
+            last,
+            pages: stored as u64 / PAGE_SIZE,
+        });
+        Ok(())
+    }
+
     fn flush_data_block(&mut self) -> Result<()> {
+        if self.paged() {
+            return self.flush_paged_data_block();
+        }
         if self.page_budget.is_some() {
             let pad = self.offset.next_multiple_of(PAGE_SIZE) - self.offset;
             if pad > 0 {
@@ -257,6 +360,9 @@ impl TableBuilder {
         if !self.data.is_empty() {
             self.flush_data_block()?;
         }
+        if self.paged() {
+            return self.finish_paged();
+        }
         if let Some(handle) = self.pending.take() {
             let sep = short_successor(&self.pending_last_user_key);
             self.index.add(&sep, handle.offset, handle.size);
@@ -282,6 +388,73 @@ impl TableBuilder {
         let top_index = self.write_block(&top.finish(), Compression::None)?;
         self.props.top_level_index_bytes = top_index.size + BLOCK_TRAILER_LEN;
 
+        self.finish_tail(top_index, filter)
+    }
+
+    /// Version 3: the filter partitions, the locators and the two top-level
+    /// key arrays, then the common tail.
+    fn finish_paged(mut self) -> Result<TableProperties> {
+        // Filter partitions, each on its own page.
+        let filter_start = self.offset;
+        let mut filter_entries = Vec::new();
+        if self.opts.filter_bits_per_key.is_some() {
+            if !self.filter_hashes.is_empty() {
+                let sep = short_successor(last_user_key(&self.last_key));
+                self.cut_filter_partition(sep);
+            }
+            for (separator, contents) in std::mem::take(&mut self.filter_parts) {
+                self.pad_to_page()?;
+                let framed = frame_paged(&contents, Compression::None, 0);
+                self.write(&framed)?;
+                self.props.filter_partitions += 1;
+                self.props.filter_bytes += framed.len() as u64;
+                filter_entries.push((separator, framed.len() as u64));
+            }
+        }
+        // Locators, each on its own page; the last one is not padded.
+        self.pad_to_page()?;
+        let index_start = self.offset;
+        let spans = std::mem::take(&mut self.spans);
+        let mut top_entries = Vec::new();
+        let mut first_page = 0;
+        for (s, e) in partition_spans(&spans, self.opts.index_partition_size) {
+            self.pad_to_page()?;
+            let contents = encode_locator(first_page, &spans[s..e]);
+            let framed = frame_paged(&contents, Compression::None, 0);
+            self.write(&framed)?;
+            self.props.index_partitions += 1;
+            self.props.index_partition_bytes += framed.len() as u64;
+            let separator = match (spans.get(e - 1), spans.get(e)) {
+                (Some(a), Some(b)) => shortest_separator(&a.last, &b.first),
+                (Some(a), None) => short_successor(&a.last),
+                _ => Vec::new(),
+            };
+            top_entries.push((separator, framed.len() as u64));
+            first_page += spans[s..e].iter().map(|b| b.pages).sum::<u64>();
+        }
+        let filter = if self.opts.filter_bits_per_key.is_some() {
+            let mut contents = Vec::new();
+            encode_key_array(&mut contents, filter_start, &filter_entries);
+            let h = self.write_block(&contents, Compression::None)?;
+            self.props.top_level_filter_index_bytes = h.size + BLOCK_TRAILER_LEN;
+            self.props.filter_bytes += h.size + BLOCK_TRAILER_LEN;
+            Some(h)
+        } else {
+            None
+        };
+        let mut contents = Vec::new();
+        encode_key_array(&mut contents, index_start, &top_entries);
+        let top_index = self.write_block(&contents, Compression::None)?;
+        self.props.top_level_index_bytes = top_index.size + BLOCK_TRAILER_LEN;
+        self.finish_tail(top_index, filter)
+    }
+
+    /// The properties block and the footer, then `ObjectWriter::finish`.
+    fn finish_tail(
+        mut self,
+        top_index: BlockHandle,
+        filter: Option<BlockHandle>,
+    ) -> Result<TableProperties> {
         if self.props.num_entries == 0 {
             self.props.smallest_seqno = 0;
         }
@@ -314,6 +487,41 @@ impl TableBuilder {
             None => Ok(()),
         }
     }
+}
+
+/// Cuts the data blocks of a version-3 table into locator partitions, each
+/// the longest run from its start whose locator fits one page, or
+/// `partition_size` if that is smaller (a single block
+/// whose locator does not fit, with very long keys, gets one of its own).
+fn partition_spans(spans: &[BlockSpan], partition_size: usize) -> Vec<(usize, usize)> {
+    let budget = (PAGE_SIZE as usize - PAGED_TAIL_LEN).min(partition_size);
+    let n = spans.len();
+    let mut out = Vec::new();
+    let mut s = 0;
+    while s < n {
+        let fits = |e: usize| encode_locator(0, &spans[s..e]).len() + 10 <= budget;
+        // `lo` is accepted, `hi` is not (n + 1: none known yet).
+        let (mut lo, mut hi, mut step) = (s + 1, n + 1, 256);
+        while lo + 1 < hi {
+            let probe = if hi == n + 1 {
+                (lo + step).min(n)
+            } else {
+                lo + (hi - lo) / 2
+            };
+            if probe <= lo {
+                break;
+            }
+            if fits(probe) {
+                lo = probe;
+                step *= 2;
+            } else {
+                hi = probe;
+            }
+        }
+        out.push((s, lo));
+        s = lo;
+    }
+    out
 }
 
 /// Padding source: at most a page less one byte is ever written at once.

@@ -27,7 +27,7 @@ pub(crate) const FILTER_FORMAT_BLOCKED_XXH3: u8 = 1;
 
 const LINE_BYTES: usize = 64;
 const LINE_BITS: u64 = 512;
-const FILTER_TRAILER: usize = 6;
+pub(crate) const FILTER_TRAILER: usize = 6;
 
 /// Number of probes for `bits_per_key` (about `0.69 * bits_per_key`, in 1..=16).
 pub(crate) fn num_probes(bits_per_key: u32) -> u8 {

@@ -148,6 +148,11 @@ pub(crate) fn unwrap_block(mut raw: Vec<u8>, verify: bool) -> Result<Vec<u8>, Co
         return Err(Corrupt("block checksum mismatch"));
     }
     raw.truncate(contents.len());
+    decompress(raw, ctype)
+}
+
+/// The uncompressed form of block contents stored with compression byte `ctype`.
+pub(crate) fn decompress(raw: Vec<u8>, ctype: u8) -> Result<Vec<u8>, Corrupt> {
     match ctype {
         0 => Ok(raw),
         1 => {
@@ -198,6 +203,8 @@ mod tag {
     pub(super) const FILE_SIZE: u32 = 17;
     pub(super) const COMPRESSION: u32 = 18;
     pub(super) const DATA_PADDING_BYTES: u32 = 19;
+    pub(super) const FILTER_PARTITIONS: u32 = 20;
+    pub(super) const TOP_LEVEL_FILTER_INDEX_BYTES: u32 = 21;
 }
 
 fn put_prop_u64(out: &mut Vec<u8>, t: u32, v: u64) {
@@ -247,8 +254,18 @@ pub(crate) fn encode_properties(p: &TableProperties) -> Vec<u8> {
     put_prop_u64(&mut out, tag::LARGEST_SEQNO, p.largest_seqno);
     put_prop_bytes(&mut out, tag::FILE_SIZE, &p.file_size.to_le_bytes());
     put_prop_u64(&mut out, tag::COMPRESSION, u64::from(p.compression));
-    if p.format_version >= 2 {
+    // Tags of later versions are written from their version on (and before
+    // it only when set, so that every decoded block re-encodes to itself).
+    if p.format_version >= 2 || p.data_padding_bytes != 0 {
         put_prop_u64(&mut out, tag::DATA_PADDING_BYTES, p.data_padding_bytes);
+    }
+    if p.format_version >= 3 || p.filter_partitions != 0 || p.top_level_filter_index_bytes != 0 {
+        put_prop_u64(&mut out, tag::FILTER_PARTITIONS, p.filter_partitions);
+        put_prop_u64(
+            &mut out,
+            tag::TOP_LEVEL_FILTER_INDEX_BYTES,
+            p.top_level_filter_index_bytes,
+        );
     }
     out
 }
@@ -299,6 +316,8 @@ pub(crate) fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corru
                 p.compression = u8::try_from(int()?).map_err(|_| Corrupt("bad compression"))?
             }
             tag::DATA_PADDING_BYTES => p.data_padding_bytes = int()?,
+            tag::FILTER_PARTITIONS => p.filter_partitions = int()?,
+            tag::TOP_LEVEL_FILTER_INDEX_BYTES => p.top_level_filter_index_bytes = int()?,
             _ => {} // a property of a later version
         }
     }
@@ -330,6 +349,8 @@ mod tests {
             file_size: 123_456,
             compression: 1,
             data_padding_bytes: 0,
+            filter_partitions: 0,
+            top_level_filter_index_bytes: 0,
         }
     }
 

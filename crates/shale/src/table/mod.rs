@@ -24,6 +24,7 @@ pub(crate) mod builder;
 pub(crate) mod filter;
 pub(crate) mod index;
 pub(crate) mod layout;
+pub(crate) mod paged;
 pub(crate) mod reader;
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -122,6 +123,11 @@ pub struct TableProperties {
     pub file_size: u64,
     /// The [`Compression`] requested for data blocks (some may be stored raw).
     pub compression: u8,
+    /// Filter partitions (version 3; 0 without a filter or before version 3).
+    pub filter_partitions: u64,
+    /// Bytes of the top-level filter index, with its trailer (version 3; also
+    /// counted in `filter_bytes`).
+    pub top_level_filter_index_bytes: u64,
 }
 
 /// Cache key of a block: (table file number, block offset).
@@ -130,20 +136,52 @@ pub(crate) type BlockCacheKey = (u64, u64);
 /// A decoded block in the cache: stored decompressed, shared by `Arc`, immutable.
 #[derive(Debug)]
 pub(crate) enum CachedBlock {
-    /// A data block.
+    /// A data block (versions 1 and 2).
     Data(block::Block),
-    /// An index partition or a top-level index.
+    /// A data block stored on pages (version 3).
+    PagedData(block::Block),
+    /// An index partition or a top-level index (versions 1 and 2).
     Index(block::Block),
-    /// A Bloom filter.
+    /// A top-level index or top-level filter index (version 3).
+    Keys(paged::KeyArray),
+    /// A locator, the index partition of version 3.
+    Locator(paged::Locator),
+    /// A whole-table Bloom filter (versions 1 and 2).
     Filter(filter::Filter),
+    /// A filter partition (version 3).
+    PagedFilter(filter::Filter),
 }
 
 impl CachedBlock {
-    /// The block of a data or index entry, `None` for a filter.
+    /// The block of a data or index entry, `None` for the other kinds.
     pub(crate) fn as_block(&self) -> Option<&block::Block> {
         match self {
-            CachedBlock::Data(b) | CachedBlock::Index(b) => Some(b),
-            CachedBlock::Filter(_) => None,
+            CachedBlock::Data(b) | CachedBlock::PagedData(b) | CachedBlock::Index(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The key array of a version-3 top-level block.
+    pub(crate) fn as_keys(&self) -> Option<&paged::KeyArray> {
+        match self {
+            CachedBlock::Keys(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The locator of a version-3 index partition.
+    pub(crate) fn as_locator(&self) -> Option<&paged::Locator> {
+        match self {
+            CachedBlock::Locator(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The filter of either version.
+    pub(crate) fn as_filter(&self) -> Option<&filter::Filter> {
+        match self {
+            CachedBlock::Filter(f) | CachedBlock::PagedFilter(f) => Some(f),
+            _ => None,
         }
     }
 
@@ -151,26 +189,37 @@ impl CachedBlock {
     pub(crate) fn is_kind(&self, kind: BlockKind) -> bool {
         matches!(
             (self, kind),
-            (CachedBlock::Data(_), BlockKind::Data)
+            (
+                CachedBlock::Data(_) | CachedBlock::PagedData(_),
+                BlockKind::Data
+            ) | (
+                CachedBlock::Index(_),
+                BlockKind::TopIndex | BlockKind::IndexPartition
+            ) | (CachedBlock::Keys(_), BlockKind::TopIndex)
+                | (CachedBlock::Locator(_), BlockKind::IndexPartition)
                 | (
-                    CachedBlock::Index(_),
-                    BlockKind::TopIndex | BlockKind::IndexPartition
+                    CachedBlock::Filter(_) | CachedBlock::PagedFilter(_),
+                    BlockKind::Filter
                 )
-                | (CachedBlock::Filter(_), BlockKind::Filter)
         )
     }
 
-    /// Bytes charged to the cache: the block as stored (decoded contents plus
-    /// the 5-byte trailer), so that a cache of N bytes holds exactly the blocks
-    /// whose table bytes add up to N — the arithmetic of the study's inflection
-    /// points, which are sums of table bytes. The few dozen bytes of bookkeeping
-    /// per entry are not charged (under 1.5% for 4 KiB blocks).
+    /// Bytes charged to the cache: the block as stored, without padding
+    /// (decoded contents plus the 5-byte trailer, or the 9-byte tail of a
+    /// version-3 paged block), so that a cache of N bytes holds exactly the
+    /// blocks whose table bytes add up to N — the arithmetic of the study's
+    /// inflection points, which are sums of table bytes. The few dozen bytes
+    /// of bookkeeping per entry are not charged (under 1.5% for 4 KiB blocks).
     pub(crate) fn charge(&self) -> u64 {
-        let contents = match self {
-            CachedBlock::Data(b) | CachedBlock::Index(b) => b.size(),
-            CachedBlock::Filter(f) => f.size(),
+        let (contents, tail) = match self {
+            CachedBlock::Data(b) | CachedBlock::Index(b) => (b.size(), block::BLOCK_TRAILER_LEN),
+            CachedBlock::PagedData(b) => (b.size(), paged::PAGED_TAIL_LEN as u64),
+            CachedBlock::Keys(k) => (k.size(), block::BLOCK_TRAILER_LEN),
+            CachedBlock::Locator(l) => (l.size(), paged::PAGED_TAIL_LEN as u64),
+            CachedBlock::Filter(f) => (f.size(), block::BLOCK_TRAILER_LEN),
+            CachedBlock::PagedFilter(f) => (f.size(), paged::PAGED_TAIL_LEN as u64),
         };
-        contents as u64 + block::BLOCK_TRAILER_LEN
+        contents as u64 + tail
     }
 }
 

@@ -33,6 +33,7 @@ use shale_env::RandomAccessFile;
 use super::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat, PAGE_SIZE};
 use super::filter::Filter;
 use super::layout::{decode_properties, unwrap_block, BlockHandle, Footer, FOOTER_LEN};
+use super::paged::{unwrap_paged, KeyArray, Locator};
 use super::{BlockInfo, CachedBlock, ReadContext, TableGet, TableLayout, TableProperties};
 use crate::cache::Priority;
 use crate::error::{Error, Result};
@@ -62,9 +63,71 @@ impl Meta {
         }
     }
 
-    /// True if data blocks start on page boundaries (version 2).
+    /// True if data blocks start on page boundaries (versions 2 and 3).
     fn aligned(&self) -> bool {
         self.props.format_version >= 2
+    }
+
+    /// True for version 3: paged data blocks, filter partitions, locators
+    /// and key-array top-level indexes.
+    fn paged(&self) -> bool {
+        self.props.format_version >= 3
+    }
+
+    /// True if blocks of `kind` are paged blocks in this table.
+    fn is_paged(&self, kind: BlockKind) -> bool {
+        self.paged()
+            && matches!(
+                kind,
+                BlockKind::Data | BlockKind::Filter | BlockKind::IndexPartition
+            )
+    }
+
+    /// Where the top-level blocks begin (the end of the paged region).
+    fn top_levels_start(&self) -> u64 {
+        self.footer
+            .filter
+            .map_or(self.footer.top_index.offset, |f| f.offset)
+    }
+}
+
+/// Where a block lies: a classic block (contents of `len` bytes, then the
+/// 5-byte trailer) or a version-3 paged block of `len` stored bytes.
+#[derive(Clone, Copy, Debug)]
+struct BlockRef {
+    offset: u64,
+    len: u64,
+    paged: bool,
+}
+
+impl BlockRef {
+    fn classic(h: BlockHandle) -> BlockRef {
+        BlockRef {
+            offset: h.offset,
+            len: h.size,
+            paged: false,
+        }
+    }
+
+    fn paged(offset: u64, len: u64) -> BlockRef {
+        BlockRef {
+            offset,
+            len,
+            paged: true,
+        }
+    }
+
+    /// Bytes read: the stored block with its trailer.
+    fn read_len(&self) -> u64 {
+        if self.paged {
+            self.len
+        } else {
+            self.len.saturating_add(super::block::BLOCK_TRAILER_LEN)
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.offset.saturating_add(self.read_len())
     }
 }
 
@@ -76,29 +139,46 @@ fn read_block_contents(
     stats: Option<&Stats>,
     verify: bool,
 ) -> Result<Vec<u8>> {
-    let len = handle.size.saturating_add(super::block::BLOCK_TRAILER_LEN);
-    let len = usize::try_from(len)
-        .map_err(|_| Error::corruption(path, handle.offset, "block too large for memory"))?;
+    read_ref(file, path, BlockRef::classic(handle), kind, stats, verify)
+}
+
+fn read_ref(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    r: BlockRef,
+    kind: BlockKind,
+    stats: Option<&Stats>,
+    verify: bool,
+) -> Result<Vec<u8>> {
+    let len = usize::try_from(r.read_len())
+        .map_err(|_| Error::corruption(path, r.offset, "block too large for memory"))?;
     let mut buf = vec![0u8; len];
-    let res = file.read_exact_at(handle.offset, &mut buf);
+    let res = file.read_exact_at(r.offset, &mut buf);
     if let Some(s) = stats {
         s.physical_read(kind, len as u64);
     }
     res.map_err(|e| Error::io("read table block", path, e))?;
-    unwrap_block(buf, verify).map_err(|c| Error::corruption(path, handle.offset, c.0))
+    let contents = if r.paged {
+        unwrap_paged(buf, verify)
+    } else {
+        unwrap_block(buf, verify)
+    };
+    contents.map_err(|c| Error::corruption(path, r.offset, c.0))
 }
 
-/// Decodes a block of `kind`; `partitions` is the grammar of the table's index
-/// partitions.
-fn decode_block(
-    kind: BlockKind,
-    contents: Vec<u8>,
-    partitions: EntryFormat,
-) -> Result<CachedBlock, Corrupt> {
+/// Decodes a block of `kind` of a table described by `meta`.
+fn decode_block(kind: BlockKind, contents: Vec<u8>, meta: &Meta) -> Result<CachedBlock, Corrupt> {
+    let v3 = meta.paged();
     Ok(match kind {
+        BlockKind::Data if v3 => CachedBlock::PagedData(Block::new(contents, EntryFormat::Data)?),
         BlockKind::Data => CachedBlock::Data(Block::new(contents, EntryFormat::Data)?),
+        BlockKind::TopIndex if v3 => CachedBlock::Keys(KeyArray::new(contents)?),
         BlockKind::TopIndex => CachedBlock::Index(Block::new(contents, EntryFormat::Index)?),
-        BlockKind::IndexPartition => CachedBlock::Index(Block::new(contents, partitions)?),
+        BlockKind::IndexPartition if v3 => CachedBlock::Locator(Locator::new(contents)?),
+        BlockKind::IndexPartition => {
+            CachedBlock::Index(Block::new(contents, meta.partition_format())?)
+        }
+        BlockKind::Filter if v3 => CachedBlock::PagedFilter(Filter::new(contents)?),
         BlockKind::Filter => CachedBlock::Filter(Filter::new(contents)?),
         BlockKind::Footer | BlockKind::Properties => {
             return Err(Corrupt("footer and properties are not cached blocks"))
@@ -152,19 +232,28 @@ fn read_meta(
     if props.file_size != size {
         return Err(bad_props("file size disagrees with the properties"));
     }
-    let partitions_start = th
-        .offset
-        .checked_sub(props.index_partition_bytes)
-        .filter(|&s| footer.filter.is_none_or(|f| f.end() <= s))
-        .ok_or_else(|| bad_props("index partition bytes out of range"))?;
+    // Version 3: the partitions lie somewhere between the data and the
+    // top-level blocks; their key arrays place them, and each use is checked.
+    let partitions_start = if props.format_version >= 3 {
+        meta_start
+    } else {
+        th.offset
+            .checked_sub(props.index_partition_bytes)
+            .filter(|&s| footer.filter.is_none_or(|f| f.end() <= s))
+            .ok_or_else(|| bad_props("index partition bytes out of range"))?
+    };
     if props.format_version < 2 && props.data_padding_bytes != 0 {
         return Err(bad_props(
             "padding between data blocks in a version-1 table",
         ));
     }
-    let data_end = props
-        .data_bytes
-        .checked_add(props.data_padding_bytes)
+    // Version 3 counts the padding inside the data pages' bytes.
+    let data_region = if props.format_version >= 3 {
+        Some(props.data_bytes).filter(|b| b.is_multiple_of(PAGE_SIZE))
+    } else {
+        props.data_bytes.checked_add(props.data_padding_bytes)
+    };
+    let data_end = data_region
         .filter(|&end| end <= meta_start.min(partitions_start))
         .ok_or_else(|| bad_props("data bytes out of range"))?;
     Ok(Meta {
@@ -216,12 +305,19 @@ impl TableReader {
             pinned_bytes: 0,
         };
         if pin_top_index {
-            let b = reader.read_uncached(BlockKind::TopIndex, reader.meta.footer.top_index)?;
+            let h = reader.meta.footer.top_index;
+            let b = reader.read_uncached(BlockKind::TopIndex, BlockRef::classic(h))?;
             reader.pin(b.charge());
             reader.pinned_top = Some(b);
         }
         if let (true, Some(fh)) = (pin_filter, reader.meta.footer.filter) {
-            let b = reader.read_uncached(BlockKind::Filter, fh)?;
+            // Version 3 pins only the top-level filter index.
+            let kind = if reader.meta.paged() {
+                BlockKind::TopIndex
+            } else {
+                BlockKind::Filter
+            };
+            let b = reader.read_uncached(kind, BlockRef::classic(fh))?;
             reader.pin(b.charge());
             reader.pinned_filter = Some(b);
         }
@@ -250,44 +346,39 @@ impl TableReader {
         self.pinned_bytes
     }
 
-    fn read_uncached(&self, kind: BlockKind, handle: BlockHandle) -> Result<Arc<CachedBlock>> {
-        let contents = read_block_contents(
+    fn read_uncached(&self, kind: BlockKind, r: BlockRef) -> Result<Arc<CachedBlock>> {
+        let contents = read_ref(
             self.file.as_ref(),
             &self.path,
-            handle,
+            r,
             kind,
             Some(&self.ctx.stats),
             self.ctx.verify_checksums,
         )?;
-        let block = decode_block(kind, contents, self.meta.partition_format())
-            .map_err(|c| Error::corruption(&self.path, handle.offset, c.0))?;
+        let block = decode_block(kind, contents, &self.meta)
+            .map_err(|c| Error::corruption(&self.path, r.offset, c.0))?;
         Ok(Arc::new(block))
     }
 
     /// Fetches a block through the cache. `referrer` is the offset of the block
-    /// that holds `handle`, blamed if the handle is out of place.
-    fn block(
-        &self,
-        kind: BlockKind,
-        handle: BlockHandle,
-        referrer: u64,
-    ) -> Result<Arc<CachedBlock>> {
-        self.check_handle(kind, handle, referrer)?;
-        let key = (self.file_number, handle.offset);
+    /// that holds its handle, blamed if the handle is out of place.
+    fn block(&self, kind: BlockKind, r: BlockRef, referrer: u64) -> Result<Arc<CachedBlock>> {
+        self.check_handle(kind, r, referrer)?;
+        let key = (self.file_number, r.offset);
         let stats = &self.ctx.stats;
         if let Some(b) = self.ctx.cache.get(&key) {
             stats.cache_hit(kind);
             if !b.is_kind(kind) {
                 return Err(Error::corruption(
                     &self.path,
-                    handle.offset,
+                    r.offset,
                     "block cache holds a block of another kind at this offset",
                 ));
             }
             return Ok(b);
         }
         stats.cache_miss(kind);
-        let b = self.read_uncached(kind, handle)?;
+        let b = self.read_uncached(kind, r)?;
         let priority = match kind {
             BlockKind::Data => Priority::Low,
             BlockKind::IndexPartition => Priority::Medium,
@@ -303,51 +394,55 @@ impl TableReader {
     fn block_for_scan(
         &self,
         kind: BlockKind,
-        handle: BlockHandle,
+        r: BlockRef,
         referrer: u64,
     ) -> Result<Arc<CachedBlock>> {
-        self.check_handle(kind, handle, referrer)?;
-        if let Some(b) = self.ctx.cache.get(&(self.file_number, handle.offset)) {
+        self.check_handle(kind, r, referrer)?;
+        if let Some(b) = self.ctx.cache.get(&(self.file_number, r.offset)) {
             if b.is_kind(kind) {
                 return Ok(b);
             }
         }
-        let contents = read_block_contents(
+        let contents = read_ref(
             self.file.as_ref(),
             &self.path,
-            handle,
+            r,
             kind,
             None,
             self.ctx.verify_checksums,
         )?;
-        let block = decode_block(kind, contents, self.meta.partition_format())
-            .map_err(|c| Error::corruption(&self.path, handle.offset, c.0))?;
+        let block = decode_block(kind, contents, &self.meta)
+            .map_err(|c| Error::corruption(&self.path, r.offset, c.0))?;
         Ok(Arc::new(block))
     }
 
-    /// Checks that `handle` lies in the region of the file where blocks of
-    /// `kind` live; `referrer` is blamed otherwise.
-    fn check_handle(&self, kind: BlockKind, handle: BlockHandle, referrer: u64) -> Result<()> {
+    /// Checks that `r` lies in the region of the file where blocks of `kind`
+    /// live, and is a paged block exactly where the format wants one;
+    /// `referrer` is blamed otherwise.
+    fn check_handle(&self, kind: BlockKind, r: BlockRef, referrer: u64) -> Result<()> {
+        let paged = self.meta.is_paged(kind);
         let (lo, hi) = match kind {
             BlockKind::Data => (0, self.meta.data_end),
+            BlockKind::IndexPartition | BlockKind::Filter if paged => {
+                (self.meta.data_end, self.meta.top_levels_start())
+            }
             BlockKind::IndexPartition => (
                 self.meta.partitions_start,
                 self.meta.footer.top_index.offset,
             ),
             _ => (0, self.meta.footer.properties.offset),
         };
-        let misaligned = kind == BlockKind::Data
-            && self.meta.aligned()
-            && !handle.offset.is_multiple_of(PAGE_SIZE);
-        if handle.offset < lo || handle.end() > hi || misaligned {
+        let misaligned = ((kind == BlockKind::Data && self.meta.aligned()) || paged)
+            && !r.offset.is_multiple_of(PAGE_SIZE);
+        if r.offset < lo || r.end() > hi || misaligned || r.paged != paged {
             return Err(Error::corruption(
                 &self.path,
                 referrer,
                 format!(
                     "{} block handle {}+{} out of place",
                     kind.name(),
-                    handle.offset,
-                    handle.size
+                    r.offset,
+                    r.len
                 ),
             ));
         }
@@ -359,15 +454,22 @@ impl TableReader {
             Some(b) => Ok(b.clone()),
             None => {
                 let h = self.meta.footer.top_index;
-                self.block(BlockKind::TopIndex, h, h.offset)
+                self.block(BlockKind::TopIndex, BlockRef::classic(h), h.offset)
             }
         }
     }
 
+    /// The whole filter (versions 1 and 2) or the top-level filter index
+    /// (version 3).
     fn filter(&self) -> Result<Option<Arc<CachedBlock>>> {
+        let kind = if self.meta.paged() {
+            BlockKind::TopIndex
+        } else {
+            BlockKind::Filter
+        };
         match (&self.pinned_filter, self.meta.footer.filter) {
             (Some(b), _) => Ok(Some(b.clone())),
-            (None, Some(h)) => self.block(BlockKind::Filter, h, h.offset).map(Some),
+            (None, Some(h)) => self.block(kind, BlockRef::classic(h), h.offset).map(Some),
             (None, None) => Ok(None),
         }
     }
@@ -383,6 +485,9 @@ impl TableReader {
     /// `Found(Delete, _)` is a tombstone (the value is empty). `Absent`: no visible
     /// entry for the key in this table.
     pub(crate) fn get(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
+        if self.meta.paged() {
+            return self.get_paged(user_key, seq, consult_filter);
+        }
         if consult_filter {
             if let Some(f) = self.filter()? {
                 let may = match f.as_ref() {
@@ -411,10 +516,10 @@ impl TableReader {
         let (mut part_off, size) = top_cur.handle();
         let mut part = self.block(
             BlockKind::IndexPartition,
-            BlockHandle {
+            BlockRef::classic(BlockHandle {
                 offset: part_off,
                 size,
-            },
+            }),
             top_off,
         )?;
         let mut part_cur = Cursor::default();
@@ -431,7 +536,11 @@ impl TableReader {
         }
         loop {
             let (offset, size) = part_cur.handle();
-            let data = self.block(BlockKind::Data, BlockHandle { offset, size }, part_off)?;
+            let data = self.block(
+                BlockKind::Data,
+                BlockRef::classic(BlockHandle { offset, size }),
+                part_off,
+            )?;
             let block = data
                 .as_block()
                 .ok_or_else(|| self.corrupt(offset)(Corrupt("not data")))?;
@@ -468,7 +577,7 @@ impl TableReader {
                 part_off = off;
                 part = self.block(
                     BlockKind::IndexPartition,
-                    BlockHandle { offset: off, size },
+                    BlockRef::classic(BlockHandle { offset: off, size }),
                     top_off,
                 )?;
                 part_block = part
@@ -482,6 +591,112 @@ impl TableReader {
                 }
             }
         }
+    }
+
+    /// The version-3 `get`: filter partition through the top-level filter
+    /// index, locator through the top-level index, then one data block (more
+    /// only where the key's versions continue into the next block).
+    fn get_paged(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
+        if consult_filter {
+            if let Some(fi) = self.filter()? {
+                let fi_off = self.meta.footer.filter.map_or(0, |h| h.offset);
+                let keys = fi
+                    .as_keys()
+                    .ok_or_else(|| self.corrupt(fi_off)(Corrupt("not a filter index")))?;
+                let p = keys.lower_bound(user_key);
+                let may = if p < keys.len() {
+                    let r = BlockRef::paged(keys.offset(p), keys.value(p));
+                    let part = self.block(BlockKind::Filter, r, fi_off)?;
+                    part.as_filter()
+                        .ok_or_else(|| self.corrupt(r.offset)(Corrupt("not a filter")))?
+                        .may_contain(user_key)
+                } else {
+                    false // past the table's last key
+                };
+                self.ctx.stats.filter_probe(may);
+                if !may {
+                    return Ok(TableGet::FilteredOut);
+                }
+            }
+        }
+        let trailer = pack_trailer(seq.min(MAX_SEQNO), ValueKind::SEEK);
+        let top_off = self.meta.footer.top_index.offset;
+        let top = self.top_index()?;
+        let keys = top
+            .as_keys()
+            .ok_or_else(|| self.corrupt(top_off)(Corrupt("not a key array")))?;
+        let mut p = keys.lower_bound(user_key);
+        let mut first_partition = true;
+        while p < keys.len() {
+            let r = BlockRef::paged(keys.offset(p), keys.value(p));
+            let part = self.block(BlockKind::IndexPartition, r, top_off)?;
+            let loc = part
+                .as_locator()
+                .ok_or_else(|| self.corrupt(r.offset)(Corrupt("not a locator")))?;
+            let mut g = if first_partition {
+                loc.find(user_key)
+            } else {
+                0
+            };
+            first_partition = false;
+            loop {
+                let (page, pages) = loc.pages(g);
+                let data_ref = page
+                    .checked_mul(PAGE_SIZE)
+                    .zip(pages.checked_mul(PAGE_SIZE))
+                    .map(|(off, len)| BlockRef::paged(off, len))
+                    .ok_or_else(|| self.corrupt(r.offset)(Corrupt("data page out of range")))?;
+                let data = self.block(BlockKind::Data, data_ref, r.offset)?;
+                let block = data
+                    .as_block()
+                    .ok_or_else(|| self.corrupt(data_ref.offset)(Corrupt("not data")))?;
+                let mut cur = Cursor::default();
+                if g > 0 {
+                    cur.seek_to_first(block)
+                        .map_err(self.corrupt(data_ref.offset))?;
+                    let (first_user, _) = split_target(cur.key());
+                    if !cur.valid() || !loc.agrees_with_first(g, first_user) {
+                        return Err(self.corrupt(r.offset)(Corrupt(
+                            "locator disagrees with the first key of its data block",
+                        )));
+                    }
+                }
+                cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
+                    .map_err(self.corrupt(data_ref.offset))?;
+                if cur.valid() {
+                    let (found_user, found_trailer) = split_target(cur.key());
+                    if found_user != user_key {
+                        return Ok(TableGet::Absent);
+                    }
+                    let kind = ValueKind::from_u8(found_trailer as u8).ok_or_else(|| {
+                        self.corrupt(data_ref.offset)(Corrupt("unknown value kind"))
+                    })?;
+                    let value = cur.value(block).ok_or_else(|| {
+                        Error::Internal(format!(
+                            "{}: a valid cursor's value lies outside its block at offset {}",
+                            self.path.display(),
+                            data_ref.offset
+                        ))
+                    })?;
+                    return Ok(TableGet::Found(kind, value.to_vec()));
+                }
+                // Every entry of this block sorts before the seek key.
+                if loc.continues(g + 1, user_key) {
+                    g += 1;
+                } else if g + 1 < loc.len() {
+                    return Ok(TableGet::Absent);
+                } else {
+                    break;
+                }
+            }
+            // The partition ended: the key's versions continue in the next one
+            // only if this partition's separator is the key itself.
+            if !keys.key_eq(p, user_key) {
+                return Ok(TableGet::Absent);
+            }
+            p += 1;
+        }
+        Ok(TableGet::Absent)
     }
 
     /// An iterator over every entry of the table, in internal-key order. Blocks are
@@ -507,6 +722,7 @@ impl TableReader {
             part_cur: Cursor::default(),
             data: None,
             data_cur: Cursor::default(),
+            pos: PagedPos::default(),
             err: None,
         })
     }
@@ -531,7 +747,18 @@ struct TableIter {
     part_cur: Cursor,
     data: Option<(u64, Arc<CachedBlock>)>,
     data_cur: Cursor,
+    /// Version 3: the position in the top-level index and the locator.
+    pos: PagedPos,
     err: Option<Error>,
+}
+
+/// The index position of an iterator over a version-3 table: locator `p` of
+/// the top-level index, block `g` of that locator.
+#[derive(Clone, Copy, Debug, Default)]
+struct PagedPos {
+    p: usize,
+    g: usize,
+    valid: bool,
 }
 
 /// The block behind an optional `(offset, block)` pair, or a corruption error.
@@ -564,11 +791,11 @@ impl TableIter {
             (None, true) => {
                 let h = self.table.meta.footer.top_index;
                 self.table
-                    .block_for_scan(BlockKind::TopIndex, h, h.offset)?
+                    .block_for_scan(BlockKind::TopIndex, BlockRef::classic(h), h.offset)?
             }
             _ => self.table.top_index()?,
         };
-        if t.as_block().is_none() {
+        if t.as_block().is_none() && t.as_keys().is_none() {
             return Err(Error::corruption(
                 &self.table.path,
                 off,
@@ -580,7 +807,112 @@ impl TableIter {
     }
 
     fn index_valid(&self) -> bool {
+        if self.table.meta.paged() {
+            return self.pos.valid;
+        }
         self.top_cur.valid() && self.part_cur.valid()
+    }
+
+    /// Fetches a block for this iterator: through the cache, or as a scan.
+    fn fetch(&self, kind: BlockKind, r: BlockRef, referrer: u64) -> Result<Arc<CachedBlock>> {
+        if self.scan {
+            self.table.block_for_scan(kind, r, referrer)
+        } else {
+            self.table.block(kind, r, referrer)
+        }
+    }
+
+    /// Version 3: the top-level key array, and its number of locators.
+    fn paged_top(&mut self) -> Result<(u64, Arc<CachedBlock>, usize)> {
+        let (off, top) = self.top_block()?;
+        let n = top
+            .as_keys()
+            .map(KeyArray::len)
+            .ok_or_else(|| Error::corruption(&self.table.path, off, "not a key array"))?;
+        Ok((off, top, n))
+    }
+
+    /// Version 3: loads locator `self.pos.p`; returns its number of blocks.
+    fn paged_load_part(&mut self) -> Result<usize> {
+        let (top_off, top, _) = self.paged_top()?;
+        let keys = top
+            .as_keys()
+            .ok_or_else(|| Error::corruption(&self.table.path, top_off, "not a key array"))?;
+        let r = BlockRef::paged(keys.offset(self.pos.p), keys.value(self.pos.p));
+        if self.part.as_ref().map(|p| p.0) != Some(r.offset) {
+            let b = self.fetch(BlockKind::IndexPartition, r, top_off)?;
+            self.part = Some((r.offset, b));
+        }
+        self.paged_locator().map(|(_, loc)| loc.len())
+    }
+
+    /// Version 3: the loaded locator.
+    fn paged_locator(&self) -> Result<(u64, &Locator)> {
+        match &self.part {
+            Some((off, b)) => b
+                .as_locator()
+                .map(|l| (*off, l))
+                .ok_or_else(|| Error::corruption(&self.table.path, *off, "not a locator")),
+            None => Err(Error::corruption(
+                &self.table.path,
+                0,
+                "iterator lost its locator",
+            )),
+        }
+    }
+
+    /// Version 3: the first (or last) block of the table.
+    fn paged_edge(&mut self, first: bool) -> Result<()> {
+        let (_, _, n) = self.paged_top()?;
+        self.pos.valid = false;
+        if n == 0 {
+            return Ok(());
+        }
+        self.pos.p = if first { 0 } else { n - 1 };
+        let len = self.paged_load_part()?;
+        self.pos.g = if first { 0 } else { len - 1 };
+        self.pos.valid = true;
+        Ok(())
+    }
+
+    /// Version 3: the next (or previous) block.
+    fn paged_step(&mut self, forward: bool) -> Result<()> {
+        let (_, _, n) = self.paged_top()?;
+        let len = self.paged_locator()?.1.len();
+        if forward {
+            if self.pos.g + 1 < len {
+                self.pos.g += 1;
+            } else if self.pos.p + 1 < n {
+                self.pos.p += 1;
+                self.paged_load_part()?;
+                self.pos.g = 0;
+            } else {
+                self.pos.valid = false;
+            }
+        } else if self.pos.g > 0 {
+            self.pos.g -= 1;
+        } else if self.pos.p > 0 {
+            self.pos.p -= 1;
+            self.pos.g = self.paged_load_part()? - 1;
+        } else {
+            self.pos.valid = false;
+        }
+        Ok(())
+    }
+
+    /// Version 3: the first block that can hold `user_key`.
+    fn paged_seek(&mut self, user_key: &[u8]) -> Result<()> {
+        let (_, top, n) = self.paged_top()?;
+        let p = top.as_keys().map_or(n, |k| k.lower_bound(user_key));
+        self.pos.valid = false;
+        if p >= n {
+            return Ok(());
+        }
+        self.pos.p = p;
+        self.paged_load_part()?;
+        self.pos.g = self.paged_locator()?.1.find(user_key);
+        self.pos.valid = true;
+        Ok(())
     }
 
     /// Loads the partition the top-level cursor points at.
@@ -588,14 +920,8 @@ impl TableIter {
         let (offset, size) = self.top_cur.handle();
         if self.part.as_ref().map(|p| p.0) != Some(offset) {
             let referrer = self.table.meta.footer.top_index.offset;
-            let handle = BlockHandle { offset, size };
-            let b = if self.scan {
-                self.table
-                    .block_for_scan(BlockKind::IndexPartition, handle, referrer)?
-            } else {
-                self.table
-                    .block(BlockKind::IndexPartition, handle, referrer)?
-            };
+            let handle = BlockRef::classic(BlockHandle { offset, size });
+            let b = self.fetch(BlockKind::IndexPartition, handle, referrer)?;
             self.part = Some((offset, b));
         }
         Ok(())
@@ -603,17 +929,25 @@ impl TableIter {
 
     /// Loads the data block the partition cursor points at.
     fn load_data(&mut self) -> Result<()> {
-        let (offset, size) = self.part_cur.handle();
-        if self.data.as_ref().map(|d| d.0) != Some(offset) {
+        let (referrer, handle) = if self.table.meta.paged() {
+            let (off, loc) = self.paged_locator()?;
+            let (page, pages) = loc.pages(self.pos.g);
+            let r = page
+                .checked_mul(PAGE_SIZE)
+                .zip(pages.checked_mul(PAGE_SIZE))
+                .map(|(o, l)| BlockRef::paged(o, l))
+                .ok_or_else(|| {
+                    Error::corruption(&self.table.path, off, "data page out of range")
+                })?;
+            (off, r)
+        } else {
+            let (offset, size) = self.part_cur.handle();
             let referrer = self.part.as_ref().map_or(0, |p| p.0);
-            let handle = BlockHandle { offset, size };
-            let b = if self.scan {
-                self.table
-                    .block_for_scan(BlockKind::Data, handle, referrer)?
-            } else {
-                self.table.block(BlockKind::Data, handle, referrer)?
-            };
-            self.data = Some((offset, b));
+            (referrer, BlockRef::classic(BlockHandle { offset, size }))
+        };
+        if self.data.as_ref().map(|d| d.0) != Some(handle.offset) {
+            let b = self.fetch(BlockKind::Data, handle, referrer)?;
+            self.data = Some((handle.offset, b));
         }
         Ok(())
     }
@@ -648,6 +982,9 @@ impl TableIter {
     }
 
     fn index_step(&mut self, forward: bool) -> Result<()> {
+        if self.table.meta.paged() {
+            return self.paged_step(forward);
+        }
         let table = self.table.clone();
         let (off, part) = held(&table, &self.part)?;
         let r = if forward {
@@ -660,6 +997,9 @@ impl TableIter {
     }
 
     fn index_edge(&mut self, first: bool) -> Result<()> {
+        if self.table.meta.paged() {
+            return self.paged_edge(first);
+        }
         let table = self.table.clone();
         let (top_off, top_arc) = self.top_block()?;
         let top = as_index(&table, top_off, &top_arc)?;
@@ -685,6 +1025,9 @@ impl TableIter {
     }
 
     fn index_seek(&mut self, user_key: &[u8]) -> Result<()> {
+        if self.table.meta.paged() {
+            return self.paged_seek(user_key);
+        }
         let table = self.table.clone();
         let (top_off, top_arc) = self.top_block()?;
         let top = as_index(&table, top_off, &top_arc)?;
@@ -855,6 +1198,9 @@ impl InternalIterator for TableIter {
 /// Nothing is counted or cached.
 pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<TableLayout> {
     let meta = read_meta(file.as_ref(), &path, None, true)?;
+    if meta.paged() {
+        return inspect_paged(file.as_ref(), &path, meta);
+    }
     let read_index = |kind: BlockKind, h: BlockHandle| -> Result<Block> {
         let contents = read_block_contents(file.as_ref(), &path, h, kind, None, true)?;
         let format = match kind {
@@ -914,6 +1260,106 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
             size: f.size,
         });
     }
+    blocks.extend(partitions);
+    blocks.push(BlockInfo {
+        kind: "top_index",
+        offset: top_h.offset,
+        size: top_h.size,
+    });
+    let ph = meta.footer.properties;
+    blocks.push(BlockInfo {
+        kind: "properties",
+        offset: ph.offset,
+        size: ph.size,
+    });
+    Ok(TableLayout {
+        footer_offset: ph.end(),
+        file_size: meta.props.file_size,
+        properties: meta.props,
+        blocks,
+    })
+}
+
+/// [`inspect_table`] of a version-3 table: the paged blocks are listed with
+/// their stored lengths (`size` of a data block is its pages).
+fn inspect_paged(file: &dyn RandomAccessFile, path: &Path, meta: Meta) -> Result<TableLayout> {
+    let read = |kind: BlockKind, r: BlockRef| -> Result<CachedBlock> {
+        let contents = read_ref(file, path, r, kind, None, true)?;
+        decode_block(kind, contents, &meta).map_err(|c| Error::corruption(path, r.offset, c.0))
+    };
+    let out_of_place = |referrer: u64, what: &'static str| {
+        Error::corruption(path, referrer, format!("{what} handle out of place"))
+    };
+    let paged_lo = meta.data_end;
+    let paged_hi = meta.top_levels_start();
+    let in_region = |r: BlockRef| {
+        r.offset >= paged_lo && r.end() <= paged_hi && r.offset.is_multiple_of(PAGE_SIZE)
+    };
+    let mut blocks = Vec::new();
+    let mut partitions = Vec::new();
+    let mut filters = Vec::new();
+    let top_h = meta.footer.top_index;
+    let top = read(BlockKind::TopIndex, BlockRef::classic(top_h))?;
+    let keys = top
+        .as_keys()
+        .ok_or_else(|| Error::corruption(path, top_h.offset, "not a key array"))?;
+    let mut next_page = 0u64;
+    for p in 0..keys.len() {
+        let r = BlockRef::paged(keys.offset(p), keys.value(p));
+        if !in_region(r) {
+            return Err(out_of_place(top_h.offset, "locator"));
+        }
+        partitions.push(BlockInfo {
+            kind: "index",
+            offset: r.offset,
+            size: r.len,
+        });
+        let part = read(BlockKind::IndexPartition, r)?;
+        let loc = part
+            .as_locator()
+            .ok_or_else(|| Error::corruption(path, r.offset, "not a locator"))?;
+        for g in 0..loc.len() {
+            let (page, pages) = loc.pages(g);
+            if page != next_page
+                || page.saturating_add(pages).saturating_mul(PAGE_SIZE) > meta.data_end
+            {
+                return Err(out_of_place(r.offset, "data block"));
+            }
+            next_page = page + pages;
+            blocks.push(BlockInfo {
+                kind: "data",
+                offset: page * PAGE_SIZE,
+                size: pages * PAGE_SIZE,
+            });
+        }
+    }
+    if next_page * PAGE_SIZE != meta.data_end {
+        return Err(out_of_place(top_h.offset, "data region"));
+    }
+    if let Some(fh) = meta.footer.filter {
+        let fi = read(BlockKind::TopIndex, BlockRef::classic(fh))?;
+        let fkeys = fi
+            .as_keys()
+            .ok_or_else(|| Error::corruption(path, fh.offset, "not a key array"))?;
+        for p in 0..fkeys.len() {
+            let r = BlockRef::paged(fkeys.offset(p), fkeys.value(p));
+            if !in_region(r) {
+                return Err(out_of_place(fh.offset, "filter partition"));
+            }
+            read(BlockKind::Filter, r)?;
+            filters.push(BlockInfo {
+                kind: "filter",
+                offset: r.offset,
+                size: r.len,
+            });
+        }
+        partitions.push(BlockInfo {
+            kind: "filter_index",
+            offset: fh.offset,
+            size: fh.size,
+        });
+    }
+    blocks.extend(filters);
     blocks.extend(partitions);
     blocks.push(BlockInfo {
         kind: "top_index",

@@ -87,6 +87,8 @@ impl ObjectWriter for MemWriter {
 pub(super) struct MemFile {
     pub data: Vec<u8>,
     pub reads: AtomicU64,
+    /// `(offset, length)` of every read, in order.
+    pub log: Mutex<Vec<(u64, usize)>>,
 }
 
 impl MemFile {
@@ -94,16 +96,22 @@ impl MemFile {
         Arc::new(MemFile {
             data,
             reads: AtomicU64::new(0),
+            log: Mutex::new(Vec::new()),
         })
     }
     pub(super) fn reads(&self) -> u64 {
         self.reads.load(Ordering::SeqCst)
+    }
+    /// The reads since the last call.
+    pub(super) fn take_log(&self) -> Vec<(u64, usize)> {
+        std::mem::take(&mut *self.log.lock().unwrap())
     }
 }
 
 impl RandomAccessFile for MemFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         self.reads.fetch_add(1, Ordering::SeqCst);
+        self.log.lock().unwrap().push((offset, buf.len()));
         let start = usize::try_from(offset).map_err(|_| io::ErrorKind::UnexpectedEof)?;
         let src = start
             .checked_add(buf.len())
