@@ -310,7 +310,7 @@ pub fn plan_sizes(list: Option<&str>, sweep: bool, comp: &Composition) -> Result
             v
         }
         (None, false) => vec![
-            pct(0.05),
+            below_ip1(pct(0.05), ip1),
             ip1,
             ip1 + (ip2.saturating_sub(ip1)) / 2,
             ip2,
@@ -324,6 +324,18 @@ pub fn plan_sizes(list: Option<&str>, sweep: bool, comp: &Composition) -> Result
     // Sizes within 0.5% of each other measure the same thing.
     sizes.dedup_by(|b, a| (*b as f64) <= *a as f64 * 1.005);
     Ok(sizes)
+}
+
+/// The lowest default cache size: `low` (0.05% of the database) if it lies
+/// below IP1, else half of IP1, so that the default run always has a phase-1
+/// point (a small database can have an IP1 of a few hundred bytes, when every
+/// table is in the last level and IP1 is only top-level indexes).
+fn below_ip1(low: u64, ip1: u64) -> u64 {
+    if low < ip1 {
+        low
+    } else {
+        ip1 / 2
+    }
 }
 
 /// Bytes the kernel read from storage for this process (`/proc/self/io`).
@@ -743,6 +755,20 @@ mod tests {
         assert!(sweep
             .first()
             .is_some_and(|&s| s <= (c.db_bytes as f64 * 0.0005) as u64 + 1));
+        // 0.05% of the database lies below IP1 here, so it is the first size;
+        // when it does not, half of IP1 takes its place.
+        assert_eq!(v[0], (c.db_bytes as f64 * 0.0005).round() as u64);
+        let small_ip1 = Composition {
+            filter_bytes_except_last_level: 0,
+            top_level_index_bytes: 1000,
+            index_bytes: 500_000,
+            ..c
+        };
+        let v = plan_sizes(None, false, &small_ip1).expect("plan");
+        assert_eq!(v.len(), 5, "{v:?}");
+        assert_eq!(v[0], 500);
+        assert_eq!(v[1], small_ip1.ip1_bytes());
+        assert_eq!(phase(v[0], small_ip1.ip1_bytes(), small_ip1.ip2_bytes()), 1);
         let list = plan_sizes(Some("ip2,8MiB,ip1,8MiB"), false, &c).expect("list");
         assert_eq!(list, vec![c.ip1_bytes(), c.ip2_bytes(), 8 << 20]);
         assert!(plan_sizes(Some("8XiB"), false, &c).is_err());
