@@ -210,6 +210,13 @@ pub struct AdviseArgs {
     /// that lets a Get read only its data block).
     #[arg(long, value_name = "X")]
     pub target_io: Option<f64>,
+    /// Also project IP1, IP2 and the advised cache to these key counts,
+    /// comma-separated, with k, M, B (or G), T suffixes (200M,2B,20B), from the
+    /// database's measured per-key costs and the picker's level targets, next
+    /// to the study's Pebble figures where it published some.
+    #[arg(long, value_name = "N,...", value_delimiter = ',',
+          value_parser = crate::cmd::parse_key_count)]
+    pub keys: Vec<u64>,
     /// Run a short bench at the advised size and print the measured figure.
     #[arg(long)]
     pub verify: bool,
