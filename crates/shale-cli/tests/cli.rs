@@ -614,6 +614,98 @@ fn bench_kvdb_runs_end_to_end_on_a_tiny_dataset() {
     );
 }
 
+/// The numbers of a projection row: keys, then the cells after the source.
+fn projection_row<'a>(text: &'a str, keys: &str, source: &str) -> Vec<&'a str> {
+    let line = text
+        .lines()
+        .find(|l| {
+            let l = l.trim_start();
+            l.starts_with(keys) && l[keys.len()..].trim_start().starts_with(source)
+        })
+        .unwrap_or_else(|| panic!("no row {keys} {source} in:\n{text}"));
+    let rest = line.trim_start()[keys.len()..].trim_start()[source.len()..].trim();
+    rest.split_whitespace().collect()
+}
+
+/// A byte count printed in decimal units (`3.99 MB`) back to bytes.
+fn decimal(number: &str, unit: &str) -> f64 {
+    let x: f64 = number.parse().unwrap_or_else(|_| panic!("{number} {unit}"));
+    x * match unit {
+        "B" => 1.0,
+        "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        _ => panic!("unit {unit}"),
+    }
+}
+
+/// `advise --keys` on a small database: its own row, the model at its size
+/// and at each requested count, the study's rows where it published figures,
+/// and usage errors for bad counts.
+#[test]
+fn advise_projects_to_other_key_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    ok(&["load", "--db", &db, "--keys", "20000"]);
+    let text = ok(&["advise", "--db", &db, "--keys", "20M,200M,2000000000"]);
+    // The advice of the existing flags comes first, unchanged.
+    assert!(text.starts_with("database: "), "{text}");
+    assert!(text.contains("IP1 = ") && text.contains("advised block cache"));
+    // All 20,000 keys are in L6 after the load, which has no filters: the
+    // filter cost comes from a sample table of the database's keys.
+    assert!(
+        text.contains("filter bytes per key, measured on a table of 20,000"),
+        "{text}"
+    );
+    let own = projection_row(&text, "20,000", "this database");
+    assert_eq!(own[3], "0.0%", "no byte above L6: {own:?}");
+    projection_row(&text, "20,000", "model");
+    // Cells: DB 0-1, tables 2, above L6 3, filters* 4-5, index 6-7, IP1 8-9,
+    // IP1 % 10, IP2 11-12, IP2 % 13, cache 14-15.
+    let mut last_db = 0.0;
+    for keys in ["20,000,000", "200,000,000", "2,000,000,000"] {
+        let r = projection_row(&text, keys, "model");
+        assert_eq!(r.len(), 16, "{keys}: {r:?}");
+        let db_bytes = decimal(r[0], r[1]);
+        let (ip1, ip2) = (decimal(r[8], r[9]), decimal(r[11], r[12]));
+        assert!(db_bytes > last_db * 9.0, "{keys}: {r:?}");
+        assert!(
+            0.0 < ip1 && ip1 < ip2 && ip2 < db_bytes * 0.01,
+            "{keys}: {r:?}"
+        );
+        let pct = |cell: &str| -> f64 { cell.trim_end_matches('%').parse().expect("percent") };
+        // Percentages of the projected database, to the precision of the
+        // printed figures (three digits, so within 1%).
+        for (cell, bytes) in [(r[10], ip1), (r[13], ip2)] {
+            let want = 100.0 * bytes / db_bytes;
+            assert!((pct(cell) - want).abs() <= want * 0.01 + 0.0006, "{r:?}");
+        }
+        // The default target of 1 I/O per Get advises IP2.
+        assert_eq!(&r[14..16], &r[11..13], "{r:?}");
+        last_db = db_bytes;
+    }
+    // The study's figures follow the counts it published them for.
+    let study = projection_row(&text, "200,000,000", "study (Pebble)");
+    assert_eq!(&study[..3], &["22", "GB", "1,418"], "{study:?}");
+    assert!(
+        text.contains("~207 MB") && text.contains("224 GB"),
+        "{text}"
+    );
+    assert!(!text.contains("20,000,000  study"), "{text}");
+    assert!(text.contains("levels at 2,000,000,000 keys: L2 "), "{text}");
+
+    // A target of 2 I/Os per Get advises IP1 in every model row.
+    let text = ok(&["advise", "--db", &db, "--keys", "2B", "--target-io", "2"]);
+    let r = projection_row(&text, "2,000,000,000", "model");
+    assert_eq!(&r[14..16], &r[8..10], "{r:?}");
+
+    for bad in ["0", "2X", "1.5", "", "20M,,x"] {
+        let o = run(&["advise", "--db", &db, "--keys", bad]);
+        assert_eq!(o.status.code(), Some(2), "--keys {bad:?}: {}", stderr(&o));
+    }
+}
+
 /// Path-scheme keys with a Zipfian read distribution and negative reads.
 #[test]
 fn bench_kvdb_path_scheme_zipf_and_missing_keys() {

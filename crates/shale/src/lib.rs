@@ -33,6 +33,7 @@ mod golden;
 pub mod fuzz_api;
 
 pub use batch::WriteBatch;
+pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
     Db, DbIterator, DbSummary, LevelSummary, Range, ReadOptions, Readable, RepairReport, Snapshot,
     TableInfo, LOST_DIR,

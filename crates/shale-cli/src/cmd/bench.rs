@@ -1,6 +1,6 @@
 //! `bench kvdb`: the I/O-per-Get study (brief, section 1) on one engine through
-//! the adapter of `shale_workload::engine`, and `advise`, which turns a
-//! database's inflection points into a cache size.
+//! the adapter of `shale_workload::engine` (its single-run machinery also
+//! serves `advise --verify`).
 //!
 //! For each cache size the database is opened afresh (cold block and table
 //! caches), warmed up with a few Gets, then read by `--threads` threads. The
@@ -19,14 +19,14 @@ use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleOpener};
 use shale_workload::results::{phase, BenchResults, DeviceLimit, HitRates, Run};
 use shale_workload::{Dataset, Distribution, KeyChooser, KeyGen, KeyScheme};
 
-use crate::args::{AdviseArgs, BenchKvdbArgs, WorkloadArgs};
+use crate::args::{BenchKvdbArgs, WorkloadArgs};
 use crate::error::{CliError, CliResult};
 
 const MIB: f64 = 1024.0 * 1024.0;
 /// Keys per load batch.
 const LOAD_BATCH: u64 = 1000;
 /// Cache used while checking or loading a database (not measured).
-const SETUP_CACHE: u64 = 8 << 20;
+pub(super) const SETUP_CACHE: u64 = 8 << 20;
 
 fn err(e: String) -> CliError {
     CliError::msg(e)
@@ -35,12 +35,12 @@ fn err(e: String) -> CliError {
 /// What the Gets of a bench read: the keys of a scheme, drawn from a
 /// distribution.
 #[derive(Clone, Copy)]
-struct Workload {
-    keygen: KeyGen,
-    dataset: Dataset,
-    keys: u64,
-    distribution: Distribution,
-    missing: f64,
+pub(super) struct Workload {
+    pub(super) keygen: KeyGen,
+    pub(super) dataset: Dataset,
+    pub(super) keys: u64,
+    pub(super) distribution: Distribution,
+    pub(super) missing: f64,
 }
 
 /// `shale bench kvdb`.
@@ -142,7 +142,7 @@ pub fn check_workload(w: &WorkloadArgs) -> CliResult<(KeyScheme, Distribution)> 
     Ok((parsed_scheme, parsed_distribution))
 }
 
-fn cores() -> usize {
+pub(super) fn cores() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
@@ -310,7 +310,7 @@ pub fn plan_sizes(list: Option<&str>, sweep: bool, comp: &Composition) -> Result
             v
         }
         (None, false) => vec![
-            pct(0.05),
+            below_ip1(pct(0.05), ip1),
             ip1,
             ip1 + (ip2.saturating_sub(ip1)) / 2,
             ip2,
@@ -324,6 +324,18 @@ pub fn plan_sizes(list: Option<&str>, sweep: bool, comp: &Composition) -> Result
     // Sizes within 0.5% of each other measure the same thing.
     sizes.dedup_by(|b, a| (*b as f64) <= *a as f64 * 1.005);
     Ok(sizes)
+}
+
+/// The lowest default cache size: `low` (0.05% of the database) if it lies
+/// below IP1, else half of IP1, so that the default run always has a phase-1
+/// point (a small database can have an IP1 of a few hundred bytes, when every
+/// table is in the last level and IP1 is only top-level indexes).
+fn below_ip1(low: u64, ip1: u64) -> u64 {
+    if low < ip1 {
+        low
+    } else {
+        ip1 / 2
+    }
 }
 
 /// Bytes the kernel read from storage for this process (`/proc/self/io`).
@@ -456,7 +468,7 @@ fn device_limit(
 
 /// Measures one cache size.
 #[allow(clippy::too_many_arguments)]
-fn run_one(
+pub(super) fn run_one(
     opener: &dyn EngineOpener,
     dir: &Path,
     a: &BenchKvdbArgs,
@@ -578,123 +590,6 @@ fn size_text(bytes: u64, comp: &Composition) -> String {
     )
 }
 
-/// The cache size for `target` block-cache misses per Get, from the study's
-/// model: about 2 misses at IP1, about 1 at IP2, linear in between; above 2 the
-/// cache can be smaller than IP1 but the curve rises steeply, so IP1 is
-/// advised; below 1 no cache size helps (every Get reads its data block).
-pub fn advised_size(target: f64, comp: &Composition) -> u64 {
-    let (ip1, ip2) = (comp.ip1_bytes() as f64, comp.ip2_bytes() as f64);
-    let t = target.clamp(1.0, 2.0);
-    (ip1 + (2.0 - t) * (ip2 - ip1)).round() as u64
-}
-
-/// `shale advise`.
-pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
-    let opener = ShaleOpener { direct_io: true };
-    if !a.db.join("CURRENT").exists() {
-        return Err(CliError::msg(format!(
-            "{} is not a shale database (no CURRENT); pass the directory of one",
-            a.db.display()
-        )));
-    }
-    let e = opener.open(&a.db, SETUP_CACHE, false).map_err(err)?;
-    let comp = e.composition().map_err(err)?;
-    e.close().map_err(err)?;
-    let target = a.target_io.unwrap_or(1.0);
-    if !(target.is_finite() && target > 0.0) {
-        return Err(CliError::msg("--target-io must be a positive number"));
-    }
-    let size = advised_size(target, &comp);
-    let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
-    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(CliError::output);
-    w(
-        out,
-        format!("database: {:.1} MiB in tables", comp.db_bytes as f64 / MIB),
-    )?;
-    w(
-        out,
-        format!(
-            "IP1 = {} bytes ({:.2} MiB, {:.3}% of the database): filters of all levels but the last + top-level indexes",
-            comp.ip1_bytes(),
-            comp.ip1_bytes() as f64 / MIB,
-            pct(comp.ip1_bytes())
-        ),
-    )?;
-    w(
-        out,
-        format!(
-            "IP2 = {} bytes ({:.2} MiB, {:.3}% of the database): filters of all levels but the last + all index blocks",
-            comp.ip2_bytes(),
-            comp.ip2_bytes() as f64 / MIB,
-            pct(comp.ip2_bytes())
-        ),
-    )?;
-    w(
-        out,
-        format!(
-            "advised block cache for about {target:.2} I/Os per Get: {size} bytes ({:.2} MiB, {:.3}% of the database)",
-            size as f64 / MIB,
-            pct(size)
-        ),
-    )?;
-    if target < 1.0 {
-        w(out, "note: below 1 I/O per Get needs more than index caching: every Get of a key outside the cache reads its data block".into())?;
-    }
-    w(out, "phases: below IP1 a Get also reads filters and top-level indexes from disk (well over 2 I/Os); between IP1 and IP2 it reads an index partition and a data block (about 2);".into())?;
-    w(out, "        at IP2 and above only the data block (about 1); caching data blocks beyond that helps little for random keys.".into())?;
-    if a.verify {
-        let dataset = Dataset::default();
-        let keys = comp.entries;
-        let args = BenchKvdbArgs {
-            db: Some(a.db.clone()),
-            workload: WorkloadArgs {
-                keys,
-                reads: a.reads,
-                warmup: 0.0005,
-                threads: None,
-                missing: 0.0,
-                scheme: "hash".into(),
-                distribution: "uniform".into(),
-                value_size: dataset.value_size,
-                direct_io: true,
-            },
-            cache: None,
-            sweep: false,
-            out: PathBuf::from("."),
-            json: false,
-            device_limit_seconds: 0.0,
-        };
-        let workload = Workload {
-            keygen: KeyGen::new(KeyScheme::Hash),
-            dataset,
-            keys,
-            distribution: Distribution::Uniform,
-            missing: 0.0,
-        };
-        let run = run_one(
-            &opener,
-            &a.db,
-            &args,
-            &workload,
-            cores(),
-            size,
-            &comp,
-            "verifying",
-        )?;
-        w(
-            out,
-            format!(
-                "measured at {:.2} MiB: {:.3} I/Os per Get (cache misses), {:.3} physical reads per Get over {} Gets",
-                size as f64 / MIB,
-                run.io_per_get,
-                run.physical_reads_per_get,
-                run.gets
-            ),
-        )?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -743,19 +638,22 @@ mod tests {
         assert!(sweep
             .first()
             .is_some_and(|&s| s <= (c.db_bytes as f64 * 0.0005) as u64 + 1));
+        // 0.05% of the database lies below IP1 here, so it is the first size;
+        // when it does not, half of IP1 takes its place.
+        assert_eq!(v[0], (c.db_bytes as f64 * 0.0005).round() as u64);
+        let small_ip1 = Composition {
+            filter_bytes_except_last_level: 0,
+            top_level_index_bytes: 1000,
+            index_bytes: 500_000,
+            ..c
+        };
+        let v = plan_sizes(None, false, &small_ip1).expect("plan");
+        assert_eq!(v.len(), 5, "{v:?}");
+        assert_eq!(v[0], 500);
+        assert_eq!(v[1], small_ip1.ip1_bytes());
+        assert_eq!(phase(v[0], small_ip1.ip1_bytes(), small_ip1.ip2_bytes()), 1);
         let list = plan_sizes(Some("ip2,8MiB,ip1,8MiB"), false, &c).expect("list");
         assert_eq!(list, vec![c.ip1_bytes(), c.ip2_bytes(), 8 << 20]);
         assert!(plan_sizes(Some("8XiB"), false, &c).is_err());
-    }
-
-    #[test]
-    fn advice_interpolates_between_the_inflection_points() {
-        let c = comp();
-        assert_eq!(advised_size(1.0, &c), c.ip2_bytes());
-        assert_eq!(advised_size(2.0, &c), c.ip1_bytes());
-        assert_eq!(advised_size(5.0, &c), c.ip1_bytes());
-        assert_eq!(advised_size(0.5, &c), c.ip2_bytes());
-        let mid = advised_size(1.5, &c);
-        assert_eq!(mid, (c.ip1_bytes() + c.ip2_bytes()) / 2);
     }
 }

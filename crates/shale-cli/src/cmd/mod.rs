@@ -1,6 +1,7 @@
 //! The subcommands. Each writes its normal output to the `out` it is given and
 //! returns its failure as a [`CliError`]; `main` prints it.
 
+mod advise;
 mod bench;
 mod cgroup;
 mod compare;
@@ -9,6 +10,8 @@ mod kv;
 mod load;
 mod sst;
 mod stats;
+
+pub use advise::parse_key_count;
 
 use std::io::Write;
 use std::path::Path;
@@ -32,7 +35,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Repair(a) => repair(&a, out),
         Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
         Command::Bench(crate::args::BenchCommand::Compare(a)) => compare::run(&a, out),
-        Command::Advise(a) => bench::advise(&a, out),
+        Command::Advise(a) => advise::advise(&a, out),
         Command::Harness => harness::run(out),
     }?;
     out.flush().map_err(CliError::output)

@@ -198,6 +198,63 @@ pub(crate) fn level_targets(sizes: &[u64; NUM_LEVELS], opts: &PickerOptions) -> 
     }
 }
 
+/// The shape the picker aims for in a database of a given size: what
+/// [`level_plan`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelPlan {
+    /// The level L0 compacts into.
+    pub base_level: usize,
+    /// Target bytes of each level, `None` for L0 and the levels above the
+    /// base level. The last level's is its expected size: all but a
+    /// `1/level_size_multiplier` share of the database.
+    pub target_bytes: [Option<u64>; NUM_LEVELS],
+    /// Target size of the tables compactions write into each level (see
+    /// [`Options::target_file_size_base`](crate::Options::target_file_size_base)),
+    /// `None` where `target_bytes` is.
+    pub table_bytes: [Option<u64>; NUM_LEVELS],
+}
+
+/// The base level and level targets the compaction picker computes for a
+/// database of `total_bytes` of tables in its settled shape (L0 empty, no
+/// table above the base level), with the options of that name in
+/// [`Options`](crate::Options). Pure: the same computation the picker runs on
+/// a live version, for tools that model other sizes (`shale advise`).
+pub fn level_plan(
+    total_bytes: u64,
+    base_level_bytes: u64,
+    level_size_multiplier: f64,
+    target_file_size_base: u64,
+) -> LevelPlan {
+    let mut sizes = [0u64; NUM_LEVELS];
+    sizes[LAST_LEVEL] = total_bytes;
+    let opts = PickerOptions {
+        l0_compaction_trigger: 1,
+        base_level_bytes,
+        level_size_multiplier,
+        filter_at: [false; NUM_LEVELS],
+        target_file_size_base,
+        drain_l0: false,
+    };
+    let targets = level_targets(&sizes, &opts);
+    let mut target_bytes = [None; NUM_LEVELS];
+    let mut table_bytes = [None; NUM_LEVELS];
+    if total_bytes > 0 {
+        for level in targets.base_level.max(1)..NUM_LEVELS {
+            target_bytes[level] = Some(targets.max_bytes[level]);
+            table_bytes[level] = Some(output_file_size(
+                target_file_size_base,
+                level,
+                targets.base_level,
+            ));
+        }
+    }
+    LevelPlan {
+        base_level: targets.base_level,
+        target_bytes,
+        table_bytes,
+    }
+}
+
 /// Compaction score of every level (see the module doc).
 pub(crate) fn level_scores(
     levels: &Levels,
@@ -513,6 +570,48 @@ mod tests {
 
     fn shape(per_level: [Vec<TableSummary>; NUM_LEVELS]) -> Levels {
         per_level
+    }
+
+    #[test]
+    fn level_plan_is_the_pickers_targets_for_a_settled_database() {
+        let o = opts();
+        let plan = |total: u64| {
+            level_plan(
+                total,
+                o.base_level_bytes,
+                o.level_size_multiplier,
+                o.target_file_size_base,
+            )
+        };
+        // Nothing yet: no level has a target.
+        let empty = plan(0);
+        assert_eq!(empty.target_bytes, [None; NUM_LEVELS]);
+        // 300 MiB: L6 expects 270 MiB, so the base level is L5 with a tenth of
+        // that (27 MiB), as `level_targets` gives for the same bytes in L6.
+        let p = plan(300 * MIB);
+        assert_eq!(p.base_level, 5);
+        let mut sizes = [0; NUM_LEVELS];
+        sizes[LAST_LEVEL] = 300 * MIB;
+        let t = level_targets(&sizes, &o);
+        assert_eq!(p.target_bytes[5], Some(t.max_bytes[5]));
+        assert_eq!(p.target_bytes[6], Some(t.max_bytes[6]));
+        assert_eq!(p.target_bytes[5], Some(27 * MIB));
+        assert_eq!(p.target_bytes[4], None);
+        // The base level's tables get twice target_file_size_base, doubling
+        // per level below.
+        assert_eq!(p.table_bytes[5], Some(4 * MIB));
+        assert_eq!(p.table_bytes[6], Some(8 * MIB));
+        // 3,000 MiB: base L4 at 64 MiB, L5 the geometric mean of 64 MiB and
+        // L6's 2,700 MiB.
+        let p = plan(3000 * MIB);
+        assert_eq!(p.base_level, 4);
+        assert_eq!(p.target_bytes[4], Some(64 * MIB));
+        let l5 = p.target_bytes[5].unwrap_or(0) as f64 / MIB as f64;
+        assert!((l5 - (64.0f64 * 2700.0).sqrt()).abs() < 0.01, "{l5}");
+        let l6 = p.target_bytes[6].unwrap_or(0) as f64 / MIB as f64;
+        assert!((l6 - 2700.0).abs() < 0.01, "{l6}");
+        assert_eq!(p.table_bytes[4], Some(4 * MIB));
+        assert_eq!(p.table_bytes[6], Some(16 * MIB));
     }
 
     #[test]
