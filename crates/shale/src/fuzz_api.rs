@@ -28,6 +28,7 @@ use crate::metrics::Stats;
 use crate::options::WalRecoveryMode;
 use crate::table::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat};
 use crate::table::filter::{build_filter, filter_hash, Filter};
+use crate::table::fuse::{build_fuse, filter_format, fuse_size, FuseFilter, FILTER_FORMAT_FUSE};
 use crate::table::layout::{
     block_trailer, decode_properties, encode_properties, lz4_contents, unwrap_block, BlockHandle,
     Footer, FOOTER_LEN,
@@ -223,19 +224,33 @@ fn seek_block(
 
 // ---------------------------------------------------------------- filter
 
-/// Target `filter`: decodes the bytes as a filter block and probes it; then
-/// builds a filter from keys cut out of the bytes, which must decode and
-/// contain every one of them (no false negatives).
+/// Target `filter`: decodes the bytes as the filter kind their last byte names
+/// (a blocked Bloom filter, or a binary fuse filter for [`FILTER_FORMAT_FUSE`])
+/// and probes it; then builds a filter of each kind from keys cut out of the
+/// bytes, which must decode and contain every one of them (no false
+/// negatives), the fuse filter in exactly `fuse_size` bytes.
 pub fn fuzz_filter(data: &[u8]) -> Outcome {
-    let outcome = match Filter::new(data.to_vec()) {
-        Ok(f) => {
-            for k in data.chunks(7).take(64) {
-                let _ = f.may_contain(k);
+    let probes = || data.chunks(7).take(64).chain([&b""[..]]);
+    let outcome = if filter_format(data) == Some(FILTER_FORMAT_FUSE) {
+        match FuseFilter::new(data.to_vec()) {
+            Ok(f) => {
+                for k in probes() {
+                    let _ = f.may_contain(k);
+                }
+                Outcome::Decoded
             }
-            let _ = f.may_contain(b"");
-            Outcome::Decoded
+            Err(Corrupt(_)) => Outcome::Rejected,
         }
-        Err(Corrupt(_)) => Outcome::Rejected,
+    } else {
+        match Filter::new(data.to_vec()) {
+            Ok(f) => {
+                for k in probes() {
+                    let _ = f.may_contain(k);
+                }
+                Outcome::Decoded
+            }
+            Err(Corrupt(_)) => Outcome::Rejected,
+        }
     };
     let width = 1 + usize::from(data.first().copied().unwrap_or(0) % 16);
     let keys: Vec<&[u8]> = data.chunks(width).collect();
@@ -244,6 +259,20 @@ pub fn fuzz_filter(data: &[u8]) -> Outcome {
     let f = Filter::new(build_filter(&hashes, bits)).expect("a built filter decodes");
     for k in &keys {
         assert!(f.may_contain(k), "false negative for {k:?}");
+    }
+    let fingerprint_bits = 4 + (data.len() % 13) as u8;
+    let built = build_fuse(&hashes, fingerprint_bits);
+    let mut distinct = hashes.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        built.len(),
+        fuse_size(distinct.len(), fingerprint_bits),
+        "fuse filter size"
+    );
+    let f = FuseFilter::new(built).expect("a built fuse filter decodes");
+    for k in &keys {
+        assert!(f.may_contain(k), "fuse false negative for {k:?}");
     }
     outcome
 }

@@ -143,6 +143,8 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     add("filter", "fixture", contents(filter));
     let hashes: Vec<u64> = (0..20u32).map(|i| filter_hash(&i.to_le_bytes())).collect();
     add("filter", "built", build_filter(&hashes, 10));
+    add("filter", "fuse-built", build_fuse(&hashes, 8));
+    add("filter", "fuse-empty", build_fuse(&[], 7));
 
     // Footer, properties, stored blocks, LZ4.
     add("layout", "footer", with(0, footer_bytes));

@@ -22,6 +22,7 @@ use crate::metrics::{BlockKind, Stats};
 pub(crate) mod block;
 pub(crate) mod builder;
 pub(crate) mod filter;
+pub(crate) mod fuse;
 pub(crate) mod index;
 pub(crate) mod layout;
 pub(crate) mod paged;
