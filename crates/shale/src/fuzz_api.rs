@@ -1002,6 +1002,12 @@ pub fn fuzz_table_roundtrip(case: &TableCase) -> Outcome {
             Compression::None
         },
         filter_bits_per_key: case.filter_bits,
+        // Odd bit counts take the binary fuse filter (version 3 only).
+        filter_kind: if case.filter_bits.is_some_and(|b| b % 2 == 1) {
+            crate::table::FilterKind::BinaryFuse
+        } else {
+            crate::table::FilterKind::Bloom
+        },
         format_version: case.format_version,
     };
     let fs = MemFs::new();

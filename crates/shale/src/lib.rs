@@ -41,7 +41,8 @@ pub use db::{
 pub use error::{Error, Result};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
-    Compression, FilterLevels, FilterPolicy, Options, WalRecoveryMode, WriteOptions, NUM_LEVELS,
+    fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, Options,
+    WalRecoveryMode, WriteOptions, NUM_LEVELS,
 };
 pub use shale_env as env;
 pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};

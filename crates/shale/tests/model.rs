@@ -330,6 +330,7 @@ fn option_sets() -> Vec<(&'static str, Options)> {
                 filter_policy: FilterPolicy {
                     bits_per_key: 8,
                     levels: FilterLevels::All,
+                    ..FilterPolicy::default()
                 },
                 pin_table_metadata: true,
                 block_cache_bytes: 0,
@@ -343,6 +344,7 @@ fn option_sets() -> Vec<(&'static str, Options)> {
                 filter_policy: FilterPolicy {
                     bits_per_key: 10,
                     levels: FilterLevels::None,
+                    ..FilterPolicy::default()
                 },
                 block_restart_interval: 1,
                 write_buffer_size: 2 << 10,
@@ -393,6 +395,7 @@ fn random_options(seed: u64) -> Options {
                 FilterLevels::All,
                 FilterLevels::None,
             ][r.below(3) as usize],
+            ..FilterPolicy::default()
         },
         block_cache_bytes: [0, 4 << 10, 1 << 20][r.below(3) as usize],
         pin_table_metadata: r.chance(0.5),

@@ -115,6 +115,7 @@ fn all_levels_policy_filters_the_last_level() {
         filter_policy: FilterPolicy {
             bits_per_key: 10,
             levels: FilterLevels::All,
+            ..FilterPolicy::default()
         },
         ..options(fs)
     };
@@ -416,4 +417,33 @@ fn a_version_3_data_block_is_read_as_exactly_one_page() {
             "data read of {len} bytes at {offset} is not one page"
         );
     }
+}
+
+#[test]
+fn filter_bits_per_key_can_be_set_per_level() {
+    let fs = Arc::new(MemFs::new());
+    let mut policy = FilterPolicy::default();
+    policy.level_bits_per_key[0] = Some(14);
+    let opts = Options {
+        filter_policy: policy,
+        ..options(fs)
+    };
+    let db = Db::open("/db", opts).expect("open");
+    load(&db, 3000);
+    let tables = db.tables().expect("tables");
+    assert!(!tables.is_empty());
+    for t in &tables {
+        assert_eq!(t.level, 0);
+        assert_eq!(t.properties.filter_bits_per_key, 14);
+    }
+    let per_key = |db: &Db| {
+        let s = db.summary().expect("summary");
+        s.total().filter_bytes as f64 * 8.0 / s.total().entries as f64
+    };
+    let wide = per_key(&db);
+    db.compact_all().expect("compact");
+    // L6 takes the policy's default (none on the last level); a level in
+    // between would take `bits_per_key`.
+    assert_eq!(per_key(&db), 0.0);
+    assert!(wide > 13.0, "{wide} bits a key at 14");
 }

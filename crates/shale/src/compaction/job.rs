@@ -337,7 +337,8 @@ impl<'a> TableOutput<'a> {
                 .opts
                 .filter_policy
                 .applies_to(self.level)
-                .then_some(self.opts.filter_policy.bits_per_key),
+                .then(|| self.opts.filter_policy.bits_per_key_at(self.level)),
+            filter_kind: self.opts.filter_policy.kind,
             format_version: self.opts.table_format_version,
         };
         self.builder = Some((number, TableBuilder::new(writer, path, build)));

@@ -84,6 +84,7 @@ fn small_table() -> Vec<u8> {
         index_partition_size: case.index_partition_size,
         compression: Compression::Lz4,
         filter_bits_per_key: None,
+        filter_kind: crate::table::FilterKind::Bloom,
         format_version: case.format_version,
     };
     let mut b = TableBuilder::new(w, path.into(), opts);

@@ -33,6 +33,7 @@ use super::block::{
     BlockBuilder, EntryFormat, BLOCK_TRAILER_LEN, INDEX_RESTART_INTERVAL, PAGE_SIZE,
 };
 use super::filter::{build_filter, filter_hash};
+use super::fuse::{build_fuse, fuse_size};
 use super::index::{short_successor, shortest_separator, IndexBuilder};
 use super::layout::{
     block_trailer, encode_properties, lz4_contents, BlockHandle, Footer, FOOTER_LEN,
@@ -40,7 +41,7 @@ use super::layout::{
 use super::paged::{
     encode_key_array, encode_locator, frame_paged, paged_data_len, BlockSpan, PAGED_TAIL_LEN,
 };
-use super::{Compression, TableBuildOptions, TableProperties};
+use super::{fuse_fingerprint_bits, Compression, FilterKind, TableBuildOptions, TableProperties};
 use crate::error::{Error, Result};
 use crate::format::{
     compare_internal, parse_internal_key, ValueKind, MIN_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
@@ -82,13 +83,37 @@ pub(crate) struct TableBuilder {
     failed: Option<Error>,
 }
 
-/// Keys a Bloom filter partition of `bits_per_key` takes so that it, with its
-/// format trailer and paged tail, fills at most one page, or
-/// `partition_size` bytes if smaller (but at least one 64-byte line).
-pub(crate) fn filter_partition_keys(bits_per_key: u32, partition_size: usize) -> usize {
-    let room = (PAGE_SIZE as usize).min(partition_size);
-    let lines = (room.saturating_sub(PAGED_TAIL_LEN + super::filter::FILTER_TRAILER) / 64).max(1);
-    (lines * 512 / bits_per_key.max(1) as usize).max(1)
+/// Keys a filter partition of `kind` and `bits_per_key` takes so that it,
+/// with its paged tail, fills at most one page, or `partition_size` bytes if
+/// smaller (a Bloom partition has at least one 64-byte line).
+pub(crate) fn filter_partition_keys(
+    kind: FilterKind,
+    bits_per_key: u32,
+    partition_size: usize,
+) -> usize {
+    let room = (PAGE_SIZE as usize)
+        .min(partition_size)
+        .saturating_sub(PAGED_TAIL_LEN);
+    match kind {
+        FilterKind::Bloom => {
+            let lines = (room.saturating_sub(super::filter::FILTER_TRAILER) / 64).max(1);
+            (lines * 512 / bits_per_key.max(1) as usize).max(1)
+        }
+        FilterKind::BinaryFuse => {
+            // The largest count whose filter fits (sizes grow with the count).
+            let f = fuse_fingerprint_bits(bits_per_key);
+            let (mut lo, mut hi) = (1usize, room * 8 / usize::from(f) + 1);
+            while lo + 1 < hi {
+                let mid = lo + (hi - lo) / 2;
+                if fuse_size(mid, f) <= room {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        }
+    }
 }
 
 impl TableBuilder {
@@ -122,6 +147,7 @@ impl TableBuilder {
             EntryFormat::Index
         };
         let filter_partition_keys = filter_partition_keys(
+            opts.filter_kind,
             opts.filter_bits_per_key.unwrap_or(10),
             opts.index_partition_size,
         );
@@ -282,7 +308,10 @@ impl TableBuilder {
     /// `<= separator` and the next partition's all greater.
     fn cut_filter_partition(&mut self, separator: Vec<u8>) {
         let bits = self.opts.filter_bits_per_key.unwrap_or(10);
-        let contents = build_filter(&self.filter_hashes, bits);
+        let contents = match self.opts.filter_kind {
+            FilterKind::Bloom => build_filter(&self.filter_hashes, bits),
+            FilterKind::BinaryFuse => build_fuse(&self.filter_hashes, fuse_fingerprint_bits(bits)),
+        };
         self.filter_hashes.clear();
         self.filter_parts.push((separator, contents));
     }

@@ -216,3 +216,41 @@ mod tests {
         assert!(Filter::new(bad_k).is_err());
     }
 }
+
+/// A version-3 filter partition: a blocked Bloom filter or a binary fuse
+/// filter, told apart by the format byte that ends both.
+#[derive(Debug)]
+pub(crate) enum PartitionFilter {
+    /// Format 1.
+    Bloom(Filter),
+    /// Format 2.
+    Fuse(super::fuse::FuseFilter),
+}
+
+impl PartitionFilter {
+    /// Decodes a filter partition of either kind.
+    pub(crate) fn new(data: Vec<u8>) -> Result<PartitionFilter, Corrupt> {
+        match super::fuse::filter_format(&data) {
+            Some(super::fuse::FILTER_FORMAT_FUSE) => {
+                super::fuse::FuseFilter::new(data).map(PartitionFilter::Fuse)
+            }
+            _ => Filter::new(data).map(PartitionFilter::Bloom),
+        }
+    }
+
+    /// False only if no key with this user key was added.
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        match self {
+            PartitionFilter::Bloom(f) => f.may_contain(user_key),
+            PartitionFilter::Fuse(f) => f.may_contain(user_key),
+        }
+    }
+
+    /// The partition's contents as stored (format trailer included).
+    pub(crate) fn stored_len(&self) -> usize {
+        match self {
+            PartitionFilter::Bloom(f) => f.size() + FILTER_TRAILER,
+            PartitionFilter::Fuse(f) => f.size(),
+        }
+    }
+}

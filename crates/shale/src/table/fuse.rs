@@ -19,7 +19,6 @@
 //!
 //! Nothing outside tests and the fuzz targets uses this module until format version
 //! 3 cuts filters into partitions.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use super::block::Corrupt;
 use crate::format::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
@@ -562,6 +561,7 @@ impl FuseFilter {
     }
 
     /// Width of a fingerprint in bits.
+    #[cfg(test)]
     pub(crate) fn fingerprint_bits(&self) -> u8 {
         self.fingerprint_bits
     }

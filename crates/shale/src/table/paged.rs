@@ -804,9 +804,9 @@ impl Locator {
     }
 }
 
-/// Size of one key's worth of quantization: the writer accepts a quantized
-/// code when at most one boundary in `AMBIGUITY_LIMIT` is ambiguous beyond the
-/// continuations (each costs a second block read for a few keys next to it).
+/// The writer accepts a quantized code when at most one boundary in
+/// `AMBIGUITY_LIMIT` is ambiguous beyond the continuations (each costs a
+/// second block read for the few keys that share its code).
 const AMBIGUITY_LIMIT: usize = 16;
 
 /// Bits per boundary the writer first tries above the Elias-Fano minimum.

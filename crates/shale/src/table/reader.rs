@@ -178,7 +178,9 @@ fn decode_block(kind: BlockKind, contents: Vec<u8>, meta: &Meta) -> Result<Cache
         BlockKind::IndexPartition => {
             CachedBlock::Index(Block::new(contents, meta.partition_format())?)
         }
-        BlockKind::Filter if v3 => CachedBlock::PagedFilter(Filter::new(contents)?),
+        BlockKind::Filter if v3 => {
+            CachedBlock::PagedFilter(super::filter::PartitionFilter::new(contents)?)
+        }
         BlockKind::Filter => CachedBlock::Filter(Filter::new(contents)?),
         BlockKind::Footer | BlockKind::Properties => {
             return Err(Corrupt("footer and properties are not cached blocks"))
@@ -607,9 +609,8 @@ impl TableReader {
                 let may = if p < keys.len() {
                     let r = BlockRef::paged(keys.offset(p), keys.value(p));
                     let part = self.block(BlockKind::Filter, r, fi_off)?;
-                    part.as_filter()
+                    part.filter_may_contain(user_key)
                         .ok_or_else(|| self.corrupt(r.offset)(Corrupt("not a filter")))?
-                        .may_contain(user_key)
                 } else {
                     false // past the table's last key
                 };
