@@ -596,7 +596,10 @@ fn write_projection(
         Row::model(&own, target, "model"),
     ];
     for &n in keys {
-        rows.push(Row::model(&project(c, n), target, "model"));
+        // The database's own size already has its model row.
+        if n != c.keys {
+            rows.push(Row::model(&project(c, n), target, "model"));
+        }
         if let Some(s) = STUDY.iter().find(|s| s.keys == n) {
             rows.push(Row::study(s));
         }
