@@ -1262,6 +1262,12 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
         });
     }
     blocks.extend(partitions);
+    Ok(layout_with_tail(blocks, meta))
+}
+
+/// The layout of `blocks` followed by the top-level index and the properties.
+fn layout_with_tail(mut blocks: Vec<BlockInfo>, meta: Meta) -> TableLayout {
+    let top_h = meta.footer.top_index;
     blocks.push(BlockInfo {
         kind: "top_index",
         offset: top_h.offset,
@@ -1273,12 +1279,12 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
         offset: ph.offset,
         size: ph.size,
     });
-    Ok(TableLayout {
+    TableLayout {
         footer_offset: ph.end(),
         file_size: meta.props.file_size,
         properties: meta.props,
         blocks,
-    })
+    }
 }
 
 /// [`inspect_table`] of a version-3 table: the paged blocks are listed with
@@ -1362,21 +1368,5 @@ fn inspect_paged(file: &dyn RandomAccessFile, path: &Path, meta: Meta) -> Result
     }
     blocks.extend(filters);
     blocks.extend(partitions);
-    blocks.push(BlockInfo {
-        kind: "top_index",
-        offset: top_h.offset,
-        size: top_h.size,
-    });
-    let ph = meta.footer.properties;
-    blocks.push(BlockInfo {
-        kind: "properties",
-        offset: ph.offset,
-        size: ph.size,
-    });
-    Ok(TableLayout {
-        footer_offset: ph.end(),
-        file_size: meta.props.file_size,
-        properties: meta.props,
-        blocks,
-    })
+    Ok(layout_with_tail(blocks, meta))
 }
