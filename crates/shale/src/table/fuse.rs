@@ -17,8 +17,8 @@
 //! sequence, so construction is deterministic. See [`build_fuse`] for the byte
 //! grammar (also in `docs/format/table.md`, "Binary fuse filter (format 2)").
 //!
-//! Nothing outside tests and the fuzz targets uses this module until format version
-//! 3 cuts filters into partitions.
+//! Table format version 3 writes it into filter partitions when the filter
+//! policy asks for [`super::FilterKind::BinaryFuse`] (the default).
 
 use super::block::Corrupt;
 use crate::format::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
