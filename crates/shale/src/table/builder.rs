@@ -11,7 +11,16 @@
 //!          top_index                           // one entry per partition
 //!          properties                          // tagged fields (see layout.rs)
 //!          footer                              // 64 bytes
+//!
+//! table_v3 := paged_data_block{data_blocks}        // offset 0, whole pages each
+//!             paged_filter{filter_partitions}      // iff a filter; each on a page
+//!             paged_locator{index_partitions}      // each on a page, the last unpadded
+//!             [top_filter_index]                   // key array; the footer's filter handle
+//!             top_index                            // key array
+//!             properties footer                    // as above
 //! ```
+//!
+//! (`paged_*`, key arrays and locators: see [`super::paged`].)
 //!
 //! Every block is followed by its 5-byte trailer (see [`super::layout`]). In
 //! version 1, data blocks are cut before an entry that would take them past

@@ -1,12 +1,18 @@
-//! Sorted string tables, format version 1: data blocks with restart points, one
-//! cache-line-blocked Bloom filter over user keys, a partitioned index with
-//! delta-encoded block handles, a tagged properties block and a fixed footer.
-//! The byte format is specified in `docs/format/table.md` and in grammar comments on
-//! the encoders ([`builder`], [`block`], [`filter`], [`layout`]).
+//! Sorted string tables. Format version 3 (the default) is page-structured:
+//! data blocks of whole 4 KiB pages, the filter cut into page-sized partitions
+//! (blocked Bloom or binary fuse) under a top-level filter index, and locators
+//! (compact Elias-Fano codes of the blocks' first keys, implicit page handles)
+//! under a top-level index ([`paged`]). Versions 1 and 2 keep data blocks with
+//! restart points, one cache-line-blocked Bloom filter over user keys, a
+//! partitioned index with delta-encoded block handles, a tagged properties
+//! block and a fixed footer. The byte formats are specified in
+//! `docs/format/table.md` and in grammar comments on the encoders
+//! ([`builder`], [`block`], [`filter`], [`fuse`], [`paged`], [`layout`]).
 //!
 //! The reader's block accesses are exactly accounted (see [`reader`]): a point
-//! lookup touches the filter, the top-level index, one index partition and one data
-//! block, each counted as a cache hit or as a cache miss plus one physical read.
+//! lookup touches the filter (in version 3 the top-level filter index and one
+//! partition), the top-level index, one index partition and one data block,
+//! each counted as a cache hit or as a cache miss plus one physical read.
 //!
 //! # Concurrency
 //!

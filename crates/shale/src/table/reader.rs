@@ -7,7 +7,8 @@
 //!
 //! - `open` issues exactly one physical read for the footer (`Footer`) and one for
 //!   the properties block (`Properties`); with `pin_top_index` / `pin_filter` one
-//!   more physical read of that kind each. None of these are cache lookups. Pinned
+//!   more physical read of that kind each (in version 3 `pin_filter` pins the
+//!   top-level filter index, a `TopIndex` read). None of these are cache lookups. Pinned
 //!   bytes are charged with `BlockCache::reserve_pinned` and released on drop.
 //!   Later uses of a pinned block count nothing: the reader holds it.
 //! - Every other block access is a block-cache lookup keyed by
@@ -17,7 +18,11 @@
 //! - A `get` touches, in order: the filter (if asked and present; a negative answer
 //!   stops here), the top-level index, one index partition, one data block. Only when
 //!   one user key's versions straddle a data-block boundary may it read the next
-//!   data block(s), and the next partition.
+//!   data block(s), and the next partition. In version 3 the filter is the
+//!   top-level filter index (counted as `TopIndex`) and one filter partition,
+//!   the index partition a locator, and about one Get in 1,000 reads a second
+//!   data block where a locator's code is ambiguous. Paged blocks are read
+//!   whole: a data block is its pages, a partition its stored length.
 //!
 //! # Concurrency
 //!
