@@ -215,6 +215,12 @@ impl TableBuilder {
                 "key or value longer than 4 GiB".into(),
             ));
         }
+        // A version-3 block records its length in 32 bits.
+        if self.paged() && internal_key.len() + value.len() > (u32::MAX / 2) as usize {
+            return Err(Error::InvalidArgument(
+                "entry longer than 2 GiB in a table of format version 3".into(),
+            ));
+        }
         let user_key = parsed.user_key;
         if !self.data.is_empty() {
             let full = match self.page_budget {
