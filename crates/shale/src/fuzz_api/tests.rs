@@ -47,6 +47,12 @@ fn log_records(bytes: &[u8]) -> Vec<Vec<u8>> {
 /// A small table written by this build: LZ4, no filter, several partitions;
 /// format version 2, whose blocks need not fill pages (a seed stays small).
 fn small_table() -> Vec<u8> {
+    small_table_of(2)
+}
+
+/// [`small_table`] in `format_version` (in version 3: one data page and its
+/// locator, about 4 KiB).
+fn small_table_of(format_version: u32) -> Vec<u8> {
     let mut rng = Rng::new(3);
     let mut case = TableCase {
         block_size: 200,
@@ -59,7 +65,7 @@ fn small_table() -> Vec<u8> {
         verify: true,
         entries: Vec::new(),
         ops: Vec::new(),
-        format_version: 2,
+        format_version,
     };
     for i in 0..40u64 {
         case.entries.push(CaseEntry {
@@ -173,6 +179,9 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     add("table_inspect", "small", with(0, &small));
     add("table_read", "fixture-fix-crc-verify", with(3, TABLE));
     add("table_read", "small-pinned", with(0x0c, &small));
+    let small_v3 = small_table_of(3);
+    add("table_inspect", "small-v3", with(0, &small_v3));
+    add("table_read", "small-v3-fix-crc", with(0x0f, &small_v3));
 
     // Logs: the manifest whole, the WAL cut inside its second record.
     add("log_reader", "manifest", with(0, MANIFEST));
