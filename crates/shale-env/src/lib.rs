@@ -49,7 +49,7 @@ mod posix;
 pub use crash::CrashFs;
 pub use fault::{FaultFs, FaultRule, OpKind};
 pub use mem::MemFs;
-pub use posix::{PosixFs, PosixOptions};
+pub use posix::{raise_open_files_limit, PosixFs, PosixOptions};
 
 /// Expected lifetime of the data in a new file, from the shortest to the longest.
 ///

@@ -558,3 +558,46 @@ mod tests {
         fs.sync_dir(dir.path()).expect("sync dir");
     }
 }
+
+/// Raises the process's soft limit of open files to its hard limit and
+/// returns the limit now in force. A database keeps one descriptor open per
+/// table in its table cache, so a tool that wants every table of a large
+/// database open (as the read-cost study assumes) raises the limit first.
+/// The limit is process-wide: applications call this, the engine never does.
+///
+/// Errors: the `getrlimit`/`setrlimit` failure.
+pub fn raise_open_files_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit for getrlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `raised` is a valid rlimit that only lifts the soft limit
+        // up to the hard one, which an unprivileged process may do.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim = raised;
+        }
+    }
+    Ok(lim.rlim_cur)
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::raise_open_files_limit;
+
+    #[test]
+    fn the_open_files_limit_is_raised_to_the_hard_limit() {
+        let soft = raise_open_files_limit().expect("rlimit");
+        assert!(soft >= 64, "{soft}");
+        // Raising again changes nothing.
+        assert_eq!(raise_open_files_limit().expect("rlimit"), soft);
+    }
+}
