@@ -525,6 +525,16 @@ enum Sampler {
     },
 }
 
+/// Seed of the measured reads of a bench run: thread `t` draws with
+/// `MEASURE_SEED + t` ([`KeyChooser::for_thread`]).
+pub const MEASURE_SEED: u64 = 2;
+
+/// Seed of a bench run's warm-up reads, far from [`MEASURE_SEED`] so that no
+/// warm-up thread's stream is a measured thread's (with seeds 1 and 2, the
+/// warm-up's thread 1 drew exactly the keys the measurement's thread 0 read
+/// first, which a cache large enough for them turned into data-block hits).
+pub const WARMUP_SEED: u64 = 1 << 32;
+
 /// Draws the key indices of one reader's reads; see the module documentation.
 ///
 /// Owned by one thread (it is `Send` and `Clone`); give every thread its own,
@@ -884,6 +894,20 @@ mod tests {
             assert_eq!(t3.seed(), 45);
             assert_eq!(base.for_thread(0), base);
         }
+    }
+
+    #[test]
+    fn warm_up_and_measured_streams_never_share_a_seed() {
+        for t in 0..4096u64 {
+            for u in 0..4096u64 {
+                assert_ne!(WARMUP_SEED.wrapping_add(t), MEASURE_SEED.wrapping_add(u));
+            }
+        }
+        let warm = chooser(Distribution::Uniform, 1 << 40, 0.0, WARMUP_SEED).for_thread(1);
+        let measured = chooser(Distribution::Uniform, 1 << 40, 0.0, MEASURE_SEED).for_thread(0);
+        let (mut w, mut m) = (warm, measured);
+        let first: std::collections::HashSet<u64> = (0..1000).map(|_| w.next().0).collect();
+        assert!((0..1000).all(|_| !first.contains(&m.next().0)));
     }
 
     #[test]

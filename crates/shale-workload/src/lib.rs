@@ -51,7 +51,7 @@ pub mod protocol;
 pub mod results;
 pub mod scheme;
 
-pub use dist::{DistError, Distribution, KeyChooser, Rng, Scramble};
+pub use dist::{DistError, Distribution, KeyChooser, Rng, Scramble, MEASURE_SEED, WARMUP_SEED};
 pub use scheme::{KeyGen, KeyScheme, ParseKeySchemeError, ACCOUNT_SLOTS};
 
 use tiny_keccak::{Hasher, Keccak};

@@ -17,7 +17,9 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleOpener};
 use shale_workload::results::{phase, BenchResults, DeviceLimit, HitRates, Run};
-use shale_workload::{Dataset, Distribution, KeyChooser, KeyGen, KeyScheme};
+use shale_workload::{
+    Dataset, Distribution, KeyChooser, KeyGen, KeyScheme, MEASURE_SEED, WARMUP_SEED,
+};
 
 use crate::args::{BenchKvdbArgs, WorkloadArgs};
 use crate::error::{CliError, CliResult};
@@ -482,11 +484,11 @@ pub(super) fn run_one(
     let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
     let pb = bar(warm + a.workload.reads, label.to_string());
     // Warm-up: not measured.
-    reads(&*e, w, threads, warm, 1, &pb)?;
+    reads(&*e, w, threads, warm, WARMUP_SEED, &pb)?;
     let before = e.counters();
     let io_before = device_read_bytes();
     let start = Instant::now();
-    let hist = reads(&*e, w, threads, a.workload.reads, 2, &pb)?;
+    let hist = reads(&*e, w, threads, a.workload.reads, MEASURE_SEED, &pb)?;
     let elapsed = start.elapsed();
     let io_after = device_read_bytes();
     let d = e.counters().since(&before);

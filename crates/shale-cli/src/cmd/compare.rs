@@ -22,7 +22,7 @@ use shale_workload::protocol::{
     OpenRequest, ReadReply, ReadRequest, Request, PROTOCOL_VERSION,
 };
 use shale_workload::results::{BudgetRun, CompareResults, EngineResults, EngineRun, Run};
-use shale_workload::{Distribution, KeyChooser};
+use shale_workload::{Distribution, KeyChooser, MEASURE_SEED, WARMUP_SEED};
 
 use super::bench::{check_workload, parse_size};
 use crate::args::BenchCompareArgs;
@@ -58,8 +58,22 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     let warmup_n = (a.workload.warmup * a.workload.keys as f64).round() as u64;
     let warmup_file = out_dir.join("warmup.bin");
     let reads_file = out_dir.join("reads.bin");
-    write_reads(&warmup_file, distribution, a, threads, warmup_n, 1)?;
-    write_reads(&reads_file, distribution, a, threads, a.workload.reads, 2)?;
+    write_reads(
+        &warmup_file,
+        distribution,
+        a,
+        threads,
+        warmup_n,
+        WARMUP_SEED,
+    )?;
+    write_reads(
+        &reads_file,
+        distribution,
+        a,
+        threads,
+        a.workload.reads,
+        MEASURE_SEED,
+    )?;
 
     let cache_list = match (&a.cache, &a.memory) {
         (Some(c), _) => c.clone(),
