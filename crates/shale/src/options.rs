@@ -235,3 +235,23 @@ pub struct WriteOptions {
     /// a write survives a process crash but may be lost by a machine crash.
     pub sync: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_policies_choose_the_kind_and_the_bits_per_level() {
+        let fuse = FilterPolicy::default();
+        assert_eq!((fuse.kind, fuse.bits_per_key), (FilterKind::BinaryFuse, 9));
+        assert_eq!(fuse_fingerprint_bits(fuse.bits_per_key), 7);
+        let mut bloom = FilterPolicy::bloom(10);
+        assert_eq!(bloom.kind, FilterKind::Bloom);
+        assert_eq!(bloom.levels, FilterLevels::AllButLast);
+        bloom.level_bits_per_key[5] = Some(6);
+        assert_eq!(bloom.bits_per_key_at(5), 6);
+        assert_eq!(bloom.bits_per_key_at(4), 10);
+        assert_eq!(bloom.bits_per_key_at(99), 10);
+        assert!(bloom.applies_to(5) && !bloom.applies_to(6));
+    }
+}
