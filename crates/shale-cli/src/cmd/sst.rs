@@ -120,6 +120,8 @@ fn properties_json(p: &TableProperties) -> Value {
         "top_level_index_bytes": p.top_level_index_bytes,
         "filter_bytes": p.filter_bytes,
         "filter_bits_per_key": p.filter_bits_per_key,
+        "filter_partitions": p.filter_partitions,
+        "top_level_filter_index_bytes": p.top_level_filter_index_bytes,
         "smallest_key": internal_key_json(&p.smallest_key),
         "largest_key": internal_key_json(&p.largest_key),
         "smallest_seqno": p.smallest_seqno,
@@ -130,7 +132,8 @@ fn properties_json(p: &TableProperties) -> Value {
 }
 
 /// The JSON document of `sst --json`: `file_size`, `footer_offset`, `blocks`
-/// (per kind: `count` and `bytes` without trailers) and `properties`.
+/// (per kind: `count` and `bytes` without trailers, or as stored on their
+/// pages for format 3's paged blocks) and `properties`.
 pub fn sst_json(layout: &TableLayout) -> Value {
     let mut blocks = serde_json::Map::new();
     for t in block_totals(&layout.blocks) {
@@ -167,9 +170,17 @@ pub fn sst_text(layout: &TableLayout) -> String {
             human_bytes(t.bytes)
         );
     }
-    let _ = writeln!(s, "(block bytes exclude the 5-byte trailers)");
+    if p.format_version >= 3 {
+        let _ = writeln!(
+            s,
+            "(data, filter and index blocks: bytes as stored on their pages, tails included;"
+        );
+        let _ = writeln!(s, " the other blocks: without their 5-byte trailers)");
+    } else {
+        let _ = writeln!(s, "(block bytes exclude the 5-byte trailers)");
+    }
     let _ = writeln!(s);
-    let rows: [(&str, String); 19] = [
+    let rows: [(&str, String); 21] = [
         ("format version", p.format_version.to_string()),
         ("entries", p.num_entries.to_string()),
         ("deletions", p.num_deletions.to_string()),
@@ -183,6 +194,11 @@ pub fn sst_text(layout: &TableLayout) -> String {
         ("top-level index bytes", p.top_level_index_bytes.to_string()),
         ("filter bytes", p.filter_bytes.to_string()),
         ("filter bits per key", p.filter_bits_per_key.to_string()),
+        ("filter partitions", p.filter_partitions.to_string()),
+        (
+            "top-level filter index",
+            p.top_level_filter_index_bytes.to_string(),
+        ),
         ("smallest key", internal_key_text(&p.smallest_key)),
         ("largest key", internal_key_text(&p.largest_key)),
         ("smallest seqno", p.smallest_seqno.to_string()),
