@@ -101,7 +101,8 @@ pub struct Options {
     pub index_partition_size: usize,
     /// Compression of data blocks (default none).
     pub compression: Compression,
-    /// Bloom filters (default 10 bits per key on all levels but the last).
+    /// Filters (default: binary fuse filters of 9 bits per key on all levels
+    /// but the last; see [`FilterPolicy`]).
     pub filter_policy: FilterPolicy,
     /// Block cache capacity in bytes (default 32 MiB). Pinned metadata is
     /// charged to it too. Memtables are not.

@@ -96,7 +96,7 @@ pub(crate) struct TableBuildOptions {
 
 impl Default for TableBuildOptions {
     /// 4 KiB data blocks, restarts every 16 keys, 4 KiB index partitions, no
-    /// compression, 10 bits per key, the current format version.
+    /// compression, 10-bit Bloom filters, the current format version.
     fn default() -> Self {
         TableBuildOptions {
             block_size: 4096,
