@@ -535,8 +535,9 @@ impl TableBuilder {
 
 /// Cuts the data blocks of a version-3 table into locator partitions, each
 /// the longest run from its start whose locator fits one page, or
-/// `partition_size` if that is smaller (a single block
-/// whose locator does not fit, with very long keys, gets one of its own).
+/// `partition_size` if that is smaller. A locator of one block has no
+/// boundary and always fits, so a boundary too long for a page (keys sharing
+/// kilobytes of prefix) falls between two locators, in the top-level index.
 fn partition_spans(spans: &[BlockSpan], partition_size: usize) -> Vec<(usize, usize)> {
     let budget = (PAGE_SIZE as usize - PAGED_TAIL_LEN).min(partition_size);
     let n = spans.len();
