@@ -555,19 +555,7 @@ impl TableReader {
             cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
                 .map_err(self.corrupt(offset))?;
             if cur.valid() {
-                let (found_user, found_trailer) = split_target(cur.key());
-                if found_user != user_key {
-                    return Ok(TableGet::Absent);
-                }
-                let kind = ValueKind::from_u8(found_trailer as u8)
-                    .ok_or_else(|| self.corrupt(offset)(Corrupt("unknown value kind")))?;
-                let value = cur.value(block).ok_or_else(|| {
-                    Error::Internal(format!(
-                        "{}: a valid cursor's value lies outside its block at offset {offset}",
-                        self.path.display()
-                    ))
-                })?;
-                return Ok(TableGet::Found(kind, value.to_vec()));
+                return self.entry_found(&cur, block, user_key, offset);
             }
             // Every entry of this block sorts before the seek key. The next block
             // can only hold the key if this block's separator is the key itself.
@@ -598,6 +586,31 @@ impl TableReader {
                 }
             }
         }
+    }
+
+    /// What a Get returns for the first entry at or after its seek key, where
+    /// `cur` stands in the data block at `offset`: the entry if it is of
+    /// `user_key`, else `Absent`.
+    fn entry_found(
+        &self,
+        cur: &Cursor,
+        block: &Block,
+        user_key: &[u8],
+        offset: u64,
+    ) -> Result<TableGet> {
+        let (found_user, found_trailer) = split_target(cur.key());
+        if found_user != user_key {
+            return Ok(TableGet::Absent);
+        }
+        let kind = ValueKind::from_u8(found_trailer as u8)
+            .ok_or_else(|| self.corrupt(offset)(Corrupt("unknown value kind")))?;
+        let value = cur.value(block).ok_or_else(|| {
+            Error::Internal(format!(
+                "{}: a valid cursor's value lies outside its block at offset {offset}",
+                self.path.display()
+            ))
+        })?;
+        Ok(TableGet::Found(kind, value.to_vec()))
     }
 
     /// The version-3 `get`: filter partition through the top-level filter
@@ -670,21 +683,7 @@ impl TableReader {
                 cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
                     .map_err(self.corrupt(data_ref.offset))?;
                 if cur.valid() {
-                    let (found_user, found_trailer) = split_target(cur.key());
-                    if found_user != user_key {
-                        return Ok(TableGet::Absent);
-                    }
-                    let kind = ValueKind::from_u8(found_trailer as u8).ok_or_else(|| {
-                        self.corrupt(data_ref.offset)(Corrupt("unknown value kind"))
-                    })?;
-                    let value = cur.value(block).ok_or_else(|| {
-                        Error::Internal(format!(
-                            "{}: a valid cursor's value lies outside its block at offset {}",
-                            self.path.display(),
-                            data_ref.offset
-                        ))
-                    })?;
-                    return Ok(TableGet::Found(kind, value.to_vec()));
+                    return self.entry_found(&cur, block, user_key, data_ref.offset);
                 }
                 // Every entry of this block sorts before the seek key.
                 if loc.continues(g + 1, user_key) {
