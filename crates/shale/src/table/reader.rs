@@ -492,20 +492,11 @@ impl TableReader {
     /// `Found(Delete, _)` is a tombstone (the value is empty). `Absent`: no visible
     /// entry for the key in this table.
     pub(crate) fn get(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
-        if self.meta.paged() {
-            return self.get_paged(user_key, seq, consult_filter);
+        if consult_filter && self.filtered_out(user_key)? {
+            return Ok(TableGet::FilteredOut);
         }
-        if consult_filter {
-            if let Some(f) = self.filter()? {
-                let may = match f.as_ref() {
-                    CachedBlock::Filter(f) => f.may_contain(user_key),
-                    _ => true,
-                };
-                self.ctx.stats.filter_probe(may);
-                if !may {
-                    return Ok(TableGet::FilteredOut);
-                }
-            }
+        if self.meta.paged() {
+            return self.get_paged(user_key, seq);
         }
         let trailer = pack_trailer(seq.min(MAX_SEQNO), ValueKind::SEEK);
         let top_off = self.meta.footer.top_index.offset;
@@ -613,31 +604,39 @@ impl TableReader {
         Ok(TableGet::Found(kind, value.to_vec()))
     }
 
-    /// The version-3 `get`: filter partition through the top-level filter
-    /// index, locator through the top-level index, then one data block (more
-    /// only where the key's versions continue into the next block).
-    fn get_paged(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
-        if consult_filter {
-            if let Some(fi) = self.filter()? {
-                let fi_off = self.meta.footer.filter.map_or(0, |h| h.offset);
-                let keys = fi
-                    .as_keys()
-                    .ok_or_else(|| self.corrupt(fi_off)(Corrupt("not a filter index")))?;
+    /// True if the table's filter excludes `user_key` (false without a
+    /// filter), counted as a filter probe. Versions 1 and 2 ask the whole
+    /// filter; version 3 the one partition the top-level filter index names
+    /// (a key past the last partition is excluded without one).
+    fn filtered_out(&self, user_key: &[u8]) -> Result<bool> {
+        let Some(f) = self.filter()? else {
+            return Ok(false);
+        };
+        let f_off = self.meta.footer.filter.map_or(0, |h| h.offset);
+        let may = match f.as_keys() {
+            Some(keys) => {
                 let p = keys.lower_bound(user_key);
-                let may = if p < keys.len() {
+                if p < keys.len() {
                     let r = BlockRef::paged(keys.offset(p), keys.value(p));
-                    let part = self.block(BlockKind::Filter, r, fi_off)?;
+                    let part = self.block(BlockKind::Filter, r, f_off)?;
                     part.filter_may_contain(user_key)
                         .ok_or_else(|| self.corrupt(r.offset)(Corrupt("not a filter")))?
                 } else {
-                    false // past the table's last key
-                };
-                self.ctx.stats.filter_probe(may);
-                if !may {
-                    return Ok(TableGet::FilteredOut);
+                    false
                 }
             }
-        }
+            None => f
+                .filter_may_contain(user_key)
+                .ok_or_else(|| self.corrupt(f_off)(Corrupt("not a filter")))?,
+        };
+        self.ctx.stats.filter_probe(may);
+        Ok(!may)
+    }
+
+    /// The version-3 `get` after the filter: locator through the top-level
+    /// index, then one data block (more only where the key's versions
+    /// continue into the next block).
+    fn get_paged(&self, user_key: &[u8], seq: u64) -> Result<TableGet> {
         let trailer = pack_trailer(seq.min(MAX_SEQNO), ValueKind::SEEK);
         let top_off = self.meta.footer.top_index.offset;
         let top = self.top_index()?;
