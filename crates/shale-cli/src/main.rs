@@ -12,6 +12,8 @@ mod bytes;
 mod cmd;
 mod error;
 mod fmt;
+#[allow(dead_code)] // its users, `bench db` and `bench ycsb`, land next
+mod live;
 mod report;
 
 use std::io::Write;

@@ -1,0 +1,174 @@
+//! Latencies of a running bench, by operation kind, for its final report and
+//! for the time-series sampler's intervals.
+//!
+//! # Concurrency
+//!
+//! Each bench thread records into its own slot (`record(thread, ..)`), behind
+//! a mutex that only the sampler contends for, once per interval. The sampler
+//! calls [`LiveStats::take_interval`], which empties every slot's interval
+//! histograms; the totals keep everything since [`LiveStats::new`].
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+/// Highest latency recorded exactly, in nanoseconds (one hour); longer ones
+/// are recorded as this.
+const MAX_NANOS: u64 = 3_600_000_000_000;
+
+/// A latency histogram in nanoseconds, 3 significant digits.
+pub fn histogram() -> Histogram<u64> {
+    // 1 ns .. 1 h at 3 significant figures: valid bounds, cannot fail.
+    Histogram::new_with_bounds(1, MAX_NANOS, 3).unwrap_or_else(|_| unreachable!())
+}
+
+/// Latencies of one operation kind.
+#[derive(Clone)]
+pub struct OpStats {
+    /// Operations recorded.
+    pub count: u64,
+    /// Their latencies in nanoseconds.
+    pub nanos: Histogram<u64>,
+}
+
+impl OpStats {
+    fn new() -> OpStats {
+        OpStats {
+            count: 0,
+            nanos: histogram(),
+        }
+    }
+
+    fn record(&mut self, nanos: u64) {
+        self.count += 1;
+        self.nanos.saturating_record(nanos.clamp(1, MAX_NANOS));
+    }
+
+    fn merge(&mut self, other: &OpStats) {
+        self.count += other.count;
+        // Same bounds on both sides: adding cannot fail.
+        let _ = self.nanos.add(&other.nanos);
+    }
+
+    /// Mean latency in microseconds (0 with no operations).
+    pub fn mean_micros(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.nanos.mean() / 1000.0
+        }
+    }
+
+    /// The latency at `quantile` (0..=1) in microseconds.
+    pub fn quantile_micros(&self, quantile: f64) -> f64 {
+        self.nanos.value_at_quantile(quantile) as f64 / 1000.0
+    }
+}
+
+/// Operation latencies by kind (`"read"`, `"update"`, ...), sorted by kind.
+pub type ByKind = BTreeMap<&'static str, OpStats>;
+
+#[derive(Default)]
+struct Slot {
+    interval: ByKind,
+    total: ByKind,
+}
+
+/// The latencies of one bench run, one slot per thread.
+pub struct LiveStats {
+    slots: Vec<Mutex<Slot>>,
+}
+
+impl LiveStats {
+    /// Stats for `threads` recording threads (at least one slot).
+    pub fn new(threads: usize) -> LiveStats {
+        LiveStats {
+            slots: (0..threads.max(1))
+                .map(|_| Mutex::new(Slot::default()))
+                .collect(),
+        }
+    }
+
+    /// Records one operation of `kind` that took `nanos`, from thread
+    /// `thread` (taken modulo the number of slots).
+    pub fn record(&self, thread: usize, kind: &'static str, nanos: u64) {
+        let mut slot = self.slots[thread % self.slots.len()].lock();
+        slot.interval
+            .entry(kind)
+            .or_insert_with(OpStats::new)
+            .record(nanos);
+        slot.total
+            .entry(kind)
+            .or_insert_with(OpStats::new)
+            .record(nanos);
+    }
+
+    /// The operations recorded since the previous call (or since creation),
+    /// and starts a new interval.
+    pub fn take_interval(&self) -> ByKind {
+        let mut merged = ByKind::new();
+        for slot in &self.slots {
+            let taken = std::mem::take(&mut slot.lock().interval);
+            merge_into(&mut merged, &taken);
+        }
+        merged
+    }
+
+    /// Every operation recorded since creation.
+    pub fn totals(&self) -> ByKind {
+        let mut merged = ByKind::new();
+        for slot in &self.slots {
+            merge_into(&mut merged, &slot.lock().total);
+        }
+        merged
+    }
+}
+
+fn merge_into(into: &mut ByKind, from: &ByKind) {
+    for (kind, stats) in from {
+        into.entry(kind).or_insert_with(OpStats::new).merge(stats);
+    }
+}
+
+/// All kinds of `by_kind` merged into one.
+pub fn all_kinds(by_kind: &ByKind) -> OpStats {
+    let mut all = OpStats::new();
+    for stats in by_kind.values() {
+        all.merge(stats);
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_empty_and_totals_keep_everything() {
+        let live = LiveStats::new(2);
+        live.record(0, "read", 1_000);
+        live.record(1, "read", 3_000);
+        live.record(1, "update", 10_000);
+        let first = live.take_interval();
+        assert_eq!(first["read"].count, 2);
+        assert_eq!(first["update"].count, 1);
+        assert!((first["read"].mean_micros() - 2.0).abs() < 0.01);
+        live.record(0, "read", 5_000);
+        let second = live.take_interval();
+        assert_eq!(second["read"].count, 1);
+        assert!(!second.contains_key("update"));
+        let totals = live.totals();
+        assert_eq!(totals["read"].count, 3);
+        assert_eq!(all_kinds(&totals).count, 4);
+        assert!((totals["update"].quantile_micros(0.99) - 10.0).abs() < 0.02);
+    }
+
+    #[test]
+    fn latencies_beyond_the_bounds_are_clamped_not_lost() {
+        let live = LiveStats::new(1);
+        live.record(0, "read", 0);
+        live.record(0, "read", u64::MAX);
+        assert_eq!(live.totals()["read"].count, 2);
+    }
+}
