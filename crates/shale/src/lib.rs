@@ -13,6 +13,7 @@ mod cache;
 mod compaction;
 mod db;
 mod error;
+pub mod events;
 mod filenames;
 pub mod format;
 mod iter;
@@ -39,6 +40,7 @@ pub use db::{
     TableInfo, LOST_DIR,
 };
 pub use error::{Error, Result};
+pub use events::{Event, EventListener};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
     fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, Options,

@@ -248,6 +248,9 @@ impl Stats {
             background_errors: self.background_errors.get(),
             pending_compaction_bytes: 0,
             l0_files: 0,
+            running_flushes: 0,
+            running_compactions: 0,
+            write_stalled: 0,
             block_cache_usage: 0,
             block_cache_capacity: 0,
             block_cache_pinned: 0,
@@ -314,7 +317,8 @@ impl BlockMetrics {
 /// A snapshot of a database's counters ([`crate::Db::metrics`]).
 ///
 /// Counters only grow; subtract two snapshots with [`Metrics::delta`] to measure
-/// an interval. Gauges (cache usage, pending compaction bytes, L0 tables) are
+/// an interval. Gauges (cache usage, pending compaction bytes, L0 tables, running
+/// jobs) are
 /// copied from the later snapshot. Read counters count since the database was
 /// opened; the write counters (user bytes, flushes, compactions and the table
 /// bytes they wrote) are lifetime totals recorded in the manifest, so that write
@@ -363,6 +367,13 @@ pub struct Metrics {
     pub pending_compaction_bytes: u64,
     /// Tables in L0 (gauge).
     pub l0_files: u64,
+    /// Flushes running now (gauge: 0 or 1).
+    pub running_flushes: u64,
+    /// Compactions running now, a manual one included (gauge).
+    pub running_compactions: u64,
+    /// Writes are held back now (gauge: 1 while stalled, delayed or stopped,
+    /// as the last write group found it).
+    pub write_stalled: u64,
     /// Bytes charged to the block cache now (cached blocks and pinned blocks).
     pub block_cache_usage: u64,
     /// Capacity of the block cache.
@@ -459,6 +470,9 @@ impl Metrics {
             background_errors: d(self.background_errors, earlier.background_errors),
             pending_compaction_bytes: self.pending_compaction_bytes,
             l0_files: self.l0_files,
+            running_flushes: self.running_flushes,
+            running_compactions: self.running_compactions,
+            write_stalled: self.write_stalled,
             block_cache_usage: self.block_cache_usage,
             block_cache_capacity: self.block_cache_capacity,
             block_cache_pinned: self.block_cache_pinned,

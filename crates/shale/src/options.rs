@@ -6,6 +6,7 @@ use shale_env::{FileSystem, PosixFs, PosixOptions};
 
 pub use crate::table::{fuse_fingerprint_bits, Compression, FilterKind};
 
+use crate::events::EventListener;
 pub use crate::format::NUM_LEVELS;
 pub use crate::wal::WalRecoveryMode;
 
@@ -162,6 +163,10 @@ pub struct Options {
     /// What recovery accepts at the end of a write-ahead log (default
     /// [`WalRecoveryMode::TornWrites`]).
     pub wal_recovery_mode: WalRecoveryMode,
+    /// Told of flushes, compactions, write stalls, background errors and
+    /// tables created and deleted, on a thread of their own (default none;
+    /// see [`crate::events`]).
+    pub listeners: Vec<Arc<dyn EventListener>>,
 }
 
 impl Default for Options {
@@ -195,6 +200,7 @@ impl Default for Options {
             compaction_rate_limit: None,
             max_manifest_bytes: 64 << 20,
             wal_recovery_mode: WalRecoveryMode::default(),
+            listeners: Vec::new(),
         }
     }
 }

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shale_env::FileSystem;
 
@@ -23,6 +23,7 @@ use super::{DbInner, State};
 use crate::compaction::job::{self, MergeOutput};
 use crate::compaction::picker::{self, Pick, PickerOptions, TableSummary, LAST_LEVEL};
 use crate::error::{Error, Result};
+use crate::events::{CompactionReason, Event, TableReason};
 use crate::format::SeqNo;
 use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
@@ -207,6 +208,12 @@ fn pick_compaction(
 
 /// Flushes the oldest immutable memtable and installs its table.
 fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
+    let job = db.next_job.fetch_add(1, Ordering::Relaxed);
+    let started = Instant::now();
+    db.events.raise(Event::FlushBegin {
+        job,
+        memtable_bytes: imm.approximate_bytes() as u64,
+    });
     let built = write_level0(&db.path, &db.opts, &db.stats, Some(db), &imm, number).and_then(|f| {
         db.fs
             .sync_dir(&db.path)
@@ -215,7 +222,7 @@ fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
     });
     let mut st = db.state.lock();
     st.pending_outputs.remove(&number);
-    match built {
+    let (bytes, error) = match built {
         Ok(file) => {
             let mut edit = VersionEdit::default();
             // Once this memtable is in a table, the oldest WAL still needed is
@@ -227,19 +234,45 @@ fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
                 st.mem_log
             };
             edit.log_number = Some(next_log);
-            let bytes = file.as_ref().map_or(0, |f| f.size);
+            let table = file.as_ref().map(|f| (f.number, f.size));
+            let bytes = table.map_or(0, |(_, size)| size);
             if let Some(f) = file {
                 edit.added.push((0, f));
             }
             db.stats.flushes.incr();
             db.stats.flush_bytes.add(bytes);
-            // log_and_apply has poisoned the database if it failed.
-            if db.log_and_apply(&mut st, edit, 1).is_err() {
-                db.stats.background_errors.incr();
+            match db.log_and_apply(&mut st, edit, 1) {
+                Ok(()) => {
+                    if let Some((number, bytes)) = table {
+                        db.events.raise(Event::TableCreated {
+                            job,
+                            number,
+                            level: 0,
+                            bytes,
+                            reason: TableReason::Flush,
+                        });
+                    }
+                    (bytes, None)
+                }
+                // log_and_apply has poisoned the database.
+                Err(e) => {
+                    db.stats.background_errors.incr();
+                    db.events.raise(Event::BackgroundError { error: e.clone() });
+                    (0, Some(e))
+                }
             }
         }
-        Err(e) => db.background_failed(&mut st, &e),
-    }
+        Err(e) => {
+            db.background_failed(&mut st, &e);
+            (0, Some(e))
+        }
+    };
+    db.events.raise(Event::FlushEnd {
+        job,
+        bytes,
+        duration: started.elapsed(),
+        error,
+    });
     // Only now: log_and_apply releases the state lock while it writes the
     // manifest, and the memtable stays in the super version until it installs;
     // another flush must not pick it up meanwhile.
@@ -264,20 +297,115 @@ pub(crate) fn write_level0(
 
 /// Runs a picked compaction and installs its result.
 fn compact(db: &DbInner, c: Compaction) {
+    let events = CompactionEvents::begin(
+        db,
+        CompactionReason::Automatic,
+        &c.inputs,
+        c.pick.output_level,
+        c.pick.trivial_move,
+    );
     let result = run_compaction(db, &c);
     let mut st = db.state.lock();
     for (_, f) in &c.inputs {
         st.compacting.remove(&f.number);
     }
     st.running_compactions -= 1;
-    match result {
-        Ok(()) | Err(Error::Closed) => {}
-        Err(e) => db.background_failed(&mut st, &e),
+    if let Err(e) = &result {
+        if !matches!(e, Error::Closed) {
+            db.background_failed(&mut st, e);
+        }
     }
+    events.end(db, result);
     db.cv.notify_all();
 }
 
-fn run_compaction(db: &DbInner, c: &Compaction) -> Result<()> {
+/// What an installed compaction wrote.
+struct Installed {
+    /// Number and size of each output table.
+    tables: Vec<(u64, u64)>,
+    bytes_read: u64,
+    bytes_written: u64,
+}
+
+/// The begin of a compaction, as raised to listeners, so that its end can
+/// be raised with the same job number and levels.
+struct CompactionEvents {
+    job: u64,
+    reason: CompactionReason,
+    input_level: usize,
+    output_level: usize,
+    started: Instant,
+}
+
+impl CompactionEvents {
+    fn begin(
+        db: &DbInner,
+        reason: CompactionReason,
+        inputs: &[(usize, Arc<FileMeta>)],
+        output_level: usize,
+        trivial_move: bool,
+    ) -> CompactionEvents {
+        let e = CompactionEvents {
+            job: db.next_job.fetch_add(1, Ordering::Relaxed),
+            reason,
+            input_level: inputs.iter().map(|(l, _)| *l).min().unwrap_or(output_level),
+            output_level,
+            started: Instant::now(),
+        };
+        db.events.raise(Event::CompactionBegin {
+            job: e.job,
+            reason,
+            input_level: e.input_level,
+            output_level: e.output_level,
+            input_tables: inputs.len(),
+            input_bytes: inputs.iter().map(|(_, f)| f.size).sum(),
+            trivial_move,
+        });
+        e
+    }
+
+    /// Raises the tables created and the end. A compaction given up because
+    /// the database closes ends without an error and without tables.
+    fn end(self, db: &DbInner, result: Result<Installed>) {
+        let (installed, error) = match result {
+            Ok(installed) => (installed, None),
+            Err(Error::Closed) => (Installed::none(), None),
+            Err(e) => (Installed::none(), Some(e)),
+        };
+        for &(number, bytes) in &installed.tables {
+            db.events.raise(Event::TableCreated {
+                job: self.job,
+                number,
+                level: self.output_level,
+                bytes,
+                reason: TableReason::Compaction,
+            });
+        }
+        db.events.raise(Event::CompactionEnd {
+            job: self.job,
+            reason: self.reason,
+            input_level: self.input_level,
+            output_level: self.output_level,
+            bytes_read: installed.bytes_read,
+            bytes_written: installed.bytes_written,
+            output_tables: installed.tables.len(),
+            duration: self.started.elapsed(),
+            error,
+        });
+    }
+}
+
+impl Installed {
+    fn none() -> Installed {
+        Installed {
+            tables: Vec::new(),
+            bytes_read: 0,
+            bytes_written: 0,
+        }
+    }
+}
+
+fn run_compaction(db: &DbInner, c: &Compaction) -> Result<Installed> {
     let out_level = c.pick.output_level;
     if c.pick.trivial_move {
         let mut edit = VersionEdit::default();
@@ -288,7 +416,9 @@ fn run_compaction(db: &DbInner, c: &Compaction) -> Result<()> {
         let mut st = db.state.lock();
         db.stats.compactions[out_level].incr();
         db.stats.trivial_moves.incr();
-        return db.log_and_apply(&mut st, edit, 0);
+        return db
+            .log_and_apply(&mut st, edit, 0)
+            .map(|()| Installed::none());
     }
     let version = db.sv.load().version.clone();
     let bottommost = is_bottommost(&version, &c.inputs, out_level);
@@ -319,7 +449,12 @@ fn install(
     inputs: &[(usize, Arc<FileMeta>)],
     level: usize,
     merged: MergeOutput,
-) -> Result<()> {
+) -> Result<Installed> {
+    let installed = Installed {
+        tables: merged.tables.iter().map(|f| (f.number, f.size)).collect(),
+        bytes_read: merged.bytes_read,
+        bytes_written: merged.bytes_written,
+    };
     let edit = VersionEdit {
         deleted: inputs.iter().map(|(l, f)| (*l, f.number)).collect(),
         added: merged.tables.into_iter().map(|f| (level, f)).collect(),
@@ -327,9 +462,9 @@ fn install(
     };
     let mut st = db.state.lock();
     db.stats.compactions[level].incr();
-    db.stats.compaction_read[level].add(merged.bytes_read);
-    db.stats.compaction_written[level].add(merged.bytes_written);
-    db.log_and_apply(&mut st, edit, 0)
+    db.stats.compaction_read[level].add(installed.bytes_read);
+    db.stats.compaction_written[level].add(installed.bytes_written);
+    db.log_and_apply(&mut st, edit, 0).map(|()| installed)
 }
 
 /// True if no level below `output_level` holds a table overlapping the inputs'
@@ -369,11 +504,14 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
         for (_, f) in &inputs {
             st.compacting.insert(f.number);
         }
+        st.manual_running = !inputs.is_empty();
         inputs
     };
     let result = if inputs.is_empty() {
         Ok(())
     } else {
+        let events =
+            CompactionEvents::begin(db, CompactionReason::Manual, &inputs, LAST_LEVEL, false);
         let version = db.sv.load().version.clone();
         let popts = picker_options(&db.opts);
         let shape = summarize(&version, &HashSet::new());
@@ -387,19 +525,24 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
             ),
             grandparents: &[],
         };
-        job::merge(db, &inputs, &output, true)
-            .and_then(|merged| install(db, &inputs, LAST_LEVEL, merged))
+        let result = job::merge(db, &inputs, &output, true)
+            .and_then(|merged| install(db, &inputs, LAST_LEVEL, merged));
+        let mut st = db.state.lock();
+        if let Err(e) = &result {
+            if !matches!(e, Error::Closed) {
+                db.background_failed(&mut st, e);
+            }
+        }
+        let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
+        events.end(db, result);
+        outcome
     };
     let mut st = db.state.lock();
     for (_, f) in &inputs {
         st.compacting.remove(&f.number);
     }
     st.manual_compaction = false;
-    if let Err(e) = &result {
-        if !matches!(e, Error::Closed) {
-            db.background_failed(&mut st, e);
-        }
-    }
+    st.manual_running = false;
     db.cv.notify_all();
     drop(st);
     result?;

@@ -58,6 +58,7 @@ use self::write::WriteQueue;
 use crate::batch::WriteBatch;
 use crate::compaction::picker;
 use crate::error::{Error, Result};
+use crate::events::{ActiveStall, Event, Events};
 use crate::filenames::{parse, FileType};
 use crate::format::SeqNo;
 use crate::memtable::MemTable;
@@ -102,6 +103,10 @@ pub(crate) struct State {
     pub settling: usize,
     /// Estimated compaction debt of the current version.
     pub pending_compaction_bytes: u64,
+    /// A manual compaction is merging (past its wait for running ones).
+    pub manual_running: bool,
+    /// The write stall writers are under, as last raised to listeners.
+    pub stall: Option<ActiveStall>,
 }
 
 impl State {
@@ -146,6 +151,10 @@ pub(crate) struct DbInner {
     pub closing: AtomicBool,
     /// Caps flush and compaction writes, if configured.
     pub rate_limiter: Option<Arc<crate::rate_limit::RateLimiter>>,
+    /// Listeners' event channel ([`crate::events`]).
+    pub events: Events,
+    /// Number of the next flush or compaction job (for events).
+    pub next_job: AtomicU64,
     /// Opened with [`Db::open_read_only`]: no background work, no writes.
     pub read_only: bool,
     _lock: Box<dyn FileLock>,
@@ -429,7 +438,13 @@ impl Db {
     /// A snapshot of the counters. Subtract two with [`Metrics::delta`].
     pub fn metrics(&self) -> Metrics {
         let mut m = self.inner.stats.snapshot();
-        m.pending_compaction_bytes = self.inner.state.lock().pending_compaction_bytes;
+        {
+            let st = self.inner.state.lock();
+            m.pending_compaction_bytes = st.pending_compaction_bytes;
+            m.running_flushes = u64::from(st.flush_running);
+            m.running_compactions = st.running_compactions as u64 + u64::from(st.manual_running);
+            m.write_stalled = u64::from(st.stall.is_some());
+        }
         m.l0_files = self.inner.sv.load().version.levels[0].len() as u64;
         m.block_cache_usage = self.inner.block_cache.usage();
         m.block_cache_capacity = self.inner.block_cache.capacity();
@@ -546,6 +561,14 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         self.stop_background();
+        // Writes are over (`self` is going): a stall still raised ends here,
+        // and every event is delivered before the handle is gone.
+        {
+            let mut st = self.inner.state.lock();
+            let st = &mut *st;
+            self.inner.events.set_stall(&mut st.stall, None);
+        }
+        self.inner.events.stop();
     }
 }
 
@@ -604,6 +627,8 @@ impl DbInner {
     /// is poisoned so that the next write reports it.
     pub(crate) fn background_failed(&self, st: &mut State, e: &Error) {
         self.stats.background_errors.incr();
+        self.events
+            .raise(Event::BackgroundError { error: e.clone() });
         self.poison(st, e);
     }
 
@@ -652,7 +677,11 @@ impl DbInner {
                     _ => false,
                 };
                 if delete {
-                    doomed.push((self.path.join(&name), None));
+                    let table = match parse(&name) {
+                        Some(FileType::Table(n)) => Some(n),
+                        _ => None,
+                    };
+                    doomed.push((self.path.join(&name), table));
                 }
             }
         }
@@ -661,7 +690,11 @@ impl DbInner {
                 self.table_cache.evict(n);
             }
             match self.fs.remove(&p) {
-                Ok(()) => {}
+                Ok(()) => {
+                    if let Some(number) = table {
+                        self.events.raise(Event::TableDeleted { number });
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io("remove obsolete file", &p, e)),
             }

@@ -21,6 +21,7 @@ use super::write::WriteQueue;
 use super::{background, DbInner, State, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::events::Events;
 use crate::filenames::{parse, wal_name, FileType, CURRENT, LOCK};
 use crate::format::SeqNo;
 use crate::memtable::MemTable;
@@ -101,10 +102,19 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         manual_compaction: false,
         settling: 0,
         pending_compaction_bytes: 0,
+        manual_running: false,
+        stall: None,
     };
     let rate_limiter = opts
         .compaction_rate_limit
         .map(|r| Arc::new(crate::rate_limit::RateLimiter::new(r)));
+    // A read-only handle writes nothing, so it has nothing to tell listeners.
+    let listeners: &[_] = if access == Access::ReadOnly {
+        &[]
+    } else {
+        &opts.listeners
+    };
+    let events = Events::start(listeners).map_err(|e| Error::io("spawn event thread", path, e))?;
     let inner = DbInner {
         path: path.to_path_buf(),
         fs,
@@ -127,6 +137,8 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         deletion_lock: Mutex::new(()),
         closing: AtomicBool::new(false),
         rate_limiter,
+        events,
+        next_job: AtomicU64::new(1),
         read_only: access == Access::ReadOnly,
         opts,
         _lock: lock,

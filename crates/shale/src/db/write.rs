@@ -39,6 +39,7 @@ use super::group_commit::{GroupCommit, GroupSteps};
 use super::{DbInner, State, SuperVersion};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::events::{StallCause, StallCondition};
 use crate::format::SeqNo;
 use crate::memtable::MemTable;
 use crate::wal::LogWriter;
@@ -112,8 +113,12 @@ impl GroupSteps<Request> for WalSteps<'_> {
         let count = record.len() as u64;
         let (seq, mem) = {
             let mut st = db.state.lock();
-            db.stall_if_needed(&mut st)?;
-            db.make_room(&mut st, false)?;
+            let stalled = db.stall_if_needed(&mut st)?;
+            if !db.make_room(&mut st, false)? && !stalled {
+                // This group went through unhindered: any stall is over.
+                let st = &mut *st;
+                db.events.set_stall(&mut st.stall, None);
+            }
             let seq = st.versions.last_sequence + 1;
             st.versions.last_sequence += count;
             (seq, db.sv.load().mem.clone())
@@ -180,26 +185,44 @@ impl DbInner {
     /// Write stalls: waits while L0 holds `l0_stop_writes_trigger` tables or the
     /// compaction debt reaches its hard limit, then delays the group by a
     /// millisecond while L0 is at its slowdown trigger or the debt at its soft
-    /// limit, so that compactions catch up. Counted in the stall metrics.
-    fn stall_if_needed(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
+    /// limit, so that compactions catch up. Counted in the stall metrics and
+    /// raised to listeners as it begins. True if the group was held back.
+    fn stall_if_needed(&self, st: &mut MutexGuard<'_, State>) -> Result<bool> {
         let start = Instant::now();
         let mut stalled = false;
         let opts = &self.opts;
         loop {
             st.check_poison()?;
             let l0 = self.sv.load().version.levels[0].len();
-            if l0 < opts.l0_stop_writes_trigger
-                && st.pending_compaction_bytes < opts.hard_pending_compaction_bytes
-            {
-                if l0 >= opts.l0_slowdown_writes_trigger
-                    || st.pending_compaction_bytes >= opts.soft_pending_compaction_bytes
-                {
+            let debt = st.pending_compaction_bytes;
+            let stop = if l0 >= opts.l0_stop_writes_trigger {
+                Some(StallCause::L0Tables)
+            } else if debt >= opts.hard_pending_compaction_bytes {
+                Some(StallCause::PendingCompactionBytes)
+            } else {
+                None
+            };
+            let Some(cause) = stop else {
+                let delay = if l0 >= opts.l0_slowdown_writes_trigger {
+                    Some(StallCause::L0Tables)
+                } else if debt >= opts.soft_pending_compaction_bytes {
+                    Some(StallCause::PendingCompactionBytes)
+                } else {
+                    None
+                };
+                if let Some(cause) = delay {
                     stalled = true;
+                    let state = &mut **st;
+                    self.events
+                        .set_stall(&mut state.stall, Some((StallCondition::Delayed, cause)));
                     MutexGuard::unlocked(st, || std::thread::sleep(Duration::from_millis(1)));
                 }
                 break;
-            }
+            };
             stalled = true;
+            let state = &mut **st;
+            self.events
+                .set_stall(&mut state.stall, Some((StallCondition::Stopped, cause)));
             // Woken by every installed version; the timeout only bounds a lost
             // wake-up.
             self.cv.wait_for(st, Duration::from_millis(100));
@@ -207,7 +230,7 @@ impl DbInner {
         if stalled {
             self.record_stall(start);
         }
-        Ok(())
+        Ok(stalled)
     }
 
     fn record_stall(&self, start: Instant) {
@@ -218,9 +241,11 @@ impl DbInner {
     }
 
     /// Ensures the mutable memtable has room (or, with `force`, switches a
-    /// non-empty one). Waits while too many immutable memtables are queued.
-    /// Only the write leader (or `flush` holding the queue) calls this.
-    fn make_room(&self, st: &mut MutexGuard<'_, State>, force: bool) -> Result<()> {
+    /// non-empty one). Waits while too many immutable memtables are queued;
+    /// true if it waited. Only the write leader (or `flush` holding the queue,
+    /// with `force`) calls this; a leader's wait is a write stall, raised to
+    /// listeners.
+    fn make_room(&self, st: &mut MutexGuard<'_, State>, force: bool) -> Result<bool> {
         let mut stalled_since = None;
         let result = loop {
             if let Err(e) = st.check_poison() {
@@ -234,6 +259,13 @@ impl DbInner {
             if sv.imms.len() >= self.opts.max_immutable_memtables.max(1) {
                 drop(sv);
                 stalled_since.get_or_insert_with(Instant::now);
+                if !force {
+                    let state = &mut **st;
+                    self.events.set_stall(
+                        &mut state.stall,
+                        Some((StallCondition::Stopped, StallCause::Memtables)),
+                    );
+                }
                 self.cv.wait(st);
                 continue;
             }
@@ -243,7 +275,7 @@ impl DbInner {
         if let Some(start) = stalled_since {
             self.record_stall(start);
         }
-        result
+        result.map(|()| stalled_since.is_some())
     }
 
     /// Makes the memtable immutable and starts a new WAL for its successor.
@@ -290,7 +322,7 @@ impl DbInner {
         // Hold the write queue so that no leader switches memtables meanwhile.
         self.queue.exclusive(|| {
             let mut st = self.state.lock();
-            self.make_room(&mut st, true)
+            self.make_room(&mut st, true).map(|_waited| ())
         })?;
         let mut st = self.state.lock();
         loop {
