@@ -198,6 +198,33 @@ pub struct BenchKvdbArgs {
     /// (each run's Gets/s is reported as a share of it); 0 skips it.
     #[arg(long, value_name = "S", default_value_t = 3.0)]
     pub device_limit_seconds: f64,
+    /// The time-series sampler.
+    #[command(flatten)]
+    pub sample: SampleArgs,
+}
+
+/// The time-series sampler's flags, shared by the benches.
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    /// Seconds between samples of throughput, latency, CPU, device and engine
+    /// gauges (written to samples.csv and samples.json in the output
+    /// directory).
+    #[arg(long, value_name = "S", default_value_t = 5.0)]
+    pub sample_interval: f64,
+}
+
+impl SampleArgs {
+    /// The interval, checked.
+    pub fn interval(&self) -> Result<std::time::Duration, String> {
+        if self.sample_interval.is_finite() && self.sample_interval >= 0.01 {
+            Ok(std::time::Duration::from_secs_f64(self.sample_interval))
+        } else {
+            Err(format!(
+                "--sample-interval must be a number of seconds, at least 0.01 (got {})",
+                self.sample_interval
+            ))
+        }
+    }
 }
 
 /// `shale advise`.

@@ -15,6 +15,8 @@ mod fmt;
 #[allow(dead_code)] // its users, `bench db` and `bench ycsb`, land next
 mod live;
 mod report;
+#[allow(dead_code)] // wired into the benches next
+mod sampler;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};

@@ -717,6 +717,9 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             out: PathBuf::from("."),
             json: false,
             device_limit_seconds: 0.0,
+            sample: crate::args::SampleArgs {
+                sample_interval: 5.0,
+            },
         };
         let workload = Workload {
             keygen: KeyGen::new(KeyScheme::Hash),
@@ -734,6 +737,7 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             size,
             &comp,
             "verifying",
+            &crate::live::LiveStats::new(1),
         )?;
         w(
             out,

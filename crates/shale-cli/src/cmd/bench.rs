@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -23,6 +23,8 @@ use shale_workload::{
 
 use crate::args::{BenchKvdbArgs, WorkloadArgs};
 use crate::error::{CliError, CliResult};
+use crate::live::LiveStats;
+use crate::sampler::Sampler;
 
 const MIB: f64 = 1024.0 * 1024.0;
 /// Keys per load batch.
@@ -94,6 +96,9 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             Err(e) => eprintln!("device limit not measured: {e}"),
         }
     }
+    let live = Arc::new(LiveStats::new(threads));
+    let sampler = Sampler::start(a.sample.interval().map_err(err)?, &dir, live.clone(), None)
+        .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
     for (i, &cache) in sizes.iter().enumerate() {
         let label = format!(
             "run {}/{}: cache {}",
@@ -101,7 +106,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             sizes.len(),
             size_text(cache, &comp)
         );
-        let mut run = run_one(&opener, &dir, a, &w, threads, cache, &comp, &label)?;
+        let mut run = run_one(&opener, &dir, a, &w, threads, cache, &comp, &label, &live)?;
         run.device_limit_share = results
             .device_limit
             .as_ref()
@@ -110,6 +115,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
         // Written after every run, so an interrupted bench keeps what finished.
         crate::report::write_all(&results, &a.out).map_err(CliError::msg)?;
     }
+    crate::sampler::write_files(&sampler.finish(), &a.out).map_err(CliError::msg)?;
     if a.json {
         let s = serde_json::to_string_pretty(&results)
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
@@ -479,16 +485,17 @@ pub(super) fn run_one(
     cache: u64,
     comp: &Composition,
     label: &str,
+    live: &LiveStats,
 ) -> CliResult<Run> {
     let e = opener.open(dir, cache, false).map_err(err)?;
     let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
     let pb = bar(warm + a.workload.reads, label.to_string());
     // Warm-up: not measured.
-    reads(&*e, w, threads, warm, WARMUP_SEED, &pb)?;
+    reads(&*e, w, threads, warm, WARMUP_SEED, &pb, live)?;
     let before = e.counters();
     let io_before = device_read_bytes();
     let start = Instant::now();
-    let hist = reads(&*e, w, threads, a.workload.reads, MEASURE_SEED, &pb)?;
+    let hist = reads(&*e, w, threads, a.workload.reads, MEASURE_SEED, &pb, live)?;
     let elapsed = start.elapsed();
     let io_after = device_read_bytes();
     let d = e.counters().since(&before);
@@ -524,7 +531,8 @@ pub(super) fn run_one(
 }
 
 /// `n` Gets over `threads` threads; checks every value read against the
-/// dataset and returns the latency histogram in nanoseconds.
+/// dataset and returns the latency histogram in nanoseconds (each Get is also
+/// recorded in `live`, for the sampler).
 fn reads(
     e: &dyn KvEngine,
     w: &Workload,
@@ -532,6 +540,7 @@ fn reads(
     n: u64,
     seed: u64,
     pb: &ProgressBar,
+    live: &LiveStats,
 ) -> CliResult<Histogram<u64>> {
     let dataset = &w.dataset;
     let chooser = KeyChooser::new(w.distribution, w.keys, w.missing, seed)
@@ -557,6 +566,7 @@ fn reads(
                         let got = e.get(&key)?;
                         let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
                         h.saturating_record(ns.max(1));
+                        live.record(t as usize, "get", ns);
                         dataset.check_get(i, w.keys, got.as_deref(), &mut scratch)?;
                         if j % 512 == 511 {
                             pb.inc(512);

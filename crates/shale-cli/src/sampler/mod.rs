@@ -1,0 +1,484 @@
+//! The time-series sampler of every bench: every interval (5 s by default,
+//! `--sample-interval`) one row with the interval's throughput and latency
+//! percentiles, the machine's CPU shares (`/proc/stat`), the device under the
+//! database (`/proc/diskstats`: utilisation, read and write IOPS and bytes),
+//! and the engine's gauges (L0 tables, pending compaction bytes, running
+//! flushes and compactions, stalls). Alongside, [`Timeline`] listens to the
+//! engine's events and keeps flushes, compactions and stalls as spans.
+//!
+//! What cannot be read (no `/proc`, a database on a device missing from
+//! `/proc/diskstats`, an engine in another process) is left empty, and
+//! [`TimeSeries::notes`] says why.
+//!
+//! # Concurrency
+//!
+//! One thread, `shale-sampler`, takes the samples; [`Sampler::finish`] stops
+//! it (at once, not at the next tick) and takes a last, shorter sample.
+
+mod proc;
+mod timeline;
+
+#[allow(unused_imports)] // SpanKind and Timeline: for bench db and bench ycsb, next
+pub use timeline::{Span, SpanKind, Timeline};
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use shale::Metrics;
+
+use crate::live::{all_kinds, LiveStats};
+use proc::{CpuTimes, DiskCounters};
+
+/// The default interval between samples.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Reads the engine's counters for a sample (`None` when it cannot, e.g. the
+/// engine runs in another process).
+pub type MetricsSource = Box<dyn Fn() -> Option<Metrics> + Send>;
+
+/// One interval.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Sample {
+    /// Seconds since the sampler started, at the interval's end.
+    pub t: f64,
+    /// Length of the interval in seconds.
+    pub seconds: f64,
+    /// Operations completed in the interval.
+    pub ops: u64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Mean latency in microseconds (`None` without operations).
+    pub mean_us: Option<f64>,
+    /// Median latency in microseconds.
+    pub p50_us: Option<f64>,
+    /// 95th percentile latency in microseconds.
+    pub p95_us: Option<f64>,
+    /// 99th percentile latency in microseconds.
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile latency in microseconds.
+    pub p999_us: Option<f64>,
+    /// CPU user time, percent of all CPUs.
+    pub cpu_user: Option<f64>,
+    /// CPU system time, percent of all CPUs.
+    pub cpu_system: Option<f64>,
+    /// CPU I/O wait, percent of all CPUs.
+    pub cpu_iowait: Option<f64>,
+    /// Device utilisation (time with I/O in flight), percent.
+    pub device_util: Option<f64>,
+    /// Device reads per second.
+    pub device_read_iops: Option<f64>,
+    /// Device writes per second.
+    pub device_write_iops: Option<f64>,
+    /// Device bytes read per second.
+    pub device_read_bytes: Option<f64>,
+    /// Device bytes written per second.
+    pub device_write_bytes: Option<f64>,
+    /// Tables in L0 at the interval's end.
+    pub l0_tables: Option<u64>,
+    /// Estimated compaction debt at the interval's end.
+    pub pending_compaction_bytes: Option<u64>,
+    /// Flushes running at the interval's end.
+    pub running_flushes: Option<u64>,
+    /// Compactions running at the interval's end.
+    pub running_compactions: Option<u64>,
+    /// Write groups delayed or stopped during the interval.
+    pub stalls: Option<u64>,
+    /// Microseconds writers spent stalled during the interval.
+    pub stall_micros: Option<u64>,
+}
+
+/// Every sample of a run, with the notes on what could not be read.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimeSeries {
+    /// The interval asked for, in seconds.
+    pub interval: f64,
+    /// The device sampled (`vda`), if any.
+    pub device: Option<String>,
+    /// One per interval, in order.
+    pub samples: Vec<Sample>,
+    /// Flushes, compactions and stalls (from a [`Timeline`], if the bench
+    /// registered one), on the samples' time axis.
+    pub spans: Vec<Span>,
+    /// Why some columns are empty.
+    pub notes: Vec<String>,
+}
+
+/// The running sampler.
+pub struct Sampler {
+    stop: Sender<()>,
+    thread: JoinHandle<TimeSeries>,
+}
+
+/// The sampler thread's state between samples.
+struct State {
+    start: Instant,
+    last: Instant,
+    live: Arc<LiveStats>,
+    metrics: MetricsSource,
+    last_metrics: Option<Metrics>,
+    cpu: Option<CpuTimes>,
+    disk: Option<(u32, u32, DiskCounters)>,
+    series: TimeSeries,
+}
+
+impl Sampler {
+    /// Starts sampling every `interval`: operations from `live`, the device
+    /// holding `db_dir`, the engine's gauges from `metrics` (`None`: the
+    /// bench cannot give them, and a note says so).
+    pub fn start(
+        interval: Duration,
+        db_dir: &Path,
+        live: Arc<LiveStats>,
+        metrics: Option<MetricsSource>,
+    ) -> std::io::Result<Sampler> {
+        let interval = interval.max(Duration::from_millis(10));
+        let mut notes = Vec::new();
+        let cpu = read_cpu(&mut notes);
+        let disk = find_disk(db_dir, &mut notes);
+        let metrics = metrics.unwrap_or_else(|| {
+            notes.push("engine gauges: not sampled by this bench".to_string());
+            Box::new(|| None)
+        });
+        let last_metrics = metrics();
+        let now = Instant::now();
+        let mut state = State {
+            start: now,
+            last: now,
+            live,
+            metrics,
+            last_metrics,
+            cpu,
+            series: TimeSeries {
+                interval: interval.as_secs_f64(),
+                device: disk.as_ref().map(|(_, _, d)| d.name.clone()),
+                samples: Vec::new(),
+                spans: Vec::new(),
+                notes,
+            },
+            disk,
+        };
+        // The interval starts now: operations before this belong to no one.
+        state.live.take_interval();
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("shale-sampler".into())
+            .spawn(move || {
+                let mut next = state.start + interval;
+                loop {
+                    let wait = next.saturating_duration_since(Instant::now());
+                    match stopped.recv_timeout(wait) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            state.sample();
+                            next += interval;
+                        }
+                        // Asked to stop, or the handle is gone.
+                        Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                state.sample();
+                state.series
+            })?;
+        Ok(Sampler { stop, thread })
+    }
+
+    /// Stops sampling and returns every sample, the last (partial) interval
+    /// included.
+    pub fn finish(self) -> TimeSeries {
+        // The thread may have ended already; either way it is told.
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_else(|_| TimeSeries {
+            notes: vec!["the sampler thread panicked: no samples".to_string()],
+            ..TimeSeries::default()
+        })
+    }
+}
+
+impl State {
+    fn sample(&mut self) {
+        let now = Instant::now();
+        let seconds = now.duration_since(self.last).as_secs_f64();
+        if seconds <= 0.0 {
+            return;
+        }
+        self.last = now;
+        let ops = all_kinds(&self.live.take_interval());
+        let lat = |q: f64| (ops.count > 0).then(|| ops.quantile_micros(q));
+        let mut s = Sample {
+            t: now.duration_since(self.start).as_secs_f64(),
+            seconds,
+            ops: ops.count,
+            ops_per_sec: ops.count as f64 / seconds,
+            mean_us: (ops.count > 0).then(|| ops.mean_micros()),
+            p50_us: lat(0.5),
+            p95_us: lat(0.95),
+            p99_us: lat(0.99),
+            p999_us: lat(0.999),
+            ..Sample::default()
+        };
+        if let Some(before) = self.cpu {
+            let mut ignored = Vec::new();
+            if let Some(after) = read_cpu(&mut ignored) {
+                if let Some(c) = after.shares_since(&before) {
+                    s.cpu_user = Some(c.user);
+                    s.cpu_system = Some(c.system);
+                    s.cpu_iowait = Some(c.iowait);
+                }
+                self.cpu = Some(after);
+            }
+        }
+        if let Some((major, minor, before)) = &self.disk {
+            let after = std::fs::read_to_string("/proc/diskstats")
+                .ok()
+                .and_then(|t| proc::parse_disk(&t, *major, *minor));
+            if let Some(after) = after {
+                if let Some(r) = after.rates_since(before, seconds) {
+                    s.device_util = Some(r.util);
+                    s.device_read_iops = Some(r.read_iops);
+                    s.device_write_iops = Some(r.write_iops);
+                    s.device_read_bytes = Some(r.read_bytes);
+                    s.device_write_bytes = Some(r.write_bytes);
+                }
+                self.disk = Some((*major, *minor, after));
+            }
+        }
+        if let Some(m) = (self.metrics)() {
+            s.l0_tables = Some(m.l0_files);
+            s.pending_compaction_bytes = Some(m.pending_compaction_bytes);
+            s.running_flushes = Some(m.running_flushes);
+            s.running_compactions = Some(m.running_compactions);
+            if let Some(before) = &self.last_metrics {
+                s.stalls = Some(m.stall_count.saturating_sub(before.stall_count));
+                s.stall_micros = Some(m.stall_micros.saturating_sub(before.stall_micros));
+            }
+            self.last_metrics = Some(m);
+        }
+        self.series.samples.push(s);
+    }
+}
+
+fn read_cpu(notes: &mut Vec<String>) -> Option<CpuTimes> {
+    match std::fs::read_to_string("/proc/stat") {
+        Ok(text) => {
+            let cpu = proc::parse_cpu(&text);
+            if cpu.is_none() {
+                notes.push("CPU: /proc/stat has no readable cpu line".to_string());
+            }
+            cpu
+        }
+        Err(e) => {
+            notes.push(format!("CPU: cannot read /proc/stat ({e})"));
+            None
+        }
+    }
+}
+
+/// The `/proc/diskstats` counters of the device holding `dir` (or its
+/// nearest existing ancestor).
+fn find_disk(dir: &Path, notes: &mut Vec<String>) -> Option<(u32, u32, DiskCounters)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = dir.ancestors().find_map(|p| std::fs::metadata(p).ok());
+    let Some(meta) = meta else {
+        notes.push(format!("device: cannot stat {}", dir.display()));
+        return None;
+    };
+    let (major, minor) = proc::split_dev(meta.dev());
+    let text = match std::fs::read_to_string("/proc/diskstats") {
+        Ok(t) => t,
+        Err(e) => {
+            notes.push(format!("device: cannot read /proc/diskstats ({e})"));
+            return None;
+        }
+    };
+    match proc::parse_disk(&text, major, minor) {
+        Some(d) => Some((major, minor, d)),
+        None => {
+            notes.push(format!(
+                "device: {} is on device {major}:{minor}, which /proc/diskstats does not list \
+                 (a virtual file system?): no device columns",
+                dir.display()
+            ));
+            None
+        }
+    }
+}
+
+/// The columns of [`write_csv`], in order.
+const CSV_HEADER: &str = "t,seconds,ops,ops_per_sec,mean_us,p50_us,p95_us,p99_us,p999_us,\
+cpu_user,cpu_system,cpu_iowait,device_util,device_read_iops,device_write_iops,\
+device_read_bytes,device_write_bytes,l0_tables,pending_compaction_bytes,running_flushes,\
+running_compactions,stalls,stall_micros";
+
+/// Writes the samples as CSV, one row per interval; empty cells for what
+/// could not be read.
+pub fn write_csv(series: &TimeSeries, out: &mut dyn Write) -> std::io::Result<()> {
+    fn f(v: Option<f64>) -> String {
+        v.map(|x| format!("{x:.3}")).unwrap_or_default()
+    }
+    fn u(v: Option<u64>) -> String {
+        v.map(|x| x.to_string()).unwrap_or_default()
+    }
+    writeln!(out, "{CSV_HEADER}")?;
+    for s in &series.samples {
+        let cells = [
+            format!("{:.3}", s.t),
+            format!("{:.3}", s.seconds),
+            s.ops.to_string(),
+            format!("{:.1}", s.ops_per_sec),
+            f(s.mean_us),
+            f(s.p50_us),
+            f(s.p95_us),
+            f(s.p99_us),
+            f(s.p999_us),
+            f(s.cpu_user),
+            f(s.cpu_system),
+            f(s.cpu_iowait),
+            f(s.device_util),
+            f(s.device_read_iops),
+            f(s.device_write_iops),
+            f(s.device_read_bytes),
+            f(s.device_write_bytes),
+            u(s.l0_tables),
+            u(s.pending_compaction_bytes),
+            u(s.running_flushes),
+            u(s.running_compactions),
+            u(s.stalls),
+            u(s.stall_micros),
+        ];
+        writeln!(out, "{}", cells.join(","))?;
+    }
+    Ok(())
+}
+
+/// Writes `samples.csv` (the samples) and `samples.json` (everything: the
+/// samples, the spans and the notes) into `dir`.
+pub fn write_files(series: &TimeSeries, dir: &Path) -> Result<(), String> {
+    let csv_path = dir.join("samples.csv");
+    let mut csv = Vec::new();
+    write_csv(series, &mut csv).map_err(|e| format!("encoding samples.csv: {e}"))?;
+    std::fs::write(&csv_path, csv).map_err(|e| format!("writing {}: {e}", csv_path.display()))?;
+    let json_path = dir.join("samples.json");
+    let json =
+        serde_json::to_string_pretty(series).map_err(|e| format!("encoding samples.json: {e}"))?;
+    std::fs::write(&json_path, json).map_err(|e| format!("writing {}: {e}", json_path.display()))
+}
+
+/// Averages of a run's samples, weighted by interval length, for summary
+/// tables.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Summary {
+    /// CPU user time, percent.
+    pub cpu_user: Option<f64>,
+    /// CPU system time, percent.
+    pub cpu_system: Option<f64>,
+    /// CPU I/O wait, percent.
+    pub cpu_iowait: Option<f64>,
+    /// Device utilisation, percent.
+    pub device_util: Option<f64>,
+    /// Largest compaction debt seen.
+    pub max_pending_compaction_bytes: Option<u64>,
+    /// Largest L0 seen.
+    pub max_l0_tables: Option<u64>,
+}
+
+impl TimeSeries {
+    /// Interval-weighted averages and maxima over every sample.
+    pub fn summary(&self) -> Summary {
+        let avg = |get: fn(&Sample) -> Option<f64>| {
+            let (sum, secs) = self
+                .samples
+                .iter()
+                .filter_map(|s| get(s).map(|v| (v * s.seconds, s.seconds)))
+                .fold((0.0, 0.0), |(a, b), (v, t)| (a + v, b + t));
+            (secs > 0.0).then(|| sum / secs)
+        };
+        Summary {
+            cpu_user: avg(|s| s.cpu_user),
+            cpu_system: avg(|s| s.cpu_system),
+            cpu_iowait: avg(|s| s.cpu_iowait),
+            device_util: avg(|s| s.device_util),
+            max_pending_compaction_bytes: self
+                .samples
+                .iter()
+                .filter_map(|s| s.pending_compaction_bytes)
+                .max(),
+            max_l0_tables: self.samples.iter().filter_map(|s| s.l0_tables).max(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_run_samples_operations_gauges_and_the_machine() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let live = Arc::new(LiveStats::new(1));
+        let mut gauges = Metrics::default();
+        gauges.l0_files = 3;
+        gauges.pending_compaction_bytes = 1234;
+        gauges.running_compactions = 1;
+        let sampler = Sampler::start(
+            Duration::from_millis(20),
+            dir.path(),
+            live.clone(),
+            Some(Box::new(move || Some(gauges.clone()))),
+        )
+        .expect("start");
+        for _ in 0..100 {
+            live.record(0, "read", 2_000);
+        }
+        std::thread::sleep(Duration::from_millis(70));
+        let series = sampler.finish();
+        assert!(!series.samples.is_empty(), "{series:?}");
+        assert_eq!(series.samples.iter().map(|s| s.ops).sum::<u64>(), 100);
+        let last = series.samples.last().expect("a sample");
+        assert_eq!(last.l0_tables, Some(3));
+        assert_eq!(last.pending_compaction_bytes, Some(1234));
+        assert_eq!(last.running_compactions, Some(1));
+        assert_eq!(last.stalls, Some(0));
+        let first = &series.samples[0];
+        for s in series.samples.iter().filter(|s| s.ops > 0) {
+            assert!((s.p50_us.expect("latency") - 2.0).abs() < 0.01, "{s:?}");
+        }
+        // Times grow and intervals add up to the last time.
+        let total: f64 = series.samples.iter().map(|s| s.seconds).sum();
+        assert!((total - last.t).abs() < 1e-6);
+        if std::path::Path::new("/proc/stat").exists() {
+            assert!(first.cpu_user.is_some(), "{:?}", series.notes);
+        }
+        let mut csv = Vec::new();
+        write_csv(&series, &mut csv).expect("csv");
+        let csv = String::from_utf8(csv).expect("utf-8");
+        let mut lines = csv.lines();
+        let header = lines.next().expect("header");
+        assert_eq!(header.split(',').count(), 23);
+        for line in lines {
+            assert_eq!(line.split(',').count(), 23, "{line}");
+        }
+        let summary = series.summary();
+        assert_eq!(summary.max_pending_compaction_bytes, Some(1234));
+        assert_eq!(summary.max_l0_tables, Some(3));
+    }
+
+    #[test]
+    fn an_engine_without_gauges_is_noted_and_left_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sampler = Sampler::start(
+            Duration::from_millis(10),
+            dir.path(),
+            Arc::new(LiveStats::new(1)),
+            None,
+        )
+        .expect("start");
+        let series = sampler.finish();
+        assert!(series.notes.iter().any(|n| n.contains("engine gauges")));
+        assert!(!series.samples.is_empty());
+        assert!(series.samples.iter().all(|s| s.l0_tables.is_none()));
+    }
+}
