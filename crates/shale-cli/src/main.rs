@@ -12,6 +12,7 @@ mod bytes;
 mod cmd;
 mod error;
 mod fmt;
+mod interrupt;
 #[allow(dead_code)] // its users, `bench db` and `bench ycsb`, land next
 mod live;
 mod report;

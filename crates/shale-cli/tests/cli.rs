@@ -865,3 +865,50 @@ fn bench_compare_runs_shale_through_its_harness_and_refuses_foreign_data() {
     assert!(status.contains("no shale-dataset.json"), "{status}");
     assert!(foreign.join("000001.log").exists(), "nothing deleted");
 }
+
+#[test]
+fn an_interrupted_bench_keeps_its_results_and_samples() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    let out = dir.path().join("report");
+    ok(&["load", "--db", &db, "--keys", "20000"]);
+    let mut child = shale()
+        .args(["bench", "kvdb", "--db", &db, "--keys", "20000"])
+        .args(["--reads", "4000000000", "--cache", "1MiB,2MiB"])
+        .args(["--sample-interval", "0.1", "--device-limit-seconds", "0"])
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bench");
+    // Samples appear once the measured runs have started (and with them the
+    // Ctrl-C handler): wait for two.
+    let samples = out.join("samples.csv");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&samples).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(Instant::now() < deadline, "no samples written");
+        assert!(child.try_wait().expect("poll").is_none(), "bench exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).expect("results"))
+            .expect("JSON");
+    let runs = results["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "the second run never started");
+    let gets = runs[0]["gets"].as_u64().expect("gets");
+    assert!(gets > 0 && gets < 4_000_000_000, "{gets}");
+    let series: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("samples.json")).expect("samples"))
+            .expect("JSON");
+    assert!(series["samples"].as_array().expect("samples").len() >= 2);
+}

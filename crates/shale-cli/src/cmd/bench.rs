@@ -96,8 +96,10 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             Err(e) => eprintln!("device limit not measured: {e}"),
         }
     }
+    crate::interrupt::install();
     let live = Arc::new(LiveStats::new(threads));
-    let sampler = Sampler::start(a.sample.interval().map_err(err)?, &dir, live.clone(), None)
+    let interval = a.sample.interval().map_err(err)?;
+    let sampler = Sampler::start(interval, &dir, Some(&a.out), live.clone(), None)
         .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
     for (i, &cache) in sizes.iter().enumerate() {
         let label = format!(
@@ -114,8 +116,18 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
         results.runs.push(run);
         // Written after every run, so an interrupted bench keeps what finished.
         crate::report::write_all(&results, &a.out).map_err(CliError::msg)?;
+        if crate::interrupt::requested() {
+            break;
+        }
     }
     crate::sampler::write_files(&sampler.finish(), &a.out).map_err(CliError::msg)?;
+    if crate::interrupt::requested() {
+        return Err(CliError::msg(format!(
+            "interrupted: the {} runs so far (the last one cut short) and the samples are in {}",
+            results.runs.len(),
+            a.out.display()
+        )));
+    }
     if a.json {
         let s = serde_json::to_string_pretty(&results)
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
@@ -570,6 +582,9 @@ fn reads(
                         dataset.check_get(i, w.keys, got.as_deref(), &mut scratch)?;
                         if j % 512 == 511 {
                             pb.inc(512);
+                            if crate::interrupt::requested() {
+                                break;
+                            }
                         }
                     }
                     pb.inc(share % 512);

@@ -123,16 +123,21 @@ struct State {
     last_metrics: Option<Metrics>,
     cpu: Option<CpuTimes>,
     disk: Option<(u32, u32, DiskCounters)>,
+    /// `samples.csv`, appended to as samples are taken.
+    csv: Option<std::io::BufWriter<std::fs::File>>,
     series: TimeSeries,
 }
 
 impl Sampler {
     /// Starts sampling every `interval`: operations from `live`, the device
     /// holding `db_dir`, the engine's gauges from `metrics` (`None`: the
-    /// bench cannot give them, and a note says so).
+    /// bench cannot give them, and a note says so). With `out_dir`, each
+    /// sample is also appended to `out_dir/samples.csv` as it is taken, so
+    /// that a long bench can be followed, and a killed one keeps its samples.
     pub fn start(
         interval: Duration,
         db_dir: &Path,
+        out_dir: Option<&Path>,
         live: Arc<LiveStats>,
         metrics: Option<MetricsSource>,
     ) -> std::io::Result<Sampler> {
@@ -145,6 +150,16 @@ impl Sampler {
             Box::new(|| None)
         });
         let last_metrics = metrics();
+        let csv = match out_dir {
+            Some(dir) => {
+                let path = dir.join("samples.csv");
+                let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+                writeln!(file, "{CSV_HEADER}")?;
+                file.flush()?;
+                Some(file)
+            }
+            None => None,
+        };
         let now = Instant::now();
         let mut state = State {
             start: now,
@@ -153,6 +168,7 @@ impl Sampler {
             metrics,
             last_metrics,
             cpu,
+            csv,
             series: TimeSeries {
                 interval: interval.as_secs_f64(),
                 device: disk.as_ref().map(|(_, _, d)| d.name.clone()),
@@ -257,6 +273,14 @@ impl State {
             }
             self.last_metrics = Some(m);
         }
+        if let Some(file) = &mut self.csv {
+            if let Err(e) = writeln!(file, "{}", csv_row(&s)).and_then(|()| file.flush()) {
+                self.series
+                    .notes
+                    .push(format!("samples.csv: writing stopped: {e}"));
+                self.csv = None;
+            }
+        }
         self.series.samples.push(s);
     }
 }
@@ -316,42 +340,47 @@ running_compactions,stalls,stall_micros";
 /// Writes the samples as CSV, one row per interval; empty cells for what
 /// could not be read.
 pub fn write_csv(series: &TimeSeries, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "{CSV_HEADER}")?;
+    for s in &series.samples {
+        writeln!(out, "{}", csv_row(s))?;
+    }
+    Ok(())
+}
+
+/// One sample as a CSV row (no line end).
+fn csv_row(s: &Sample) -> String {
     fn f(v: Option<f64>) -> String {
         v.map(|x| format!("{x:.3}")).unwrap_or_default()
     }
     fn u(v: Option<u64>) -> String {
         v.map(|x| x.to_string()).unwrap_or_default()
     }
-    writeln!(out, "{CSV_HEADER}")?;
-    for s in &series.samples {
-        let cells = [
-            format!("{:.3}", s.t),
-            format!("{:.3}", s.seconds),
-            s.ops.to_string(),
-            format!("{:.1}", s.ops_per_sec),
-            f(s.mean_us),
-            f(s.p50_us),
-            f(s.p95_us),
-            f(s.p99_us),
-            f(s.p999_us),
-            f(s.cpu_user),
-            f(s.cpu_system),
-            f(s.cpu_iowait),
-            f(s.device_util),
-            f(s.device_read_iops),
-            f(s.device_write_iops),
-            f(s.device_read_bytes),
-            f(s.device_write_bytes),
-            u(s.l0_tables),
-            u(s.pending_compaction_bytes),
-            u(s.running_flushes),
-            u(s.running_compactions),
-            u(s.stalls),
-            u(s.stall_micros),
-        ];
-        writeln!(out, "{}", cells.join(","))?;
-    }
-    Ok(())
+    [
+        format!("{:.3}", s.t),
+        format!("{:.3}", s.seconds),
+        s.ops.to_string(),
+        format!("{:.1}", s.ops_per_sec),
+        f(s.mean_us),
+        f(s.p50_us),
+        f(s.p95_us),
+        f(s.p99_us),
+        f(s.p999_us),
+        f(s.cpu_user),
+        f(s.cpu_system),
+        f(s.cpu_iowait),
+        f(s.device_util),
+        f(s.device_read_iops),
+        f(s.device_write_iops),
+        f(s.device_read_bytes),
+        f(s.device_write_bytes),
+        u(s.l0_tables),
+        u(s.pending_compaction_bytes),
+        u(s.running_flushes),
+        u(s.running_compactions),
+        u(s.stalls),
+        u(s.stall_micros),
+    ]
+    .join(",")
 }
 
 /// Writes `samples.csv` (the samples) and `samples.json` (everything: the
@@ -426,6 +455,7 @@ mod tests {
         let sampler = Sampler::start(
             Duration::from_millis(20),
             dir.path(),
+            Some(dir.path()),
             live.clone(),
             Some(Box::new(move || Some(gauges.clone()))),
         )
@@ -455,6 +485,9 @@ mod tests {
         let mut csv = Vec::new();
         write_csv(&series, &mut csv).expect("csv");
         let csv = String::from_utf8(csv).expect("utf-8");
+        // The file written as samples were taken holds the same rows.
+        let live_csv = std::fs::read_to_string(dir.path().join("samples.csv")).expect("file");
+        assert_eq!(live_csv, csv);
         let mut lines = csv.lines();
         let header = lines.next().expect("header");
         assert_eq!(header.split(',').count(), 23);
@@ -472,6 +505,7 @@ mod tests {
         let sampler = Sampler::start(
             Duration::from_millis(10),
             dir.path(),
+            None,
             Arc::new(LiveStats::new(1)),
             None,
         )
