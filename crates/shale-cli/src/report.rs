@@ -206,10 +206,12 @@ fn run_series(
     y: impl Fn(&Run) -> Option<f64>,
 ) -> Series {
     let (runs, _) = plottable(results);
-    let points = runs
+    let mut points: Vec<(f64, f64)> = runs
         .iter()
         .map(|r| (r.cache_percent, y(r).unwrap_or(f64::NAN)))
         .collect();
+    // A curve along the cache axis, whatever order the runs were in.
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
     Series::new(name, points)
         .color(color)
         .marker(shape)

@@ -175,10 +175,12 @@ fn engine_chart(
                 return None;
             }
             let (color, shape) = color(i);
-            let points = points
+            // A curve along the x axis, whatever order the runs were in.
+            let mut points: Vec<(f64, f64)> = points
                 .into_iter()
                 .map(|(x, y)| (x, y.unwrap_or(f64::NAN)))
                 .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
             Some(
                 Series::new(e.label.clone(), points)
                     .color(color)
@@ -686,5 +688,38 @@ mod tests {
         assert!(html.contains("pebble 1.0 (c)") && html.contains("<svg"));
         let csv = fs::read_to_string(dir.path().join(COMPARE_CSV)).expect("csv");
         assert_eq!(csv.lines().count(), 3, "a header and one line per run");
+        for name in PLOTS {
+            let svg = fs::read_to_string(dir.path().join(format!("{name}.svg"))).expect("svg");
+            let texts = super::super::plot::svg_texts(&svg);
+            for label in ["shale 1.0 (c)", "pebble 1.0 (c)", "0.1%", X_LABEL] {
+                assert!(texts.iter().any(|t| t == label), "{label} in {texts:?}");
+            }
+            // leveldb has no runs: no series, no legend row.
+            assert!(!texts.iter().any(|t| t.starts_with("leveldb")), "{texts:?}");
+            let png = fs::read(dir.path().join(format!("{name}.png"))).expect("png");
+            let (w, h, _) = super::super::plot::decode(&png);
+            assert_eq!((w, h), super::super::plot::CHART_SIZE);
+        }
+    }
+
+    #[test]
+    fn curves_run_along_the_cache_axis() {
+        let mut r = sample();
+        let shale = &mut r.engines[0];
+        let template = shale.runs[0].clone();
+        // Runs in the order of --cache, not of their size.
+        shale.runs = [0.5, 0.1, 4.0]
+            .iter()
+            .map(|p| {
+                let mut er = template.clone();
+                er.run.cache_percent = *p;
+                er
+            })
+            .collect();
+        let chart = &charts(&r)[0];
+        let xs: Vec<f64> = chart.series[0].points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [0.1, 0.5, 4.0]);
+        assert_eq!(chart.series.len(), 2, "leveldb has no runs");
+        assert_eq!(chart.series[0].width, 3, "shale's line is the heavier");
     }
 }

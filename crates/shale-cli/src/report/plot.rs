@@ -1111,7 +1111,8 @@ pub(crate) fn decode(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
     (info.width, info.height, buf)
 }
 
-/// The text of every `<text>` element of an SVG document, trimmed.
+/// The text of every `<text>` element of an SVG document, trimmed, with
+/// the character references of [`escape`] (and XML's `&apos;`) resolved.
 #[cfg(test)]
 pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
     svg.split("<text")
@@ -1119,7 +1120,15 @@ pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
         .filter_map(|t| {
             let start = t.find('>')? + 1;
             let end = t.find("</text>")?;
-            Some(t[start..end].trim().to_string())
+            let text = t[start..end]
+                .trim()
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&");
+            Some(text)
         })
         .collect()
 }
@@ -1158,7 +1167,7 @@ mod tests {
         assert!(svg.contains("<title>Throughput &lt;by&gt; threads</title>"));
         let texts = svg_texts(&svg);
         for want in [
-            "Throughput &lt;by&gt; threads",
+            "Throughput <by> threads",
             "threads",
             "ops/s",
             "shale",
