@@ -1289,11 +1289,36 @@ mod tests {
     }
 
     #[test]
-    #[ignore]
-    fn dump_for_viewing() {
-        let dir = std::path::Path::new("/tmp/wt-plot-view");
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("line.png"), sample_chart().to_png().unwrap()).unwrap();
-        std::fs::write(dir.join("line.svg"), sample_chart().to_svg().unwrap()).unwrap();
+    fn long_text_shrinks_to_fit() {
+        let mut c = sample_chart();
+        c.title = "a title far too long for one line at sixteen pixels, ".repeat(3);
+        c.series[0].name = "a series name much longer than the legend".into();
+        let (w, h, rgb) = decode(&c.to_png().expect("png"));
+        let (w, h) = (w as usize, h as usize);
+        let dark = |x: usize, y: usize| {
+            let i = (y * w + x) * 3;
+            rgb[i..i + 3].iter().all(|c| *c < 128)
+        };
+        // The title's band: ink, but none in the 6 pixels at either edge.
+        let title_rows = 8..36;
+        assert!(title_rows.clone().any(|y| (0..w).any(|x| dark(x, y))));
+        for y in title_rows {
+            for x in (0..6).chain(w - 6..w) {
+                assert!(!dark(x, y), "title ink at ({x}, {y})");
+            }
+        }
+        // Nothing dark in the legend's last 8 pixels (right of its frame).
+        for y in 0..h {
+            for x in w - 7..w {
+                assert!(!dark(x, y), "ink at ({x}, {y})");
+            }
+        }
+        // The SVG shrinks the same text the same way.
+        let svg = c.to_svg().expect("svg");
+        let title = svg
+            .split("<text")
+            .find(|t| t.contains("a title far too long"))
+            .expect("the title");
+        assert!(!title.contains("font-size=\"16\""), "{title}");
     }
 }

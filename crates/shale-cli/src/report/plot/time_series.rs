@@ -470,13 +470,4 @@ mod tests {
         let (w, h, _) = decode(&f.to_png().expect("png"));
         assert_eq!((w, h), f.size());
     }
-
-    #[test]
-    #[ignore]
-    fn dump_for_viewing() {
-        let dir = std::path::Path::new("/tmp/wt-plot-view");
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("ts.png"), sample().to_png().unwrap()).unwrap();
-        std::fs::write(dir.join("ts.svg"), sample().to_svg().unwrap()).unwrap();
-    }
 }
