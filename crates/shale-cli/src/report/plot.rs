@@ -30,13 +30,16 @@ use plotters::coord::cartesian::Cartesian2d;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::prelude::{
-    ChartBuilder, ChartContext, Circle, Color, DrawingArea, DrawingBackend, FontDesc, FontFamily,
-    FontStyle, FontTransform, IntoDrawingArea, PathElement, Polygon, RGBColor, Rectangle, Text,
-    TextStyle, TRANSPARENT,
+    ChartBuilder, ChartContext, Circle, Color, DrawingArea, FontDesc, FontFamily, FontStyle,
+    FontTransform, IntoDrawingArea, PathElement, Polygon, RGBColor, Rectangle, Text, TextStyle,
+    TRANSPARENT,
 };
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use self::canvas::Canvas;
+
 mod bitmap;
+mod canvas;
 #[allow(dead_code)] // its users, the time-series benches of issue 10, land next
 pub mod time_series;
 
@@ -301,15 +304,15 @@ impl LineChart {
     }
 }
 
-type Root<DB> = DrawingArea<DB, Shift>;
+type Root<'a> = DrawingArea<Canvas<'a>, Shift>;
 
-/// Something drawn onto a whole picture, by any backend.
+/// Something drawn onto a whole picture, SVG or PNG.
 trait Figure {
-    fn draw<DB: DrawingBackend>(&self, root: &Root<DB>) -> Result<(), PlotError>;
+    fn draw(&self, root: &Root<'_>) -> Result<(), PlotError>;
 }
 
 impl Figure for LineChart {
-    fn draw<DB: DrawingBackend>(&self, root: &Root<DB>) -> Result<(), PlotError> {
+    fn draw(&self, root: &Root<'_>) -> Result<(), PlotError> {
         draw_line_chart(root, self)
     }
 }
@@ -319,7 +322,7 @@ fn svg(figure: &impl Figure, size: (u32, u32), title: &str) -> Result<String, Pl
     fonts()?;
     let mut text = String::new();
     {
-        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
+        let root = Canvas::Svg(SVGBackend::with_string(&mut text, size)).into_drawing_area();
         figure.draw(&root)?;
         root.present().map_err(fail)?;
     }
@@ -344,7 +347,7 @@ fn png(figure: &impl Figure, size: (u32, u32)) -> Result<Vec<u8>, PlotError> {
     {
         let backend =
             BitMapBackend::<RGBPixel>::with_buffer_and_format(&mut rgb, size).map_err(fail)?;
-        let root = bitmap::Png::new(backend).into_drawing_area();
+        let root = Canvas::Png(bitmap::Png::new(backend)).into_drawing_area();
         figure.draw(&root)?;
         root.present().map_err(fail)?;
     }
@@ -601,8 +604,8 @@ fn font(css: f64, bold: bool, color: Rgb, h: HPos, v: VPos) -> TextStyle<'static
 }
 
 /// `text` at (x, y), anchored there by `style`.
-fn text<DB: DrawingBackend>(
-    root: &Root<DB>,
+fn text(
+    root: &Root<'_>,
     text: &str,
     (x, y): (i32, i32),
     style: &TextStyle<'_>,
@@ -640,8 +643,8 @@ fn fitting_size(text: &str, max: f64, bold: bool, width: i32) -> Result<f64, Plo
 }
 
 /// A straight line between pixel positions.
-fn segment<DB: DrawingBackend>(
-    root: &Root<DB>,
+fn segment(
+    root: &Root<'_>,
     points: Vec<(i32, i32)>,
     color: Rgb,
     width: u32,
@@ -651,8 +654,8 @@ fn segment<DB: DrawingBackend>(
 }
 
 /// A dashed line between two pixel positions: 6 on, 4 off.
-fn dashed<DB: DrawingBackend>(
-    root: &Root<DB>,
+fn dashed(
+    root: &Root<'_>,
     (ax, ay): (i32, i32),
     (bx, by): (i32, i32),
     color: Rgb,
@@ -677,12 +680,7 @@ fn dashed<DB: DrawingBackend>(
 }
 
 /// A point marker centred on a pixel position.
-fn marker<DB: DrawingBackend>(
-    root: &Root<DB>,
-    (x, y): (i32, i32),
-    shape: Shape,
-    color: Rgb,
-) -> Result<(), PlotError> {
+fn marker(root: &Root<'_>, (x, y): (i32, i32), shape: Shape, color: Rgb) -> Result<(), PlotError> {
     let fill = color.color().filled();
     let r = 4;
     match shape {
@@ -749,13 +747,13 @@ impl Ranged for Ticked {
     }
 }
 
-type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<Ticked, Ticked>>;
+type Chart<'a, 'b> = ChartContext<'a, Canvas<'b>, Cartesian2d<Ticked, Ticked>>;
 
 /// A chart whose plotting area is `frame`, with `x` and `y`, tinted
 /// `bands` under the grid, and tick labels on the x axis if `x_ticks`.
 #[allow(clippy::too_many_arguments)]
-fn plot_area<'a, DB: DrawingBackend>(
-    root: &'a Root<DB>,
+fn plot_area<'a, 'b>(
+    root: &'a Root<'b>,
     frame: Frame,
     (x, x_unit): (&Fitted, &str),
     (y, y_unit): (&Fitted, &str),
@@ -763,7 +761,7 @@ fn plot_area<'a, DB: DrawingBackend>(
     y_labels: Option<&dyn Fn(f64) -> String>,
     y_grid: bool,
     bands: &[Band],
-) -> Result<Chart<'a, DB>, PlotError> {
+) -> Result<Chart<'a, 'b>, PlotError> {
     let (w, h) = root.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
     let x_area = if x_ticks {
@@ -814,8 +812,8 @@ fn plot_area<'a, DB: DrawingBackend>(
 
 /// A series' points in pixels, split where a point cannot be shown: runs
 /// of consecutive drawable points.
-fn pixel_runs<DB: DrawingBackend>(
-    chart: &Chart<'_, DB>,
+fn pixel_runs(
+    chart: &Chart<'_, '_>,
     x: &Fitted,
     y: &Fitted,
     points: &[(f64, f64)],
@@ -836,9 +834,9 @@ fn pixel_runs<DB: DrawingBackend>(
 }
 
 /// Draws `series` into `chart`: the lines, then the markers on top.
-fn draw_series<DB: DrawingBackend>(
-    root: &Root<DB>,
-    chart: &Chart<'_, DB>,
+fn draw_series(
+    root: &Root<'_>,
+    chart: &Chart<'_, '_>,
     x: &Fitted,
     y: &Fitted,
     series: &[Series],
@@ -873,7 +871,7 @@ fn series_color(s: &Series, index: usize) -> Rgb {
 }
 
 /// The frame's outline, over the series' ends.
-fn outline<DB: DrawingBackend>(root: &Root<DB>, f: Frame) -> Result<(), PlotError> {
+fn outline(root: &Root<'_>, f: Frame) -> Result<(), PlotError> {
     root.draw(&Rectangle::new(
         [(f.left, f.top), (f.right, f.bottom)],
         DARK.color().stroke_width(1),
@@ -882,8 +880,8 @@ fn outline<DB: DrawingBackend>(root: &Root<DB>, f: Frame) -> Result<(), PlotErro
 }
 
 /// The legend right of a plot: a row per series, then one for the markers.
-fn legend<DB: DrawingBackend>(
-    root: &Root<DB>,
+fn legend(
+    root: &Root<'_>,
     (left, top): (i32, i32),
     series: &[Series],
     markers: &[&Marker],
@@ -934,12 +932,7 @@ fn legend<DB: DrawingBackend>(
 
 /// The title, centred over the plot, smaller and moved right if it would
 /// not fit.
-fn title<DB: DrawingBackend>(
-    root: &Root<DB>,
-    title: &str,
-    frame: Frame,
-    y: i32,
-) -> Result<(), PlotError> {
+fn title(root: &Root<'_>, title: &str, frame: Frame, y: i32) -> Result<(), PlotError> {
     let (w, _) = root.dim_in_pixel();
     let w = w as i32;
     let size = fitting_size(title, 16.0, true, w - 16)?;
@@ -952,12 +945,7 @@ fn title<DB: DrawingBackend>(
 }
 
 /// An axis' name under the x axis, centred and shrunk like the title.
-fn x_name<DB: DrawingBackend>(
-    root: &Root<DB>,
-    name: &str,
-    frame: Frame,
-    y: i32,
-) -> Result<(), PlotError> {
+fn x_name(root: &Root<'_>, name: &str, frame: Frame, y: i32) -> Result<(), PlotError> {
     let (w, _) = root.dim_in_pixel();
     let w = w as i32;
     let size = fitting_size(name, 12.0, false, w - 16)?;
@@ -971,12 +959,7 @@ fn x_name<DB: DrawingBackend>(
 
 /// An axis' name along the y axis, reading upwards, centred on the frame,
 /// left of tick labels `widest` pixels wide.
-fn y_name<DB: DrawingBackend>(
-    root: &Root<DB>,
-    name: &str,
-    frame: Frame,
-    widest: i32,
-) -> Result<(), PlotError> {
+fn y_name(root: &Root<'_>, name: &str, frame: Frame, widest: i32) -> Result<(), PlotError> {
     let size = fitting_size(name, 12.0, false, frame.bottom - frame.top)?;
     let style =
         font(size, false, DARK, HPos::Center, VPos::Center).transform(FontTransform::Rotate270);
@@ -1000,7 +983,7 @@ fn frame_left(widest: i32) -> i32 {
     (widest + 44).max(72)
 }
 
-fn draw_line_chart<DB: DrawingBackend>(root: &Root<DB>, c: &LineChart) -> Result<(), PlotError> {
+fn draw_line_chart(root: &Root<'_>, c: &LineChart) -> Result<(), PlotError> {
     root.fill(&WHITE.color()).map_err(fail)?;
     let (w, h) = root.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);

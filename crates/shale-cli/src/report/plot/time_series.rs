@@ -6,7 +6,7 @@
 //!
 //! [`LineChart`]: super::LineChart
 
-use plotters::prelude::{Color, DrawingBackend, Rectangle};
+use plotters::prelude::{Color, Rectangle};
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::{
@@ -126,7 +126,7 @@ impl TimeSeries {
 }
 
 impl Figure for TimeSeries {
-    fn draw<DB: DrawingBackend>(&self, root: &Root<DB>) -> Result<(), PlotError> {
+    fn draw(&self, root: &Root<'_>) -> Result<(), PlotError> {
         draw_time_series(root, self)
     }
 }
@@ -136,7 +136,7 @@ fn drawable(e: &Event) -> bool {
     e.start.is_finite() && e.end.is_finite() && e.start <= e.end
 }
 
-fn draw_time_series<DB: DrawingBackend>(root: &Root<DB>, f: &TimeSeries) -> Result<(), PlotError> {
+fn draw_time_series(root: &Root<'_>, f: &TimeSeries) -> Result<(), PlotError> {
     root.fill(&WHITE.color()).map_err(fail)?;
     let (w, h) = root.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
