@@ -11,10 +11,13 @@
 //!   the start (throughput, latency, CPU, ...), and under them a timeline
 //!   whose lanes show events (flushes, compactions, stalls) as bars.
 //!
-//! Text in the PNG is drawn with DejaVu Sans, whose bytes come from the
-//! `dejavu` crate and are registered with plotters' `ab_glyph` text backend:
-//! no font is read from the system and no system library is linked, so a
-//! report renders the same on every machine that builds shale.
+//! Text is measured, and set in the PNG, in DejaVu Sans, whose bytes the
+//! `dejavu` crate embeds in the binary (registered with plotters' `ab_glyph`
+//! font table, which its axis layout measures with; the PNG's glyphs are
+//! placed by [`bitmap`]): no font is read from the system and no system
+//! library is linked, so a report renders the same on every machine that
+//! builds shale. The SVG names DejaVu Sans first and falls back to
+//! Helvetica, Arial or the viewer's sans-serif.
 //!
 //! Values a chart cannot place are left out, never a panic: a point whose x
 //! or y is NaN or infinite, or is 0 or negative on a log axis, is not drawn
@@ -103,7 +106,8 @@ fn fail(e: impl fmt::Display) -> PlotError {
     PlotError(format!("drawing a chart: {e}"))
 }
 
-/// Registers the embedded font with plotters, once per process.
+/// Registers the embedded font with plotters, once per process: plotters
+/// measures tick labels with it when it lays out the axes.
 fn fonts() -> Result<(), PlotError> {
     static REGISTERED: OnceLock<Result<(), PlotError>> = OnceLock::new();
     REGISTERED
@@ -137,7 +141,8 @@ pub struct Axis {
     /// The range shown; `None` (or a range that is empty, not finite or,
     /// on a log axis, not above 0) fits the values: a linear axis from 0 or
     /// the lowest value to a round number above the highest, a log axis
-    /// between 1-2-5 steps around the values.
+    /// between 1-2-5 steps around the values. Points beyond a given x range
+    /// are left out; y values beyond a given y range are drawn at its edge.
     pub range: Option<(f64, f64)>,
     /// Written after each tick value: `"%"`, `" s"`.
     pub unit: String,
@@ -617,9 +622,9 @@ fn text(
         .map_err(fail)
 }
 
-/// The width `text` takes in `style`, in pixels.
-/// Measured with the embedded font whatever the backend, so that the SVG
-/// and the PNG make the same layout decisions.
+/// The width `text` takes in `style`, in pixels, measured with the embedded
+/// font whatever the backend, so that the SVG and the PNG make the same
+/// layout decisions.
 fn text_width(text: &str, style: &TextStyle<'_>) -> Result<i32, PlotError> {
     let css = style.font.get_size() / 1.24;
     let bold = matches!(style.font.get_style(), FontStyle::Bold);
