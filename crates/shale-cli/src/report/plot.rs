@@ -801,9 +801,12 @@ fn plot_area<'a, 'b>(
         None => y.label(*t, y_unit),
     };
     let mut mesh = chart.configure_mesh();
+    // The axis lines and tick marks are the frame's (see `outline`): drawn
+    // here in no colour (which no backend writes), the tick size still sets
+    // how far from the frame the labels go.
     mesh.bold_line_style(GRID.color().stroke_width(1))
         .light_line_style(TRANSPARENT)
-        .axis_style(DARK.color().stroke_width(1))
+        .axis_style(TRANSPARENT)
         .set_all_tick_mark_size(5)
         .label_style(font(11.0, false, DARK, HPos::Center, VPos::Center))
         .x_label_formatter(&x_label)
@@ -875,13 +878,33 @@ fn series_color(s: &Series, index: usize) -> Rgb {
     s.color.unwrap_or(PALETTE[index % PALETTE.len()])
 }
 
-/// The frame's outline, over the series' ends.
-fn outline(root: &Root<'_>, f: Frame) -> Result<(), PlotError> {
+/// The frame over the series' ends, through the ends of both axes (so
+/// that the grid lines at the ends fall on it), and tick marks out of it:
+/// under the x axis if `x_ticks`, left of the y axis always.
+fn outline(
+    root: &Root<'_>,
+    chart: &Chart<'_, '_>,
+    (x, y): (&Fitted, &Fitted),
+    x_ticks: bool,
+) -> Result<(), PlotError> {
+    let (left, bottom) = chart.backend_coord(&(x.t(x.lo), y.t(y.lo)));
+    let (right, top) = chart.backend_coord(&(x.t(x.hi), y.t(y.hi)));
     root.draw(&Rectangle::new(
-        [(f.left, f.top), (f.right, f.bottom)],
+        [(left, top), (right, bottom)],
         DARK.color().stroke_width(1),
     ))
-    .map_err(fail)
+    .map_err(fail)?;
+    if x_ticks {
+        for t in &x.ticks {
+            let (px, _) = chart.backend_coord(&(x.t(*t), y.t(y.lo)));
+            segment(root, vec![(px, bottom), (px, bottom + 5)], DARK, 1)?;
+        }
+    }
+    for t in &y.ticks {
+        let (_, py) = chart.backend_coord(&(x.t(x.lo), y.t(*t)));
+        segment(root, vec![(left - 5, py), (left, py)], DARK, 1)?;
+    }
+    Ok(())
 }
 
 /// The legend right of a plot: a row per series, then one for the markers.
@@ -1073,7 +1096,7 @@ fn draw_line_chart(root: &Root<'_>, c: &LineChart) -> Result<(), PlotError> {
     }
 
     draw_series(root, &chart, &x, &y, &c.series)?;
-    outline(root, frame)?;
+    outline(root, &chart, (&x, &y), true)?;
 
     title(root, &c.title, frame, 22)?;
     x_name(root, &c.x.label, frame, frame.bottom + 44)?;

@@ -227,7 +227,7 @@ fn draw_time_series(root: &Root<'_>, f: &TimeSeries) -> Result<(), PlotError> {
             &[],
         )?;
         draw_series(root, &chart, &x, y, &p.series)?;
-        outline(root, frame)?;
+        outline(root, &chart, (&x, y), bottom_most)?;
         let w = widest(tick_labels(y, p).into_iter())?;
         y_name(root, &p.y.label, frame, w)?;
         if !p.series.is_empty() {
@@ -294,7 +294,7 @@ fn draw_time_series(root: &Root<'_>, f: &TimeSeries) -> Result<(), PlotError> {
                 }
             }
         }
-        outline(root, frame)?;
+        outline(root, &chart, (&x, &lanes), true)?;
         last = frame;
     }
 
