@@ -857,6 +857,8 @@ mod tests {
         assert_eq!(grouped(200_000_000), "200,000,000");
         assert_eq!(grouped_f64(f64::NAN), "-");
         assert_eq!(grouped_f64(1234.6), "1,235");
+        assert_eq!(trim_number(0.050), "0.05");
+        assert_eq!(trim_number(20.0), "20");
         assert_eq!(share_of_db(5, 0), "-");
         assert_eq!(share_of_db(1, 8), "12.500%");
         let e = io::Error::from_raw_os_error(13);
