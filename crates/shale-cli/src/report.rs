@@ -4,14 +4,12 @@
 //! PNG, and `report.html`, one self-contained page with all of it; and it
 //! prints the study's table for the terminal.
 //!
-//! The plots are drawn by our own code ([`chart`] lays them out, [`raster`]
-//! and [`font`] rasterize them): no system font or graphics library is
-//! needed, so the report renders the same on any machine that builds shale.
+//! The plots are drawn with `plotters` through [`plot`], with a font embedded
+//! in the binary: no system font or graphics library is needed, so the report
+//! renders the same on any machine that builds shale.
 
-mod chart;
 pub mod compare;
-mod font;
-mod raster;
+pub mod plot;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -20,8 +18,10 @@ use std::path::{Path, PathBuf};
 
 use shale_workload::results::{BenchResults, Run};
 
-use self::chart::{escape, Chart, Series, Shape, YAxis};
-use self::raster::Rgb;
+use self::plot::{
+    escape, Axis, Band, LineChart, Marker, Rgb, Series, Shape, BLUE, DARK, GREEN, ORANGE, PURPLE,
+    RED,
+};
 use crate::fmt::{human_bytes, rate_text, ratio};
 
 /// The files [`write_all`] writes, in that order.
@@ -35,13 +35,8 @@ pub const REPORT_HTML: &str = "report.html";
 
 const MIB: f64 = (1u64 << 20) as f64;
 
-const BLUE: Rgb = Rgb(31, 119, 180);
-const ORANGE: Rgb = Rgb(230, 115, 15);
-const GREEN: Rgb = Rgb(44, 160, 44);
-const RED: Rgb = Rgb(214, 39, 40);
-const PURPLE: Rgb = Rgb(148, 103, 189);
-const BROWN: Rgb = Rgb(140, 86, 75);
-const DARK: Rgb = Rgb(34, 34, 34);
+/// Background tints of the study's three phases.
+const PHASE_TINTS: [Rgb; 3] = [Rgb(252, 238, 236), Rgb(253, 248, 228), Rgb(236, 246, 236)];
 
 /// Writes every file of the report into `out_dir` (created if missing) and
 /// returns their paths. An error is one line naming the path it concerns.
@@ -53,22 +48,21 @@ pub fn write_all(results: &BenchResults, out_dir: &Path) -> Result<Vec<PathBuf>,
         .map_err(|e| format!("cannot write {}: {e}", in_dir(RESULTS_JSON).display()))?;
     json.push('\n');
 
-    let io_figure = chart::plot(&io_per_get_chart(results));
-    let hit_figure = chart::plot(&hit_rate_chart(results));
-    let (io_svg, hit_svg) = (io_figure.to_svg(), hit_figure.to_svg());
-    let png = |figure: &chart::Figure, name: &str| {
-        figure
-            .to_png()
-            .map_err(|e| format!("cannot write {}: {e}", in_dir(name).display()))
-    };
+    let drawn =
+        |name: &str, e: plot::PlotError| format!("cannot write {}: {e}", in_dir(name).display());
+    let (io_chart, hit_chart) = (io_per_get_chart(results), hit_rate_chart(results));
+    let io_svg = io_chart.to_svg().map_err(|e| drawn(IO_PER_GET_SVG, e))?;
+    let hit_svg = hit_chart.to_svg().map_err(|e| drawn(HIT_RATES_SVG, e))?;
+    let io_png = io_chart.to_png().map_err(|e| drawn(IO_PER_GET_PNG, e))?;
+    let hit_png = hit_chart.to_png().map_err(|e| drawn(HIT_RATES_PNG, e))?;
     let html = html_report(results, &io_svg, &hit_svg);
     let files: [(&str, Vec<u8>); 7] = [
         (RESULTS_JSON, json.into_bytes()),
         (RESULTS_CSV, results.to_csv().into_bytes()),
         (IO_PER_GET_SVG, io_svg.into_bytes()),
-        (IO_PER_GET_PNG, png(&io_figure, IO_PER_GET_PNG)?),
+        (IO_PER_GET_PNG, io_png),
         (HIT_RATES_SVG, hit_svg.into_bytes()),
-        (HIT_RATES_PNG, png(&hit_figure, HIT_RATES_PNG)?),
+        (HIT_RATES_PNG, hit_png),
         (REPORT_HTML, html.into_bytes()),
     ];
     let mut written = Vec::with_capacity(files.len());
@@ -122,6 +116,16 @@ pub(crate) fn optional(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
+/// `v` with at most 4 decimals and no trailing zeros.
+pub(crate) fn trim_number(v: f64) -> String {
+    let s = format!("{v:.4}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// `part` as a percentage of the DB, `-` for an empty DB.
 fn share_of_db(part: u64, db: u64) -> String {
     ratio(part, db).map_or("-".into(), |r| format!("{:.3}%", r * 100.0))
@@ -144,11 +148,35 @@ fn left_out_note(left_out: usize) -> Option<String> {
     })
 }
 
-fn ip_markers(results: &BenchResults) -> Vec<(f64, String)> {
-    vec![
-        (results.ip1_percent, "IP1".into()),
-        (results.ip2_percent, "IP2".into()),
-    ]
+/// The inflection points as dashed markers, and the phases they split the
+/// axis into as tinted bands; none where IP1 and IP2 have no place on a log
+/// axis (an empty database).
+fn inflection_points(results: &BenchResults) -> (Vec<Marker>, Vec<Band>) {
+    let (ip1, ip2) = (results.ip1_percent, results.ip2_percent);
+    let markers: Vec<Marker> = [(ip1, "IP1"), (ip2, "IP2")]
+        .into_iter()
+        .filter(|(x, _)| x.is_finite() && *x > 0.0)
+        .map(|(x, label)| Marker {
+            x,
+            label: label.into(),
+        })
+        .collect();
+    let bands = if markers.len() == 2 {
+        let cuts = [None, Some(ip1), Some(ip2), None];
+        PHASE_TINTS
+            .iter()
+            .enumerate()
+            .map(|(i, tint)| Band {
+                from: cuts[i],
+                to: cuts[i + 1],
+                color: *tint,
+                label: Some(format!("phase {}", i + 1)),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (markers, bands)
 }
 
 fn subject(results: &BenchResults) -> String {
@@ -157,83 +185,101 @@ fn subject(results: &BenchResults) -> String {
 
 const X_LABEL: &str = "block cache size (% of DB, log scale)";
 
-/// Plot 1: I/Os per Get against cache size.
-fn io_per_get_chart(results: &BenchResults) -> Chart {
-    let (runs, left_out) = plottable(results);
-    let series_of = |name: &str, color, shape, width, y: &dyn Fn(&Run) -> Option<f64>| Series {
-        name: name.into(),
-        color,
-        shape,
-        width,
-        points: runs.iter().map(|r| (r.cache_percent, y(r))).collect(),
-    };
-    let mut series = vec![
-        series_of("io_per_get (misses)", BLUE, Shape::Circle, 2.6, &|r| {
-            Some(r.io_per_get)
-        }),
-        series_of("physical_reads_per_get", ORANGE, Shape::Square, 2.0, &|r| {
-            Some(r.physical_reads_per_get)
-        }),
-    ];
-    if runs.iter().any(|r| r.device_reads_per_get.is_some()) {
-        series.push(series_of(
-            "device_reads_per_get",
-            GREEN,
-            Shape::Triangle,
-            2.0,
-            &|r| r.device_reads_per_get,
-        ));
-    }
-    Chart {
-        x_suffix: "%",
-        title: format!("I/Os per Get vs cache size: {}", subject(results)),
-        x_label: X_LABEL.into(),
-        y_label: "I/Os per Get".into(),
-        y_axis: YAxis::Linear,
+/// A chart against cache size, with the inflection points and phases.
+fn study_chart(results: &BenchResults, title: String, y: Axis, series: Vec<Series>) -> LineChart {
+    let (_, left_out) = plottable(results);
+    let (markers, bands) = inflection_points(results);
+    LineChart {
         series,
-        markers: ip_markers(results),
-        phases: true,
+        markers,
+        bands,
         note: left_out_note(left_out),
+        ..LineChart::new(title, Axis::log10(X_LABEL).unit("%"), y)
     }
 }
 
+/// A series of one figure per plottable run; a run without it is a gap.
+fn run_series(
+    results: &BenchResults,
+    name: &str,
+    (color, shape, width): (Rgb, Shape, u32),
+    y: impl Fn(&Run) -> Option<f64>,
+) -> Series {
+    let (runs, _) = plottable(results);
+    let mut points: Vec<(f64, f64)> = runs
+        .iter()
+        .map(|r| (r.cache_percent, y(r).unwrap_or(f64::NAN)))
+        .collect();
+    // A curve along the cache axis, whatever order the runs were in.
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Series::new(name, points)
+        .color(color)
+        .marker(shape)
+        .width(width)
+}
+
+/// Plot 1: I/Os per Get against cache size.
+fn io_per_get_chart(results: &BenchResults) -> LineChart {
+    let mut series = vec![
+        run_series(
+            results,
+            "io_per_get (misses)",
+            (BLUE, Shape::Circle, 3),
+            |r| Some(r.io_per_get),
+        ),
+        run_series(
+            results,
+            "physical_reads_per_get",
+            (ORANGE, Shape::Square, 2),
+            |r| Some(r.physical_reads_per_get),
+        ),
+    ];
+    let (runs, _) = plottable(results);
+    if runs.iter().any(|r| r.device_reads_per_get.is_some()) {
+        series.push(run_series(
+            results,
+            "device_reads_per_get",
+            (GREEN, Shape::Triangle, 2),
+            |r| r.device_reads_per_get,
+        ));
+    }
+    study_chart(
+        results,
+        format!("I/Os per Get vs cache size: {}", subject(results)),
+        Axis::linear("I/Os per Get"),
+        series,
+    )
+}
+
 /// Plot 2: block-cache hit rate per block kind against cache size.
-fn hit_rate_chart(results: &BenchResults) -> Chart {
-    let (runs, left_out) = plottable(results);
+fn hit_rate_chart(results: &BenchResults) -> LineChart {
     type Pick = fn(&Run) -> Option<f64>;
-    let kinds: [(&str, Rgb, Shape, f64, Pick); 5] = [
-        ("filter", PURPLE, Shape::Diamond, 2.0, |r| r.hit_rate.filter),
-        ("top_index", RED, Shape::Triangle, 2.0, |r| {
+    let kinds: [(&str, Rgb, Shape, u32, Pick); 5] = [
+        ("filter", PURPLE, Shape::Diamond, 2, |r| r.hit_rate.filter),
+        ("top_index", RED, Shape::Triangle, 2, |r| {
             r.hit_rate.top_index
         }),
-        ("index", ORANGE, Shape::Square, 2.0, |r| r.hit_rate.index),
-        ("data", BLUE, Shape::Circle, 2.0, |r| r.hit_rate.data),
-        ("overall", DARK, Shape::Circle, 2.8, |r| r.hit_rate.overall),
+        ("index", ORANGE, Shape::Square, 2, |r| r.hit_rate.index),
+        ("data", BLUE, Shape::Circle, 2, |r| r.hit_rate.data),
+        ("overall", DARK, Shape::Circle, 3, |r| r.hit_rate.overall),
     ];
     let series = kinds
         .iter()
-        .map(|(name, color, shape, width, pick)| Series {
-            name: (*name).into(),
-            color: *color,
-            shape: *shape,
-            width: *width,
-            points: runs.iter().map(|r| (r.cache_percent, pick(r))).collect(),
+        .map(|&(name, color, shape, width, pick)| {
+            run_series(results, name, (color, shape, width), |r| {
+                pick(r).map(|rate| rate * 100.0)
+            })
         })
         .collect();
-    Chart {
-        x_suffix: "%",
-        title: format!(
+    study_chart(
+        results,
+        format!(
             "Hit rate per block type vs cache size: {}",
             subject(results)
         ),
-        x_label: X_LABEL.into(),
-        y_label: "block-cache hit rate (%)".into(),
-        y_axis: YAxis::Fraction,
+        Axis::linear("block-cache hit rate (%)").range(0.0, 100.0),
         series,
-        markers: ip_markers(results),
-        phases: true,
-        note: left_out_note(left_out),
-    }
+    )
 }
 
 /// The study's table for the terminal: a line on the inflection points, a
@@ -369,7 +415,7 @@ fn html_report(results: &BenchResults, io_svg: &str, hit_svg: &str) -> String {
             "warm-up per cache size",
             format!(
                 "{}% of the keys ({} Gets)",
-                chart::trim_number(r.warmup * 100.0),
+                trim_number(r.warmup * 100.0),
                 grouped_f64(warmup_gets)
             ),
         ),
@@ -648,18 +694,18 @@ mod tests {
         // PNGs: signature, header size, and they decode to that many pixels.
         for name in [IO_PER_GET_PNG, HIT_RATES_PNG] {
             let bytes = read(name);
-            assert_eq!(png_size(&bytes), (920, 540), "{name}");
-            let decoder = png::Decoder::new(io::Cursor::new(bytes));
-            let mut reader = decoder.read_info().expect("png header");
-            let mut buf = vec![0; reader.output_buffer_size().expect("buffer size")];
-            let info = reader.next_frame(&mut buf).expect("png frame");
-            assert_eq!((info.width, info.height), (920, 540));
-            assert_eq!(info.color_type, png::ColorType::Rgb);
-            // Not blank: the series' blue is somewhere.
-            let pixels = &buf[..info.buffer_size()];
+            assert_eq!(png_size(&bytes), plot::CHART_SIZE, "{name}");
+            let (w, h, pixels) = plot::decode(&bytes);
+            assert_eq!((w, h), plot::CHART_SIZE);
+            // Not blank: the series' blue and the first phase's tint are
+            // somewhere.
             assert!(
                 pixels.chunks_exact(3).any(|p| p == [31, 119, 180]),
                 "{name} shows no series colour"
+            );
+            assert!(
+                pixels.chunks_exact(3).any(|p| p == [252, 238, 236]),
+                "{name} shows no phase 1"
             );
         }
 
@@ -670,22 +716,37 @@ mod tests {
         for svg in [&io_svg, &hit_svg] {
             assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
             assert!(svg.trim_end().ends_with("</svg>"));
-            assert!(svg.contains(">IP1</text>") && svg.contains(">IP2</text>"));
+            let texts = plot::svg_texts(svg);
+            for label in [
+                "IP1", "IP2", "phase 1", "phase 3", "IP1, IP2", X_LABEL, "1%",
+            ] {
+                assert!(texts.iter().any(|t| t == label), "{label} in {texts:?}");
+            }
             assert!(svg.contains("&lt;test &amp; co&gt;"));
             assert!(!svg.contains("<test"));
             assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
         }
+        let texts = plot::svg_texts(&io_svg);
         for name in [
-            "io_per_get",
+            "io_per_get (misses)",
             "physical_reads_per_get",
             "device_reads_per_get",
+            "I/Os per Get",
         ] {
-            assert!(io_svg.contains(name), "{name}");
+            assert!(texts.iter().any(|t| t == name), "{name} in {texts:?}");
         }
-        for name in ["filter", "top_index", "index", "data", "overall"] {
-            assert!(hit_svg.contains(&format!(">{name}</text>")), "{name}");
+        let texts = plot::svg_texts(&hit_svg);
+        for name in [
+            "filter",
+            "top_index",
+            "index",
+            "data",
+            "overall",
+            "block-cache hit rate (%)",
+            "100",
+        ] {
+            assert!(texts.iter().any(|t| t == name), "{name} in {texts:?}");
         }
-        assert!(hit_svg.contains(">100</text>"), "a 0..100 % axis");
 
         // HTML: self-contained, both plots inline, a row per run.
         let html = text(REPORT_HTML);
@@ -739,12 +800,12 @@ mod tests {
             run.device_reads_per_get = None;
             run.hit_rate.index = None;
         }
-        let io = chart::plot(&io_per_get_chart(&r)).to_svg();
+        let io = io_per_get_chart(&r).to_svg().expect("svg");
         assert!(!io.contains("device_reads_per_get"));
         assert!(io.contains("1 run(s) with no cache not shown"));
-        let hit = chart::plot(&hit_rate_chart(&r)).to_svg();
+        let hit = hit_rate_chart(&r).to_svg().expect("svg");
         // The index series is in the legend but draws no point.
-        assert!(hit.contains(">index</text>"));
+        assert!(plot::svg_texts(&hit).iter().any(|t| t == "index"));
         // An empty bench gives a report too.
         let empty = BenchResults::default();
         let dir = tempfile::tempdir().expect("tempdir");
@@ -796,6 +857,8 @@ mod tests {
         assert_eq!(grouped(200_000_000), "200,000,000");
         assert_eq!(grouped_f64(f64::NAN), "-");
         assert_eq!(grouped_f64(1234.6), "1,235");
+        assert_eq!(trim_number(0.050), "0.05");
+        assert_eq!(trim_number(20.0), "20");
         assert_eq!(share_of_db(5, 0), "-");
         assert_eq!(share_of_db(1, 8), "12.500%");
         let e = io::Error::from_raw_os_error(13);

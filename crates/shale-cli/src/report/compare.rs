@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 
 use shale_workload::results::{CompareResults, EngineResults, EngineRun, Run};
 
-use super::chart::{self, escape, Chart, Series, Shape, YAxis};
-use super::raster::Rgb;
-use super::{
-    grouped, grouped_f64, mib, optional, reason, BLUE, BROWN, GREEN, ORANGE, PURPLE, RED, STYLE,
+use super::plot::{
+    escape, Axis, LineChart, Rgb, Series, Shape, BLUE, BROWN, GREEN, ORANGE, PURPLE, RED,
 };
+use super::{grouped, grouped_f64, mib, optional, reason, STYLE};
 use crate::fmt::human_bytes;
 
 /// The files [`write_all`] writes.
@@ -40,7 +39,7 @@ pub fn write_all(results: &CompareResults, out_dir: &Path) -> Result<Vec<PathBuf
     let mut json = serde_json::to_string_pretty(results)
         .map_err(|e| format!("cannot write {}: {e}", in_dir(COMPARE_JSON).display()))?;
     json.push('\n');
-    let mut charts: Vec<(&str, Chart)> = PLOTS.into_iter().zip(charts(results)).collect();
+    let mut charts: Vec<(&str, LineChart)> = PLOTS.into_iter().zip(charts(results)).collect();
     if results.engines.iter().any(|e| !e.budget_runs.is_empty()) {
         charts.extend(BUDGET_PLOTS.into_iter().zip(budget_charts(results)));
     }
@@ -50,9 +49,10 @@ pub fn write_all(results: &CompareResults, out_dir: &Path) -> Result<Vec<PathBuf
     ];
     let mut svgs = Vec::new();
     for (name, c) in &charts {
-        let figure = chart::plot(c);
-        let svg = figure.to_svg();
-        let png = figure
+        let svg = c
+            .to_svg()
+            .map_err(|e| format!("cannot write {}.svg: {e}", in_dir(name).display()))?;
+        let png = c
             .to_png()
             .map_err(|e| format!("cannot write {}.png: {e}", in_dir(name).display()))?;
         files.push((format!("{name}.svg"), svg.clone().into_bytes()));
@@ -97,7 +97,7 @@ fn subject(r: &CompareResults) -> String {
 type Pick = fn(&Run) -> Option<f64>;
 
 /// One chart per plot of [`PLOTS`], one series per engine with runs.
-fn charts(r: &CompareResults) -> Vec<Chart> {
+fn charts(r: &CompareResults) -> Vec<LineChart> {
     let plots: [(&str, &str, Pick); 3] = [
         ("Block-cache misses per Get", "misses per Get", |r| {
             Some(r.io_per_get)
@@ -124,7 +124,7 @@ fn charts(r: &CompareResults) -> Vec<Chart> {
 }
 
 /// One chart per plot of [`BUDGET_PLOTS`]: each engine's best try per budget.
-fn budget_charts(r: &CompareResults) -> Vec<Chart> {
+fn budget_charts(r: &CompareResults) -> Vec<LineChart> {
     let plots: [(&str, &str, Pick); 3] = [
         (
             "Device reads per Get (4 KiB pages) in a memory budget",
@@ -156,14 +156,15 @@ fn budget_charts(r: &CompareResults) -> Vec<Chart> {
         .collect()
 }
 
-/// A chart with a series for every engine that has `points`.
+/// A chart with a series for every engine that has `points` (x on a log
+/// axis; a point without a y value is a gap in its line).
 fn engine_chart(
     r: &CompareResults,
     title: &str,
-    (x_label, x_suffix): (String, &'static str),
+    (x_label, x_unit): (String, &str),
     y_label: &str,
     points: impl Fn(&EngineResults) -> Vec<(f64, Option<f64>)>,
-) -> Chart {
+) -> LineChart {
     let series = r
         .engines
         .iter()
@@ -174,25 +175,27 @@ fn engine_chart(
                 return None;
             }
             let (color, shape) = color(i);
-            Some(Series {
-                name: e.label.clone(),
-                color,
-                shape,
-                width: if e.engine == "shale" { 2.8 } else { 2.0 },
-                points,
-            })
+            // A curve along the x axis, whatever order the runs were in.
+            let mut points: Vec<(f64, f64)> = points
+                .into_iter()
+                .map(|(x, y)| (x, y.unwrap_or(f64::NAN)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Some(
+                Series::new(e.label.clone(), points)
+                    .color(color)
+                    .marker(shape)
+                    .width(if e.engine == "shale" { 3 } else { 2 }),
+            )
         })
         .collect();
-    Chart {
-        title: format!("{title}: {}", subject(r)),
-        x_label,
-        x_suffix,
-        y_label: y_label.into(),
-        y_axis: YAxis::Linear,
+    LineChart {
         series,
-        markers: Vec::new(),
-        phases: false,
-        note: None,
+        ..LineChart::new(
+            format!("{title}: {}", subject(r)),
+            Axis::log10(x_label).unit(x_unit),
+            Axis::linear(y_label),
+        )
     }
 }
 
@@ -685,5 +688,38 @@ mod tests {
         assert!(html.contains("pebble 1.0 (c)") && html.contains("<svg"));
         let csv = fs::read_to_string(dir.path().join(COMPARE_CSV)).expect("csv");
         assert_eq!(csv.lines().count(), 3, "a header and one line per run");
+        for name in PLOTS {
+            let svg = fs::read_to_string(dir.path().join(format!("{name}.svg"))).expect("svg");
+            let texts = super::super::plot::svg_texts(&svg);
+            for label in ["shale 1.0 (c)", "pebble 1.0 (c)", "0.1%", X_LABEL] {
+                assert!(texts.iter().any(|t| t == label), "{label} in {texts:?}");
+            }
+            // leveldb has no runs: no series, no legend row.
+            assert!(!texts.iter().any(|t| t.starts_with("leveldb")), "{texts:?}");
+            let png = fs::read(dir.path().join(format!("{name}.png"))).expect("png");
+            let (w, h, _) = super::super::plot::decode(&png);
+            assert_eq!((w, h), super::super::plot::CHART_SIZE);
+        }
+    }
+
+    #[test]
+    fn curves_run_along_the_cache_axis() {
+        let mut r = sample();
+        let shale = &mut r.engines[0];
+        let template = shale.runs[0].clone();
+        // Runs in the order of --cache, not of their size.
+        shale.runs = [0.5, 0.1, 4.0]
+            .iter()
+            .map(|p| {
+                let mut er = template.clone();
+                er.run.cache_percent = *p;
+                er
+            })
+            .collect();
+        let chart = &charts(&r)[0];
+        let xs: Vec<f64> = chart.series[0].points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [0.1, 0.5, 4.0]);
+        assert_eq!(chart.series.len(), 2, "leveldb has no runs");
+        assert_eq!(chart.series[0].width, 3, "shale's line is the heavier");
     }
 }
