@@ -120,7 +120,8 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             break;
         }
     }
-    crate::sampler::write_files(&sampler.finish(), &a.out).map_err(CliError::msg)?;
+    let title = format!("bench kvdb: {engine_name}, {} keys", a.workload.keys);
+    crate::sampler::write_files(&sampler.finish(), &a.out, &title).map_err(CliError::msg)?;
     if crate::interrupt::requested() {
         return Err(CliError::msg(format!(
             "interrupted: the {} runs so far (the last one cut short) and the samples are in {}",

@@ -43,7 +43,6 @@ use self::canvas::Canvas;
 
 mod bitmap;
 mod canvas;
-#[allow(dead_code)] // its users, the time-series benches of issue 10, land next
 pub mod time_series;
 
 /// An opaque sRGB colour.

@@ -15,6 +15,7 @@
 //! One thread, `shale-sampler`, takes the samples; [`Sampler::finish`] stops
 //! it (at once, not at the next tick) and takes a last, shorter sample.
 
+mod chart;
 mod proc;
 mod timeline;
 
@@ -383,17 +384,29 @@ fn csv_row(s: &Sample) -> String {
     .join(",")
 }
 
-/// Writes `samples.csv` (the samples) and `samples.json` (everything: the
-/// samples, the spans and the notes) into `dir`.
-pub fn write_files(series: &TimeSeries, dir: &Path) -> Result<(), String> {
-    let csv_path = dir.join("samples.csv");
+/// Writes `samples.csv` (the samples), `samples.json` (everything: the
+/// samples, the spans and the notes) and the figure, `time_series.svg` and
+/// `.png`, titled `title`, into `dir`.
+pub fn write_files(series: &TimeSeries, dir: &Path, title: &str) -> Result<(), String> {
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
+    };
     let mut csv = Vec::new();
     write_csv(series, &mut csv).map_err(|e| format!("encoding samples.csv: {e}"))?;
-    std::fs::write(&csv_path, csv).map_err(|e| format!("writing {}: {e}", csv_path.display()))?;
-    let json_path = dir.join("samples.json");
+    write("samples.csv", &csv)?;
     let json =
         serde_json::to_string_pretty(series).map_err(|e| format!("encoding samples.json: {e}"))?;
-    std::fs::write(&json_path, json).map_err(|e| format!("writing {}: {e}", json_path.display()))
+    write("samples.json", json.as_bytes())?;
+    let figure = chart::figure(series, title);
+    let svg = figure
+        .to_svg()
+        .map_err(|e| format!("drawing time_series.svg: {e}"))?;
+    write("time_series.svg", svg.as_bytes())?;
+    let png = figure
+        .to_png()
+        .map_err(|e| format!("drawing time_series.png: {e}"))?;
+    write("time_series.png", &png)
 }
 
 /// Averages of a run's samples, weighted by interval length, for summary
