@@ -12,7 +12,7 @@ mod bytes;
 mod cmd;
 mod error;
 mod fmt;
-#[allow(dead_code)] // its users, `bench db` and `bench ycsb`, land next
+#[allow(dead_code)] // `take_interval` and `all_kinds` serve the sampler, which lands next
 mod live;
 mod report;
 
