@@ -93,14 +93,14 @@ pub enum YcsbWorkloadArg {
 /// scaled to the dataset (docs/bench-ycsb.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
 pub enum YcsbPreset {
-    /// Block cache of 2.2% of the data (256 MB at 10M records), no filters.
+    /// Block cache of 2.2% of the data (the study's 256 MB), no filters.
     #[value(name = "baseline")]
     Baseline,
-    /// Cache of 4.4% of the data (512 MB), 10-bit Bloom filters on every
+    /// Cache of 4.4% of the data (the study's 512 MB), 10-bit Bloom filters on every
     /// level, index and filter blocks charged to the cache.
     #[value(name = "readopt-512mb")]
     ReadOpt512Mb,
-    /// As readopt-512mb with a cache of 8.8% of the data (1 GB).
+    /// As readopt-512mb with a cache of 8.8% of the data (the study's 1 GB).
     #[value(name = "readopt-1gb")]
     ReadOpt1Gb,
     /// readopt-512mb with small write buffers and tables, one compaction
