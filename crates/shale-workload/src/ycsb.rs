@@ -117,8 +117,8 @@ const FNV_PRIME_64: u64 = 1_099_511_628_211;
 
 /// YCSB's `Utils.fnvhash64`: FNV-1a over the 8 bytes of `value`, least
 /// significant first, then the absolute value as an `i64`. (For the single
-/// hash equal to `i64::MIN` Java's `Math.abs` stays negative; here it is
-/// `2^63`. No key number below 2^40 hashes to it in practice.)
+/// hash equal to `i64::MIN` Java's `Math.abs` stays negative, which YCSB
+/// would turn into a negative key number; here it is `2^63`.)
 pub fn fnv64(value: u64) -> u64 {
     let mut hash = FNV_OFFSET_BASIS_64;
     let mut v = value;
