@@ -168,12 +168,63 @@ pub struct BenchYcsbArgs {
     /// as RocksDB reads by default).
     #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
     pub direct_io: bool,
+    /// Engines, comma-separated: shale, rocksdb (RocksDB through its harness,
+    /// `scripts/peers.sh rocksdb`; with --preset or --presets only). Each
+    /// configuration runs on every engine in turn.
+    #[arg(long, value_name = "LIST", default_value = "shale", value_parser = parse_engines)]
+    pub engines: EngineList,
     /// Seed of the operations and of the record contents.
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
     /// Print the results as one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The engines of `bench ycsb --engines`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineList(pub Vec<YcsbEngine>);
+
+/// An engine `bench ycsb` can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum YcsbEngine {
+    /// shale, in process.
+    Shale,
+    /// RocksDB, through its harness.
+    RocksDb,
+}
+
+impl YcsbEngine {
+    /// `shale` or `rocksdb`.
+    pub fn name(self) -> &'static str {
+        match self {
+            YcsbEngine::Shale => "shale",
+            YcsbEngine::RocksDb => "rocksdb",
+        }
+    }
+}
+
+/// Parses a comma-separated list of shale and rocksdb.
+fn parse_engines(s: &str) -> Result<EngineList, String> {
+    let mut list = Vec::new();
+    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let e = match name.to_ascii_lowercase().as_str() {
+            "shale" => YcsbEngine::Shale,
+            "rocksdb" => YcsbEngine::RocksDb,
+            _ => {
+                return Err(format!(
+                    "unknown engine {name:?} (expected a comma-separated list of shale, rocksdb)"
+                ))
+            }
+        };
+        if !list.contains(&e) {
+            list.push(e);
+        }
+    }
+    if list.is_empty() {
+        return Err("no engine given (expected a comma-separated list of shale, rocksdb)".into());
+    }
+    Ok(EngineList(list))
 }
 
 /// The presets of `--presets`.
@@ -644,6 +695,20 @@ mod tests {
         assert!(e.to_string().contains("readopt-512mb"), "{e}");
         assert!(parse(&["bench", "ycsb", "--preset", "baseline", "--presets", "all"]).is_err());
         assert!(parse(&["bench", "ycsb", "--repeat", "0"]).is_err());
+        let e = parse(&["bench", "ycsb", "--engines", "pebble"]).expect_err("pebble");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("shale, rocksdb"), "{e}");
+        let Command::Bench(BenchCommand::Ycsb(a)) =
+            parse(&["bench", "ycsb", "--engines", "rocksdb,shale,rocksdb"])
+                .expect("parses")
+                .command
+        else {
+            panic!("not bench ycsb");
+        };
+        assert_eq!(
+            a.engines,
+            EngineList(vec![YcsbEngine::RocksDb, YcsbEngine::Shale])
+        );
         assert!(parse(&["bench", "ycsb", "--threads", "0"]).is_err());
     }
 

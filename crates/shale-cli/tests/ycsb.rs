@@ -169,3 +169,54 @@ fn all_presets_make_one_row_each() {
     assert!(db.join("nofilter").join("CURRENT").exists());
     assert!(db.join("bloom10").join("CURRENT").exists());
 }
+
+/// RocksDB runs only under presets; where its harness is built
+/// (`scripts/peers.sh rocksdb`; `.ci/run` builds it first), one preset runs on
+/// both engines with the same operation mix.
+#[test]
+fn rocksdb_runs_next_to_shale_where_built() {
+    let o = run(&["bench", "ycsb", "--engines", "rocksdb", "--records", "100"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--preset"), "{err}");
+    let harness = std::path::Path::new(env!("CARGO_BIN_EXE_shale"))
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|t| t.join("peers").join("shale-rocksdb-harness"));
+    if !harness.as_ref().is_some_and(|h| h.is_file()) {
+        eprintln!("the RocksDB harness is not built: only the usage was checked");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v = json(&[
+        "bench",
+        "ycsb",
+        "--engines",
+        "shale,rocksdb",
+        "--preset",
+        "readopt-512mb",
+        "--workload",
+        "f",
+        "--db",
+        dir.path().join("ycsb").to_str().expect("utf-8 path"),
+        "--records",
+        "2000",
+        "--operations",
+        "1000",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["engine"], "shale");
+    assert_eq!(runs[1]["engine"], "rocksdb");
+    // One thread's generator is the same in both engines; with two threads
+    // the mix is the same in total.
+    for r in runs {
+        assert_eq!(r["operations"], 1000);
+        assert_eq!(count(r, "read") + count(r, "read-modify-write"), 1000);
+    }
+    assert_eq!(count(&runs[0], "read"), count(&runs[1], "read"));
+    assert!(dir.path().join("ycsb/rocksdb-bloom10/CURRENT").exists());
+}

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use shale::{Db, FilterLevels, FilterPolicy, Options, ReadOptions, WriteBatch, WriteOptions};
 use shale_workload::ycsb::{key_into, Generator, Operation, Shared, Values, Workload, KEY_PREFIX};
 
-use crate::args::{BenchYcsbArgs, YcsbPreset, YcsbWorkloadArg};
+use crate::args::{BenchYcsbArgs, YcsbEngine, YcsbPreset, YcsbWorkloadArg};
 use crate::error::{CliError, CliResult};
 use crate::live::{LiveStats, OpStats};
 
@@ -244,6 +244,10 @@ impl OpResult {
 /// resources (CPU, devices) add fields of their own here.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
+    /// `shale` or `rocksdb`.
+    pub engine: String,
+    /// The engine and its version.
+    pub engine_version: String,
     /// What the database was opened with.
     pub settings: Settings,
     /// Repetition, from 1.
@@ -303,6 +307,8 @@ impl Spread {
 /// One configuration's runs summed up.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// `shale` or `rocksdb`.
+    pub engine: String,
     /// `default` or the preset.
     pub preset: String,
     /// Runs summed up.
@@ -328,8 +334,8 @@ pub struct Summary {
 /// What `bench ycsb` prints as JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct YcsbResults {
-    /// The engine.
-    pub engine: String,
+    /// The engines, in the order they run each configuration.
+    pub engines: Vec<String>,
     /// The workload's letter.
     pub workload: String,
     /// Records loaded.
@@ -386,22 +392,50 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         ))
     });
     let threads = a.threads as usize;
+    let engines = &a.engines.0;
+    if engines.contains(&YcsbEngine::RocksDb) && configs.contains(&None) {
+        return Err(CliError::msg(
+            "rocksdb runs only under --preset or --presets (shale's default filter layout has \
+             no RocksDB counterpart)",
+        ));
+    }
+    let rocksdb = if engines.contains(&YcsbEngine::RocksDb) {
+        let (program, args) = super::compare::locate("rocksdb")
+            .map_err(|e| CliError::msg(format!("rocksdb: {e}")))?;
+        Some(PeerHarness { program, args })
+    } else {
+        None
+    };
     let mut layouts: Vec<Filters> = configs.iter().map(|&p| filters_of(p)).collect();
+    layouts.sort_by_key(|l| l.name());
     layouts.dedup();
-    for layout in layouts {
-        if stopped() {
-            break;
+    for &engine in engines {
+        for &layout in &layouts {
+            if stopped() {
+                break;
+            }
+            let dir = db_dir(&base, engine, layout);
+            match (engine, &rocksdb) {
+                (YcsbEngine::Shale, _) => prepare(&dir, layout, a.records, &values, threads)?,
+                (YcsbEngine::RocksDb, Some(h)) => {
+                    if !dir.join("CURRENT").exists() {
+                        let preset = configs
+                            .iter()
+                            .copied()
+                            .find(|&p| filters_of(p) == layout)
+                            .flatten();
+                        let s = settings(preset, data_bytes, a.rate_limit);
+                        eprintln!("loading {} records into {}", a.records, dir.display());
+                        h.call::<serde_json::Value>(&peer_request(a, &s, &dir, "load"))
+                            .map_err(|e| CliError::msg(format!("rocksdb load: {e}")))?;
+                    }
+                }
+                (YcsbEngine::RocksDb, None) => {}
+            }
         }
-        prepare(
-            &base.join(layout.name()),
-            layout,
-            a.records,
-            &values,
-            threads,
-        )?;
     }
     let mut results = YcsbResults {
-        engine: format!("shale {}", env!("CARGO_PKG_VERSION")),
+        engines: engines.iter().map(|e| e.name().to_string()).collect(),
         workload: workload.letter().to_string(),
         records: a.records,
         field_count: a.field_count,
@@ -414,31 +448,50 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         summary: Vec::new(),
         interrupted: false,
     };
-    let total = configs.len() * a.repeat as usize;
+    let total = configs.len() * engines.len() * a.repeat as usize;
     'runs: for rep in 1..=a.repeat {
         for &preset in &configs {
-            if stopped() {
-                break 'runs;
+            for &engine in engines {
+                if stopped() {
+                    break 'runs;
+                }
+                let s = settings(preset, data_bytes, a.rate_limit);
+                let dir = db_dir(&base, engine, filters_of(preset));
+                let label = format!(
+                    "run {}/{total}: {} {} workload {}",
+                    results.runs.len() + 1,
+                    engine.name(),
+                    s.preset,
+                    workload.letter()
+                );
+                let r = match (engine, &rocksdb) {
+                    (YcsbEngine::RocksDb, Some(h)) => {
+                        eprintln!("{label}");
+                        match run_peer(h, a, s, &dir, rep) {
+                            Ok(r) => r,
+                            // Ctrl-C reaches the harness too: its run is lost.
+                            Err(_) if stopped() => break 'runs,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    _ => run_one(a, workload, &values, &dir, s, rep, &label)?,
+                };
+                if !a.json {
+                    write_run(out, &label, &r).map_err(CliError::output)?;
+                }
+                results.runs.push(r);
             }
-            let s = settings(preset, data_bytes, a.rate_limit);
-            let dir = base.join(filters_of(preset).name());
-            let label = format!(
-                "run {}/{total}: {} workload {}",
-                results.runs.len() + 1,
-                s.preset,
-                workload.letter()
-            );
-            let r = run_one(a, workload, &values, &dir, s, rep, &label)?;
-            if !a.json {
-                write_run(out, &label, &r).map_err(CliError::output)?;
-            }
-            results.runs.push(r);
         }
     }
     results.interrupted = stopped();
     results.summary = configs
         .iter()
-        .map(|&p| summarize(preset_name(p), &results.runs))
+        .flat_map(|&p| {
+            let runs = &results.runs;
+            engines
+                .iter()
+                .map(move |&e| summarize(e.name(), preset_name(p), runs))
+        })
         .filter(|s| s.runs > 0)
         .collect();
     if a.json {
@@ -454,6 +507,104 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// Where an engine's database of a filter layout lives: `DIR/<layout>` for
+/// shale, `DIR/rocksdb-<layout>` for RocksDB.
+fn db_dir(base: &Path, engine: YcsbEngine, filters: Filters) -> PathBuf {
+    match engine {
+        YcsbEngine::Shale => base.join(filters.name()),
+        YcsbEngine::RocksDb => base.join(format!("rocksdb-{}", filters.name())),
+    }
+}
+
+/// A peer's harness (docs/harness-protocol.md, the `ycsb` op).
+struct PeerHarness {
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+/// How long a harness may take for one load or run.
+const PEER_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
+
+impl PeerHarness {
+    fn call<T: for<'de> Deserialize<'de>>(&self, request: &serde_json::Value) -> Result<T, String> {
+        let input = request.to_string();
+        let (ok, stdout, stderr) =
+            super::compare::run_with_timeout(&self.program, &self.args, &input, PEER_TIMEOUT)?;
+        let tail = super::compare::stderr_tail(&stderr);
+        if !ok {
+            let reason = serde_json::from_str::<shale_workload::protocol::ErrorReply>(&stdout)
+                .map(|r| r.error)
+                .unwrap_or_else(|_| "exited with an error and no reply".into());
+            return Err(format!("{reason}{tail}"));
+        }
+        serde_json::from_str(&stdout).map_err(|e| {
+            format!(
+                "malformed reply ({e}): {:?}{tail}",
+                super::compare::clip(&stdout, 300)
+            )
+        })
+    }
+}
+
+/// A `ycsb` request of `phase` (load or run) for the preset `s`.
+fn peer_request(a: &BenchYcsbArgs, s: &Settings, dir: &Path, phase: &str) -> serde_json::Value {
+    serde_json::json!({
+        "protocol": shale_workload::protocol::PROTOCOL_VERSION,
+        "op": "ycsb",
+        "phase": phase,
+        "dir": dir,
+        "workload": workload_of(a.workload).letter(),
+        "records": a.records,
+        "field_count": a.field_count,
+        "field_length": a.field_length,
+        "seed": a.seed,
+        "threads": a.threads,
+        "operations": a.operations,
+        "direct_io": a.direct_io,
+        "settings": s,
+    })
+}
+
+/// What a harness replies to a `ycsb` run.
+#[derive(Deserialize)]
+struct PeerRun {
+    engine: String,
+    operations: u64,
+    seconds: f64,
+    ops_per_sec: f64,
+    ops: BTreeMap<String, OpResult>,
+    pending_compaction_bytes_max: u64,
+    stall_count: u64,
+    stall_micros: u64,
+}
+
+/// One run on a peer's database through its harness.
+fn run_peer(
+    h: &PeerHarness,
+    a: &BenchYcsbArgs,
+    settings: Settings,
+    dir: &Path,
+    repetition: u32,
+) -> CliResult<RunResult> {
+    let r: PeerRun = h
+        .call(&peer_request(a, &settings, dir, "run"))
+        .map_err(|e| CliError::msg(format!("rocksdb run: {e}")))?;
+    Ok(RunResult {
+        engine: YcsbEngine::RocksDb.name().to_string(),
+        engine_version: r.engine,
+        settings,
+        repetition,
+        interrupted: r.operations < a.operations,
+        operations: r.operations,
+        seconds: r.seconds,
+        ops_per_sec: r.ops_per_sec,
+        ops: r.ops,
+        pending_compaction_bytes_max: r.pending_compaction_bytes_max,
+        stall_count: r.stall_count,
+        stall_micros: r.stall_micros,
+    })
 }
 
 fn load_options(filters: Filters, create: bool) -> Options {
@@ -642,7 +793,7 @@ fn run_one(
     let done = AtomicBool::new(false);
     let pending_max = AtomicU64::new(before.pending_compaction_bytes);
     let start = Instant::now();
-    std::thread::scope(|s| {
+    let seconds = std::thread::scope(|s| {
         let sampler = s.spawn(|| {
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(SAMPLE_EVERY);
@@ -686,10 +837,12 @@ fn run_one(
         for w in workers {
             let _ = w.join();
         }
+        // The operations' time, not the sampler's last sleep.
+        let seconds = start.elapsed().as_secs_f64();
         done.store(true, Ordering::Relaxed);
         let _ = sampler.join();
+        seconds
     });
-    let seconds = start.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let after = db.metrics();
     pending_max.fetch_max(after.pending_compaction_bytes, Ordering::Relaxed);
@@ -707,6 +860,8 @@ fn run_one(
     let totals = live.totals();
     let operations: u64 = totals.values().map(|s| s.count).sum();
     Ok(RunResult {
+        engine: YcsbEngine::Shale.name().to_string(),
+        engine_version: format!("shale {}", env!("CARGO_PKG_VERSION")),
         settings,
         repetition,
         operations,
@@ -841,10 +996,10 @@ impl<'a> Worker<'a> {
     }
 }
 
-fn summarize(preset: &str, runs: &[RunResult]) -> Summary {
+fn summarize(engine: &str, preset: &str, runs: &[RunResult]) -> Summary {
     let mine: Vec<&RunResult> = runs
         .iter()
-        .filter(|r| r.settings.preset == preset)
+        .filter(|r| r.engine == engine && r.settings.preset == preset)
         .collect();
     let of = |f: &dyn Fn(&RunResult) -> Option<f64>| {
         let v: Vec<f64> = mine.iter().filter_map(|r| f(r)).collect();
@@ -864,6 +1019,7 @@ fn summarize(preset: &str, runs: &[RunResult]) -> Summary {
         })
     };
     Summary {
+        engine: engine.to_string(),
         preset: preset.to_string(),
         runs: mine.len(),
         ops_per_sec: of(&|r| Some(r.ops_per_sec)).unwrap_or(zero),
@@ -928,7 +1084,8 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
     writeln!(out, "\nper configuration: mean (min-max over repetitions)")?;
     writeln!(
         out,
-        "{:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+        "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+        "engine",
         "preset",
         "runs",
         "ops/s",
@@ -944,7 +1101,8 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
         let n = s.runs;
         writeln!(
             out,
-            "{:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+            "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+            s.engine,
             s.preset,
             n,
             spread_text(Some(&s.ops_per_sec), n, 1.0, 0),
