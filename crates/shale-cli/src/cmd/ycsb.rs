@@ -10,6 +10,10 @@
 //! [`LiveStats`], samples the compaction debt, then settles the database
 //! (flush, compactions done) so that the next run starts from the same kind
 //! of shape. Ctrl-C stops the runs and keeps what was measured.
+//!
+//! With `--engines shale,rocksdb` each configuration also runs on RocksDB,
+//! through its harness's `ycsb` op (docs/harness-protocol.md), on databases
+//! of its own (`DIR/rocksdb-<layout>`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
