@@ -16,15 +16,15 @@ CXX="${CXX:-g++}"
 CXXFLAGS=(-O2 -std=c++17 -pthread -Wall -Wextra)
 LIBS=(-lrocksdb)
 
-srcs=("$here/rocksdb_engine.cc" "$common/harness.cc" "$here/main.cc")
-[ "${1:-}" = "--test" ] && srcs+=("$here/test.cc" "$common/test_common.cc")
+srcs=("$here/rocksdb_engine.cc" "$common/harness.cc" "$common/ycsb.cc" "$here/ycsb_op.cc" "$here/main.cc")
+[ "${1:-}" = "--test" ] && srcs+=("$here/test.cc" "$common/test_common.cc" "$common/ycsb_test.cc")
 compile "$obj" "${srcs[@]}"
 
-lib_objs=("$obj/rocksdb_engine.o" "$obj/harness.o")
+lib_objs=("$obj/rocksdb_engine.o" "$obj/harness.o" "$obj/ycsb.o" "$obj/ycsb_op.o")
 "$CXX" "${CXXFLAGS[@]}" -o "$out/shale-rocksdb-harness" "$obj/main.o" "${lib_objs[@]}" "${LIBS[@]}"
 echo "built $out/shale-rocksdb-harness" >&2
 if [ "${1:-}" = "--test" ]; then
-  "$CXX" "${CXXFLAGS[@]}" -o "$out/shale-rocksdb-harness-test" "$obj/test.o" "$obj/test_common.o" \
+  "$CXX" "${CXXFLAGS[@]}" -o "$out/shale-rocksdb-harness-test" "$obj/test.o" "$obj/test_common.o" "$obj/ycsb_test.o" \
     "${lib_objs[@]}" "${LIBS[@]}"
   echo "built $out/shale-rocksdb-harness-test" >&2
 fi

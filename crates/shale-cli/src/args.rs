@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::TypedValueParser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::bytes::{parse_key, parse_value, Bytes};
 
@@ -65,6 +66,196 @@ pub enum BenchCommand {
     /// dataset, Gets and cache sizes for every engine, each driven by its
     /// harness in a process of its own.
     Compare(BenchCompareArgs),
+    /// YCSB's core workloads A-F on shale, optionally under the presets of
+    /// the RocksDB read-latency-under-compaction study (baseline,
+    /// readopt-512mb, readopt-1gb, mild-pressure) with repetitions.
+    Ycsb(BenchYcsbArgs),
+}
+
+/// A YCSB core workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum YcsbWorkloadArg {
+    /// 50% read, 50% update, Zipfian.
+    A,
+    /// 95% read, 5% update, Zipfian.
+    B,
+    /// 100% read, Zipfian.
+    C,
+    /// 95% read, 5% insert, latest.
+    D,
+    /// 95% scan (1 to 100 records), 5% insert, Zipfian.
+    E,
+    /// 50% read, 50% read-modify-write, Zipfian.
+    F,
+}
+
+/// A configuration of the RocksDB read-latency-under-compaction study,
+/// scaled to the dataset (docs/bench-ycsb.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum YcsbPreset {
+    /// Block cache of 2.2% of the data (the study's 256 MB), no filters.
+    #[value(name = "baseline")]
+    Baseline,
+    /// Cache of 4.4% of the data (the study's 512 MB), 10-bit Bloom filters on every
+    /// level, index and filter blocks charged to the cache.
+    #[value(name = "readopt-512mb")]
+    ReadOpt512Mb,
+    /// As readopt-512mb with a cache of 8.8% of the data (the study's 1 GB).
+    #[value(name = "readopt-1gb")]
+    ReadOpt1Gb,
+    /// readopt-512mb with small write buffers and tables, one compaction
+    /// thread and a 200 MB/s flush and compaction rate limit.
+    #[value(name = "mild-pressure")]
+    MildPressure,
+}
+
+/// Records `bench ycsb` loads by default.
+pub const YCSB_DEFAULT_RECORDS: u64 = 100_000;
+
+/// `shale bench ycsb`.
+#[derive(Debug, Args)]
+pub struct BenchYcsbArgs {
+    /// The YCSB core workload.
+    #[arg(long, value_enum, ignore_case = true, default_value = "a")]
+    pub workload: YcsbWorkloadArg,
+    /// Records to load (default 100,000 records of 1,000 bytes: a 100 MB
+    /// database that loads and runs in well under a minute; the RocksDB study
+    /// used 10,000,000).
+    #[arg(long, value_name = "N", default_value_t = YCSB_DEFAULT_RECORDS,
+          value_parser = clap::value_parser!(u64).range(3..))]
+    pub records: u64,
+    /// Operations per run (the study ran 1,000,000).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub operations: u64,
+    /// Client threads (default 8, as in the RocksDB study; YCSB's own default
+    /// is 1).
+    #[arg(long, value_name = "T", default_value_t = 8,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub threads: u64,
+    /// Fields per record.
+    #[arg(long, value_name = "N", default_value_t = shale_workload::ycsb::DEFAULT_FIELD_COUNT,
+          value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
+    pub field_count: usize,
+    /// Bytes per field.
+    #[arg(long, value_name = "BYTES", default_value_t = shale_workload::ycsb::DEFAULT_FIELD_LENGTH,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000).map(|v| v as usize))]
+    pub field_length: usize,
+    /// Directory holding one database per filter layout the runs need
+    /// (DIR/fuse9 for shale's defaults, DIR/nofilter for baseline,
+    /// DIR/bloom10 for the other presets); each is loaded once and reused
+    /// while its record count and field layout match (default:
+    /// shale-data/ycsb-<records>-<fields>x<length>).
+    #[arg(long, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// Run with one preset's options (default: shale's defaults).
+    #[arg(long, value_enum, value_name = "PRESET", conflicts_with = "presets")]
+    pub preset: Option<YcsbPreset>,
+    /// Run several presets in turn and print their comparison: `all` or a
+    /// comma-separated list of baseline, readopt-512mb, readopt-1gb,
+    /// mild-pressure.
+    #[arg(long, value_name = "LIST", value_parser = parse_presets)]
+    pub presets: Option<PresetList>,
+    /// Runs of each configuration (the study made 5); repetitions take the
+    /// configurations in turn (all of them once, then again).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Flush and compaction write limit of mild-pressure, bytes per second
+    /// (default 200 MB/s, the study's, not scaled).
+    #[arg(long, value_name = "BYTES_PER_SEC")]
+    pub rate_limit: Option<u64>,
+    /// Read tables with O_DIRECT (default false: through the page cache,
+    /// as RocksDB reads by default).
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub direct_io: bool,
+    /// Engines, comma-separated: shale, rocksdb (RocksDB through its harness,
+    /// `scripts/peers.sh rocksdb`; with --preset or --presets only). Each
+    /// configuration runs on every engine in turn.
+    #[arg(long, value_name = "LIST", default_value = "shale", value_parser = parse_engines)]
+    pub engines: EngineList,
+    /// Seed of the operations and of the record contents.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Print the results as one JSON document instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The engines of `bench ycsb --engines`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineList(pub Vec<YcsbEngine>);
+
+/// An engine `bench ycsb` can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum YcsbEngine {
+    /// shale, in process.
+    Shale,
+    /// RocksDB, through its harness.
+    RocksDb,
+}
+
+impl YcsbEngine {
+    /// `shale` or `rocksdb`.
+    pub fn name(self) -> &'static str {
+        match self {
+            YcsbEngine::Shale => "shale",
+            YcsbEngine::RocksDb => "rocksdb",
+        }
+    }
+}
+
+/// Parses a comma-separated list of shale and rocksdb.
+fn parse_engines(s: &str) -> Result<EngineList, String> {
+    let mut list = Vec::new();
+    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let e = match name.to_ascii_lowercase().as_str() {
+            "shale" => YcsbEngine::Shale,
+            "rocksdb" => YcsbEngine::RocksDb,
+            _ => {
+                return Err(format!(
+                    "unknown engine {name:?} (expected a comma-separated list of shale, rocksdb)"
+                ))
+            }
+        };
+        if !list.contains(&e) {
+            list.push(e);
+        }
+    }
+    if list.is_empty() {
+        return Err("no engine given (expected a comma-separated list of shale, rocksdb)".into());
+    }
+    Ok(EngineList(list))
+}
+
+/// The presets of `--presets`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PresetList(pub Vec<YcsbPreset>);
+
+/// Parses `all` or a comma-separated list of preset names.
+fn parse_presets(s: &str) -> Result<PresetList, String> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(PresetList(YcsbPreset::value_variants().to_vec()));
+    }
+    let mut list = Vec::new();
+    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let p = YcsbPreset::from_str(name, true).map_err(|_| {
+            format!(
+                "unknown preset {name:?} (expected all, or a comma-separated list of \
+                 baseline, readopt-512mb, readopt-1gb, mild-pressure)"
+            )
+        })?;
+        if !list.contains(&p) {
+            list.push(p);
+        }
+    }
+    if list.is_empty() {
+        return Err(
+            "no preset given (expected all, or a comma-separated list of \
+                    baseline, readopt-512mb, readopt-1gb, mild-pressure)"
+                .into(),
+        );
+    }
+    Ok(PresetList(list))
 }
 
 /// Keys of `bench kvdb`'s default dataset.
@@ -480,6 +671,72 @@ mod tests {
             (a.keys, a.value_size, a.start, a.batch, a.threads, a.sync),
             (5, 16, 7, 3, 4, true)
         );
+    }
+
+    #[test]
+    fn bench_ycsb_parses_workloads_and_presets() {
+        let Command::Bench(BenchCommand::Ycsb(a)) =
+            parse(&["bench", "ycsb"]).expect("parses").command
+        else {
+            panic!("not bench ycsb");
+        };
+        assert_eq!(a.workload, YcsbWorkloadArg::A);
+        assert_eq!((a.records, a.operations, a.threads), (100_000, 100_000, 8));
+        assert_eq!((a.field_count, a.field_length, a.repeat), (10, 100, 1));
+        assert!(a.preset.is_none() && a.presets.is_none());
+        let Command::Bench(BenchCommand::Ycsb(a)) = parse(&[
+            "bench",
+            "ycsb",
+            "--workload",
+            "E",
+            "--presets",
+            "mild-pressure, baseline",
+        ])
+        .expect("parses")
+        .command
+        else {
+            panic!("not bench ycsb");
+        };
+        assert_eq!(a.workload, YcsbWorkloadArg::E);
+        assert_eq!(
+            a.presets,
+            Some(PresetList(vec![
+                YcsbPreset::MildPressure,
+                YcsbPreset::Baseline
+            ]))
+        );
+        let Command::Bench(BenchCommand::Ycsb(a)) =
+            parse(&["bench", "ycsb", "--presets", "all", "--repeat", "5"])
+                .expect("parses")
+                .command
+        else {
+            panic!("not bench ycsb");
+        };
+        assert_eq!(a.presets.map(|p| p.0.len()), Some(4));
+        assert_eq!(a.repeat, 5);
+        let e = parse(&["bench", "ycsb", "--workload", "g"]).expect_err("g");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("a, b, c, d, e, f"), "{e}");
+        let e = parse(&["bench", "ycsb", "--presets", "fast"]).expect_err("fast");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("readopt-512mb"), "{e}");
+        assert!(parse(&["bench", "ycsb", "--preset", "baseline", "--presets", "all"]).is_err());
+        assert!(parse(&["bench", "ycsb", "--repeat", "0"]).is_err());
+        let e = parse(&["bench", "ycsb", "--engines", "pebble"]).expect_err("pebble");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("shale, rocksdb"), "{e}");
+        let Command::Bench(BenchCommand::Ycsb(a)) =
+            parse(&["bench", "ycsb", "--engines", "rocksdb,shale,rocksdb"])
+                .expect("parses")
+                .command
+        else {
+            panic!("not bench ycsb");
+        };
+        assert_eq!(
+            a.engines,
+            EngineList(vec![YcsbEngine::RocksDb, YcsbEngine::Shale])
+        );
+        assert!(parse(&["bench", "ycsb", "--threads", "0"]).is_err());
     }
 
     #[test]

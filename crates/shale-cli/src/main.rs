@@ -13,7 +13,6 @@ mod cmd;
 mod error;
 mod fmt;
 mod interrupt;
-#[allow(dead_code)] // its users, `bench db` and `bench ycsb`, land next
 mod live;
 mod report;
 #[allow(dead_code)] // wired into the benches next

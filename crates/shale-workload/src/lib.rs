@@ -37,6 +37,10 @@
 //! read workload asks for (`uniform`, `zipf`, `hotset`, plus a share of
 //! never-loaded keys).
 //!
+//! [`ycsb`] generates YCSB's core workloads A–F (operation mixes, scrambled
+//! Zipfian, latest and uniform request distributions, `user<hash>` keys and
+//! records of 10 fields of 100 bytes).
+//!
 //! # Engines and results
 //!
 //! [`engine`] is the adapter a bench drives in process; [`protocol`] is how
@@ -50,6 +54,7 @@ pub mod harness;
 pub mod protocol;
 pub mod results;
 pub mod scheme;
+pub mod ycsb;
 
 pub use dist::{DistError, Distribution, KeyChooser, Rng, Scramble, MEASURE_SEED, WARMUP_SEED};
 pub use scheme::{KeyGen, KeyScheme, ParseKeySchemeError, ACCOUNT_SLOTS};

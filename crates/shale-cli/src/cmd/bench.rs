@@ -211,7 +211,7 @@ fn prepare(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) 
     load(opener, dir, w, threads)
 }
 
-fn bar(len: u64, msg: String) -> ProgressBar {
+pub(super) fn bar(len: u64, msg: String) -> ProgressBar {
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     if let Ok(style) =
         ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")

@@ -10,6 +10,7 @@ mod kv;
 mod load;
 mod sst;
 mod stats;
+mod ycsb;
 
 pub use advise::parse_key_count;
 
@@ -35,6 +36,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Repair(a) => repair(&a, out),
         Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
         Command::Bench(crate::args::BenchCommand::Compare(a)) => compare::run(&a, out),
+        Command::Bench(crate::args::BenchCommand::Ycsb(a)) => ycsb::run(&a, out),
         Command::Advise(a) => advise::advise(&a, out),
         Command::Harness => harness::run(out),
     }?;

@@ -1,0 +1,1181 @@
+//! `bench ycsb`: YCSB's core workloads A–F on shale, and the presets of the
+//! RocksDB read-latency-under-compaction study (method and presets in
+//! `docs/bench-ycsb.md`).
+//!
+//! The records are loaded once per filter layout into `DIR/<layout>` and
+//! reused while their marker key says they match; every run reopens the
+//! database with its configuration's options, runs the operations on
+//! `--threads` threads (each with its own generator of
+//! `shale_workload::ycsb`), records every operation's latency through
+//! [`LiveStats`], samples the compaction debt, then settles the database
+//! (flush, compactions done) so that the next run starts from the same kind
+//! of shape. Ctrl-C stops the runs and keeps what was measured.
+//!
+//! With `--engines shale,rocksdb` each configuration also runs on RocksDB,
+//! through its harness's `ycsb` op (docs/harness-protocol.md), on databases
+//! of its own (`DIR/rocksdb-<layout>`).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use shale::{Db, FilterLevels, FilterPolicy, Options, ReadOptions, WriteBatch, WriteOptions};
+use shale_workload::ycsb::{key_into, Generator, Operation, Shared, Values, Workload, KEY_PREFIX};
+
+use crate::args::{BenchYcsbArgs, YcsbEngine, YcsbPreset, YcsbWorkloadArg};
+use crate::error::{CliError, CliResult};
+use crate::live::{LiveStats, OpStats};
+
+/// The key of the marker record: it sorts before every `user` key, so no
+/// scan meets it.
+pub const MARKER_KEY: &[u8] = b"!ycsb";
+
+/// Records per load batch.
+const LOAD_BATCH: u64 = 1000;
+/// Block cache while loading (not measured).
+const LOAD_CACHE: u64 = 8 << 20;
+/// How often the sampler reads the compaction debt.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+/// Data size of the RocksDB study: 10M records of 1,000 bytes.
+const STUDY_DATA_BYTES: f64 = 1e10;
+/// The study's flush and compaction rate limit of mild-pressure.
+const STUDY_RATE_LIMIT: u64 = 200_000_000;
+/// Upper bound of keys: every record key starts with `user` and a digit.
+const KEY_END: &[u8] = b"user:";
+
+/// Set by Ctrl-C: the runs stop and report what they measured.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Installs the Ctrl-C handler (once per process): the first Ctrl-C stops
+/// the runs, a second one exits at once.
+fn install_stop_handler() {
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("stopping after the operations in flight (Ctrl-C again to quit now)");
+    });
+}
+
+fn stopped() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// The filters a database is loaded with: tables carry them for good, so
+/// configurations of different filters need databases of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Filters {
+    /// shale's default: binary fuse filters of 9 bits a key, all levels but
+    /// the last.
+    Fuse9,
+    /// None (baseline).
+    NoFilter,
+    /// Bloom filters of 10 bits a key on every level (the read-optimized
+    /// presets).
+    Bloom10,
+}
+
+impl Filters {
+    fn name(self) -> &'static str {
+        match self {
+            Filters::Fuse9 => "fuse9",
+            Filters::NoFilter => "nofilter",
+            Filters::Bloom10 => "bloom10",
+        }
+    }
+
+    fn policy(self) -> FilterPolicy {
+        match self {
+            Filters::Fuse9 => FilterPolicy::default(),
+            Filters::NoFilter => FilterPolicy {
+                levels: FilterLevels::None,
+                ..FilterPolicy::default()
+            },
+            Filters::Bloom10 => FilterPolicy {
+                levels: FilterLevels::All,
+                ..FilterPolicy::bloom(10)
+            },
+        }
+    }
+}
+
+/// What a run's database is opened with (reported with each run).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// `default` (shale's options) or the preset's name.
+    pub preset: String,
+    /// The filter layout of the database: fuse9, nofilter or bloom10.
+    pub filters: String,
+    /// Block cache bytes.
+    pub block_cache_bytes: u64,
+    /// Top-level indexes and filter indexes held by the table readers and
+    /// charged to the cache.
+    pub pin_table_metadata: bool,
+    /// Memtable bytes.
+    pub write_buffer_size: usize,
+    /// Compaction output target at L0 (doubling per level).
+    pub target_file_size_base: u64,
+    /// Background threads (one flushes, the others compact).
+    pub max_background_jobs: usize,
+    /// Flush and compaction bytes per second, if limited.
+    pub compaction_rate_limit: Option<u64>,
+}
+
+fn preset_name(p: Option<YcsbPreset>) -> &'static str {
+    match p {
+        None => "default",
+        Some(YcsbPreset::Baseline) => "baseline",
+        Some(YcsbPreset::ReadOpt512Mb) => "readopt-512mb",
+        Some(YcsbPreset::ReadOpt1Gb) => "readopt-1gb",
+        Some(YcsbPreset::MildPressure) => "mild-pressure",
+    }
+}
+
+fn filters_of(p: Option<YcsbPreset>) -> Filters {
+    match p {
+        None => Filters::Fuse9,
+        Some(YcsbPreset::Baseline) => Filters::NoFilter,
+        Some(_) => Filters::Bloom10,
+    }
+}
+
+/// `study_bytes` of the study's 10 GB scaled to `data_bytes`, within
+/// `min..=max`.
+fn scaled(data_bytes: u64, study_bytes: f64, min: u64, max: u64) -> u64 {
+    ((data_bytes as f64 * study_bytes / STUDY_DATA_BYTES) as u64).clamp(min, max)
+}
+
+/// The options of a configuration for `data_bytes` of records; see
+/// docs/bench-ycsb.md for the ratios.
+pub fn settings(preset: Option<YcsbPreset>, data_bytes: u64, rate_limit: Option<u64>) -> Settings {
+    let d = Options::default();
+    let cache_share = match preset {
+        None => None,
+        Some(YcsbPreset::Baseline) => Some(0.022),
+        Some(YcsbPreset::ReadOpt512Mb | YcsbPreset::MildPressure) => Some(0.044),
+        Some(YcsbPreset::ReadOpt1Gb) => Some(0.088),
+    };
+    let block_cache_bytes = cache_share.map_or(d.block_cache_bytes, |s| {
+        (data_bytes as f64 * s).round() as u64
+    });
+    // RocksDB's default memtable (64 MiB) against the study's 10 GB, at
+    // least 256 KiB and at most shale's default (64 MiB).
+    let write_buffer = scaled(data_bytes, (64u64 << 20) as f64, 256 << 10, 64 << 20) as usize;
+    let mut s = Settings {
+        preset: preset_name(preset).to_string(),
+        filters: filters_of(preset).name().to_string(),
+        block_cache_bytes,
+        pin_table_metadata: false,
+        write_buffer_size: d.write_buffer_size,
+        target_file_size_base: d.target_file_size_base,
+        max_background_jobs: d.max_background_jobs,
+        compaction_rate_limit: None,
+    };
+    match preset {
+        None => {}
+        Some(YcsbPreset::Baseline) => s.write_buffer_size = write_buffer,
+        Some(YcsbPreset::ReadOpt512Mb | YcsbPreset::ReadOpt1Gb) => {
+            s.write_buffer_size = write_buffer;
+            s.pin_table_metadata = true;
+        }
+        Some(YcsbPreset::MildPressure) => {
+            s.pin_table_metadata = true;
+            // A quarter of the memtable (16 MiB at 10 GB), tables of half
+            // shale's default at L0 (1 MiB at 10 GB).
+            s.write_buffer_size =
+                scaled(data_bytes, (16u64 << 20) as f64, 256 << 10, 16 << 20) as usize;
+            s.target_file_size_base = scaled(data_bytes, (1u64 << 20) as f64, 64 << 10, 1 << 20);
+            // One flush thread and one compaction thread.
+            s.max_background_jobs = 2;
+            s.compaction_rate_limit = Some(rate_limit.unwrap_or(STUDY_RATE_LIMIT));
+        }
+    }
+    s
+}
+
+/// The marker record of a loaded database.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Marker {
+    /// Records the load wrote.
+    records: u64,
+    /// Records present: loaded and inserted by runs (key numbers
+    /// `0..present`).
+    present: u64,
+    field_count: usize,
+    field_length: usize,
+    filters: Filters,
+}
+
+/// Latencies of one operation kind in a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpResult {
+    /// Operations done.
+    pub count: u64,
+    /// Of them per second of the run.
+    pub ops_per_sec: f64,
+    /// Mean latency, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 95th percentile, µs.
+    pub p95_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+}
+
+impl OpResult {
+    fn of(s: &OpStats, seconds: f64) -> OpResult {
+        OpResult {
+            count: s.count,
+            ops_per_sec: s.count as f64 / seconds.max(1e-9),
+            mean_us: s.mean_micros(),
+            p50_us: s.quantile_micros(0.5),
+            p95_us: s.quantile_micros(0.95),
+            p99_us: s.quantile_micros(0.99),
+            p999_us: s.quantile_micros(0.999),
+        }
+    }
+}
+
+/// One run: a configuration's operations on its database. Samplers of other
+/// resources (CPU, devices) add fields of their own here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// `shale` or `rocksdb`.
+    pub engine: String,
+    /// The engine and its version.
+    pub engine_version: String,
+    /// What the database was opened with.
+    pub settings: Settings,
+    /// Repetition, from 1.
+    pub repetition: u32,
+    /// Operations done (fewer than asked if interrupted).
+    pub operations: u64,
+    /// Wall time of the operations.
+    pub seconds: f64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Per operation kind (read, update, insert, scan, read-modify-write).
+    pub ops: BTreeMap<String, OpResult>,
+    /// Largest estimated compaction debt sampled during the run.
+    pub pending_compaction_bytes_max: u64,
+    /// Write stalls during the run.
+    pub stall_count: u64,
+    /// Time writers spent stalled, µs.
+    pub stall_micros: u64,
+    /// Stopped by Ctrl-C before its operations were done.
+    pub interrupted: bool,
+}
+
+/// Mean, spread and extremes of one figure over repetitions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation (0 for one value).
+    pub stddev: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = if values.len() > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        Some(Spread {
+            mean,
+            stddev: var.sqrt(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+}
+
+/// One configuration's runs summed up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// `shale` or `rocksdb`.
+    pub engine: String,
+    /// `default` or the preset.
+    pub preset: String,
+    /// Runs summed up.
+    pub runs: usize,
+    /// Operations per second.
+    pub ops_per_sec: Spread,
+    /// Mean read latency, µs (absent without reads).
+    pub read_mean_us: Option<Spread>,
+    /// p99 read latency, µs.
+    pub read_p99_us: Option<Spread>,
+    /// Mean update latency, µs (absent without updates).
+    pub update_mean_us: Option<Spread>,
+    /// p99 update latency, µs.
+    pub update_p99_us: Option<Spread>,
+    /// Largest compaction debt seen in a run, bytes.
+    pub pending_compaction_bytes_max: Spread,
+    /// Write stalls per run.
+    pub stall_count: Spread,
+    /// Stalled time per run, seconds.
+    pub stall_seconds: Spread,
+}
+
+/// What `bench ycsb` prints as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct YcsbResults {
+    /// The engines, in the order they run each configuration.
+    pub engines: Vec<String>,
+    /// The workload's letter.
+    pub workload: String,
+    /// Records loaded.
+    pub records: u64,
+    /// Fields per record.
+    pub field_count: usize,
+    /// Bytes per field.
+    pub field_length: usize,
+    /// Operations asked per run.
+    pub operations: u64,
+    /// Client threads.
+    pub threads: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Tables read with O_DIRECT.
+    pub direct_io: bool,
+    /// Every run, in the order run.
+    pub runs: Vec<RunResult>,
+    /// Per configuration, over its repetitions.
+    pub summary: Vec<Summary>,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
+}
+
+fn workload_of(w: YcsbWorkloadArg) -> Workload {
+    match w {
+        YcsbWorkloadArg::A => Workload::A,
+        YcsbWorkloadArg::B => Workload::B,
+        YcsbWorkloadArg::C => Workload::C,
+        YcsbWorkloadArg::D => Workload::D,
+        YcsbWorkloadArg::E => Workload::E,
+        YcsbWorkloadArg::F => Workload::F,
+    }
+}
+
+/// `shale bench ycsb`.
+pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
+    install_stop_handler();
+    let workload = workload_of(a.workload);
+    let values = Values {
+        field_count: a.field_count,
+        field_length: a.field_length,
+        seed: a.seed,
+    };
+    let data_bytes = a.records * values.record_len() as u64;
+    let configs: Vec<Option<YcsbPreset>> = match (&a.presets, a.preset) {
+        (Some(list), _) => list.0.iter().copied().map(Some).collect(),
+        (None, p) => vec![p],
+    };
+    let base = a.db.clone().unwrap_or_else(|| {
+        PathBuf::from("shale-data").join(format!(
+            "ycsb-{}-{}x{}",
+            a.records, a.field_count, a.field_length
+        ))
+    });
+    let threads = a.threads as usize;
+    let engines = &a.engines.0;
+    if engines.contains(&YcsbEngine::RocksDb) && configs.contains(&None) {
+        return Err(CliError::msg(
+            "rocksdb runs only under --preset or --presets (shale's default filter layout has \
+             no RocksDB counterpart)",
+        ));
+    }
+    let rocksdb = if engines.contains(&YcsbEngine::RocksDb) {
+        let (program, args) = super::compare::locate("rocksdb")
+            .map_err(|e| CliError::msg(format!("rocksdb: {e}")))?;
+        Some(PeerHarness { program, args })
+    } else {
+        None
+    };
+    let mut layouts: Vec<Filters> = configs.iter().map(|&p| filters_of(p)).collect();
+    layouts.sort_by_key(|l| l.name());
+    layouts.dedup();
+    for &engine in engines {
+        for &layout in &layouts {
+            if stopped() {
+                break;
+            }
+            let dir = db_dir(&base, engine, layout);
+            match (engine, &rocksdb) {
+                (YcsbEngine::Shale, _) => prepare(&dir, layout, a.records, &values, threads)?,
+                (YcsbEngine::RocksDb, Some(h)) => {
+                    if !dir.join("CURRENT").exists() {
+                        let preset = configs
+                            .iter()
+                            .copied()
+                            .find(|&p| filters_of(p) == layout)
+                            .flatten();
+                        let s = settings(preset, data_bytes, a.rate_limit);
+                        eprintln!("loading {} records into {}", a.records, dir.display());
+                        h.call::<serde_json::Value>(&peer_request(a, &s, &dir, "load"))
+                            .map_err(|e| CliError::msg(format!("rocksdb load: {e}")))?;
+                    }
+                }
+                (YcsbEngine::RocksDb, None) => {}
+            }
+        }
+    }
+    let mut results = YcsbResults {
+        engines: engines.iter().map(|e| e.name().to_string()).collect(),
+        workload: workload.letter().to_string(),
+        records: a.records,
+        field_count: a.field_count,
+        field_length: a.field_length,
+        operations: a.operations,
+        threads: a.threads,
+        seed: a.seed,
+        direct_io: a.direct_io,
+        runs: Vec::new(),
+        summary: Vec::new(),
+        interrupted: false,
+    };
+    let total = configs.len() * engines.len() * a.repeat as usize;
+    'runs: for rep in 1..=a.repeat {
+        for &preset in &configs {
+            for &engine in engines {
+                if stopped() {
+                    break 'runs;
+                }
+                let s = settings(preset, data_bytes, a.rate_limit);
+                let dir = db_dir(&base, engine, filters_of(preset));
+                let label = format!(
+                    "run {}/{total}: {} {} workload {}",
+                    results.runs.len() + 1,
+                    engine.name(),
+                    s.preset,
+                    workload.letter()
+                );
+                let r = match (engine, &rocksdb) {
+                    (YcsbEngine::RocksDb, Some(h)) => {
+                        eprintln!("{label}");
+                        match run_peer(h, a, s, &dir, rep) {
+                            Ok(r) => r,
+                            // Ctrl-C reaches the harness too: its run is lost.
+                            Err(_) if stopped() => break 'runs,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    _ => run_one(a, workload, &values, &dir, s, rep, &label)?,
+                };
+                if !a.json {
+                    write_run(out, &label, &r).map_err(CliError::output)?;
+                }
+                results.runs.push(r);
+            }
+        }
+    }
+    results.interrupted = stopped();
+    results.summary = configs
+        .iter()
+        .flat_map(|&p| {
+            let runs = &results.runs;
+            engines
+                .iter()
+                .map(move |&e| summarize(e.name(), preset_name(p), runs))
+        })
+        .filter(|s| s.runs > 0)
+        .collect();
+    if a.json {
+        let s = serde_json::to_string_pretty(&results)
+            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+        writeln!(out, "{s}").map_err(CliError::output)?;
+    } else {
+        if results.runs.len() > 1 {
+            write_summary(out, &results.summary).map_err(CliError::output)?;
+        }
+        if results.interrupted {
+            writeln!(out, "interrupted: results so far").map_err(CliError::output)?;
+        }
+    }
+    Ok(())
+}
+
+/// Where an engine's database of a filter layout lives: `DIR/<layout>` for
+/// shale, `DIR/rocksdb-<layout>` for RocksDB.
+fn db_dir(base: &Path, engine: YcsbEngine, filters: Filters) -> PathBuf {
+    match engine {
+        YcsbEngine::Shale => base.join(filters.name()),
+        YcsbEngine::RocksDb => base.join(format!("rocksdb-{}", filters.name())),
+    }
+}
+
+/// A peer's harness (docs/harness-protocol.md, the `ycsb` op).
+struct PeerHarness {
+    program: PathBuf,
+    args: Vec<String>,
+}
+
+/// How long a harness may take for one load or run.
+const PEER_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
+
+impl PeerHarness {
+    fn call<T: for<'de> Deserialize<'de>>(&self, request: &serde_json::Value) -> Result<T, String> {
+        let input = request.to_string();
+        let (ok, stdout, stderr) =
+            super::compare::run_with_timeout(&self.program, &self.args, &input, PEER_TIMEOUT)?;
+        let tail = super::compare::stderr_tail(&stderr);
+        if !ok {
+            let reason = serde_json::from_str::<shale_workload::protocol::ErrorReply>(&stdout)
+                .map(|r| r.error)
+                .unwrap_or_else(|_| "exited with an error and no reply".into());
+            return Err(format!("{reason}{tail}"));
+        }
+        serde_json::from_str(&stdout).map_err(|e| {
+            format!(
+                "malformed reply ({e}): {:?}{tail}",
+                super::compare::clip(&stdout, 300)
+            )
+        })
+    }
+}
+
+/// A `ycsb` request of `phase` (load or run) for the preset `s`.
+fn peer_request(a: &BenchYcsbArgs, s: &Settings, dir: &Path, phase: &str) -> serde_json::Value {
+    serde_json::json!({
+        "protocol": shale_workload::protocol::PROTOCOL_VERSION,
+        "op": "ycsb",
+        "phase": phase,
+        "dir": dir,
+        "workload": workload_of(a.workload).letter(),
+        "records": a.records,
+        "field_count": a.field_count,
+        "field_length": a.field_length,
+        "seed": a.seed,
+        "threads": a.threads,
+        "operations": a.operations,
+        "direct_io": a.direct_io,
+        "settings": s,
+    })
+}
+
+/// What a harness replies to a `ycsb` run.
+#[derive(Deserialize)]
+struct PeerRun {
+    engine: String,
+    operations: u64,
+    seconds: f64,
+    ops_per_sec: f64,
+    ops: BTreeMap<String, OpResult>,
+    pending_compaction_bytes_max: u64,
+    stall_count: u64,
+    stall_micros: u64,
+}
+
+/// One run on a peer's database through its harness.
+fn run_peer(
+    h: &PeerHarness,
+    a: &BenchYcsbArgs,
+    settings: Settings,
+    dir: &Path,
+    repetition: u32,
+) -> CliResult<RunResult> {
+    let r: PeerRun = h
+        .call(&peer_request(a, &settings, dir, "run"))
+        .map_err(|e| CliError::msg(format!("rocksdb run: {e}")))?;
+    Ok(RunResult {
+        engine: YcsbEngine::RocksDb.name().to_string(),
+        engine_version: r.engine,
+        settings,
+        repetition,
+        interrupted: r.operations < a.operations,
+        operations: r.operations,
+        seconds: r.seconds,
+        ops_per_sec: r.ops_per_sec,
+        ops: r.ops,
+        pending_compaction_bytes_max: r.pending_compaction_bytes_max,
+        stall_count: r.stall_count,
+        stall_micros: r.stall_micros,
+    })
+}
+
+fn load_options(filters: Filters, create: bool) -> Options {
+    Options {
+        create_if_missing: create,
+        block_cache_bytes: LOAD_CACHE,
+        filter_policy: filters.policy(),
+        ..Options::default()
+    }
+}
+
+fn read_marker(db: &Db) -> CliResult<Option<Marker>> {
+    match db.get(MARKER_KEY)? {
+        None => Ok(None),
+        Some(v) => serde_json::from_slice(&v)
+            .map(Some)
+            .map_err(|e| CliError::msg(format!("unreadable YCSB marker record: {e}"))),
+    }
+}
+
+fn write_marker(db: &Db, m: &Marker) -> CliResult {
+    let v = serde_json::to_vec(m).map_err(|e| CliError::msg(format!("encoding marker: {e}")))?;
+    db.put(MARKER_KEY, &v)?;
+    Ok(())
+}
+
+/// Reuses the database in `dir` if its marker matches, loads it if there is
+/// none, refuses anything else.
+fn prepare(
+    dir: &Path,
+    filters: Filters,
+    records: u64,
+    values: &Values,
+    threads: usize,
+) -> CliResult {
+    if dir.join("CURRENT").exists() {
+        let db = Db::open(dir, load_options(filters, false))?;
+        let marker = read_marker(&db)?;
+        let mut key = Vec::new();
+        key_into(0, &mut key);
+        let first = db.get(&key)?;
+        db.close()?;
+        let Some(m) = marker else {
+            return Err(CliError::msg(format!(
+                "{} holds a database without a complete YCSB load (no marker record); \
+                 pass another --db or remove it",
+                dir.display()
+            )));
+        };
+        let same = m.records == records
+            && m.field_count == values.field_count
+            && m.field_length == values.field_length
+            && m.filters == filters
+            && first.is_some_and(|v| v.len() == values.record_len());
+        if !same {
+            return Err(CliError::msg(format!(
+                "{} holds a YCSB database of {} records of {} fields of {} bytes with {} \
+                 filters, not --records {records} --field-count {} --field-length {} with {}; \
+                 pass another --db or remove it",
+                dir.display(),
+                m.records,
+                m.field_count,
+                m.field_length,
+                m.filters.name(),
+                values.field_count,
+                values.field_length,
+                filters.name()
+            )));
+        }
+        return Ok(());
+    }
+    load(dir, filters, records, values, threads)
+}
+
+/// Loads records `0..records` with `threads` writers, settles, then writes
+/// the marker.
+fn load(dir: &Path, filters: Filters, records: u64, values: &Values, threads: usize) -> CliResult {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::msg(format!("cannot create {}: {e}", dir.display())))?;
+    let db = Db::open(dir, load_options(filters, true))?;
+    let next = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let pb = super::bench::bar(
+        records,
+        format!("loading {records} records into {}", dir.display()),
+    );
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut key = Vec::new();
+                let mut value = Vec::new();
+                while !failed.load(Ordering::Relaxed) && !stopped() {
+                    let lo = next.fetch_add(LOAD_BATCH, Ordering::Relaxed);
+                    if lo >= records {
+                        return;
+                    }
+                    let hi = (lo + LOAD_BATCH).min(records);
+                    let mut batch = WriteBatch::new();
+                    for k in lo..hi {
+                        key_into(k, &mut key);
+                        values.fill_record(k, &mut value);
+                        batch.put(&key, &value);
+                    }
+                    if let Err(e) = db.write(batch, &WriteOptions { sync: false }) {
+                        failed.store(true, Ordering::Relaxed);
+                        let mut g = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                        g.get_or_insert(e.to_string());
+                        return;
+                    }
+                    pb.inc(hi - lo);
+                }
+            });
+        }
+    });
+    pb.finish_and_clear();
+    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(CliError::msg(m));
+    }
+    if stopped() {
+        db.close()?;
+        return Err(CliError::msg(format!(
+            "interrupted while loading {}; it has no marker and will be refused: remove it",
+            dir.display()
+        )));
+    }
+    db.settle()?;
+    write_marker(
+        &db,
+        &Marker {
+            records,
+            present: records,
+            field_count: values.field_count,
+            field_length: values.field_length,
+            filters,
+        },
+    )?;
+    db.flush()?;
+    db.close()?;
+    Ok(())
+}
+
+fn run_options(a: &BenchYcsbArgs, s: &Settings, filters: Filters) -> Options {
+    let fs = shale::env::PosixFs::new(shale::env::PosixOptions {
+        direct_io: a.direct_io,
+        ..Default::default()
+    });
+    let open_files = shale::env::raise_open_files_limit().unwrap_or(1024);
+    Options {
+        fs: Arc::new(fs),
+        create_if_missing: false,
+        block_cache_bytes: s.block_cache_bytes,
+        filter_policy: filters.policy(),
+        pin_table_metadata: s.pin_table_metadata,
+        write_buffer_size: s.write_buffer_size,
+        target_file_size_base: s.target_file_size_base,
+        max_background_jobs: s.max_background_jobs,
+        compaction_rate_limit: s.compaction_rate_limit,
+        max_open_files: usize::try_from(open_files.saturating_sub(256).clamp(64, 1_000_000))
+            .unwrap_or(1_000_000),
+        ..Options::default()
+    }
+}
+
+/// One run of `a.operations` operations on the database in `dir`.
+fn run_one(
+    a: &BenchYcsbArgs,
+    workload: Workload,
+    values: &Values,
+    dir: &Path,
+    settings: Settings,
+    repetition: u32,
+    label: &str,
+) -> CliResult<RunResult> {
+    let filters = filters_of_name(&settings.filters);
+    let db = Db::open(dir, run_options(a, &settings, filters))?;
+    let marker = read_marker(&db)?
+        .ok_or_else(|| CliError::msg(format!("{} lost its YCSB marker", dir.display())))?;
+    let shared = Shared::new(workload, marker.records, marker.present, a.operations);
+    let threads = a.threads as usize;
+    let live = LiveStats::new(threads);
+    let pb = super::bench::bar(a.operations, label.to_string());
+    let before = db.metrics();
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let failed = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let pending_max = AtomicU64::new(before.pending_compaction_bytes);
+    let start = Instant::now();
+    let seconds = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(SAMPLE_EVERY);
+                pending_max.fetch_max(db.metrics().pending_compaction_bytes, Ordering::Relaxed);
+            }
+        });
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let share = a.operations / threads as u64
+                    + u64::from((t as u64) < a.operations % threads as u64);
+                let (db, shared, live, pb) = (&db, &shared, &live, &pb);
+                let (failed, first_error) = (&failed, &first_error);
+                s.spawn(move || {
+                    let mut g = Generator::new(shared, a.seed, t as u64, values.field_count);
+                    let mut w = Worker::new(db, values);
+                    for j in 0..share {
+                        if stopped() || failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let op = g.next_op();
+                        let t0 = Instant::now();
+                        let r = w.perform(op);
+                        let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+                        if let Err(e) = r {
+                            failed.store(true, Ordering::Relaxed);
+                            let mut g = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                            g.get_or_insert(e);
+                            break;
+                        }
+                        if let Operation::Insert { keynum } = op {
+                            shared.acknowledge(keynum);
+                        }
+                        live.record(t, op.kind().name(), ns);
+                        if j % 256 == 255 {
+                            pb.inc(256);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        // The operations' time, not the sampler's last sleep.
+        let seconds = start.elapsed().as_secs_f64();
+        done.store(true, Ordering::Relaxed);
+        let _ = sampler.join();
+        seconds
+    });
+    pb.finish_and_clear();
+    let after = db.metrics();
+    pending_max.fetch_max(after.pending_compaction_bytes, Ordering::Relaxed);
+    // Record the inserts, then let the database settle so that the next run
+    // starts with no compaction pending.
+    let present = shared.last() + 1;
+    let result_marker = Marker { present, ..marker };
+    let write_back = write_marker(&db, &result_marker).and_then(|()| Ok(db.settle()?));
+    let close = db.close();
+    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(CliError::msg(m));
+    }
+    write_back?;
+    close?;
+    let totals = live.totals();
+    let operations: u64 = totals.values().map(|s| s.count).sum();
+    Ok(RunResult {
+        engine: YcsbEngine::Shale.name().to_string(),
+        engine_version: format!("shale {}", env!("CARGO_PKG_VERSION")),
+        settings,
+        repetition,
+        operations,
+        seconds,
+        ops_per_sec: operations as f64 / seconds.max(1e-9),
+        ops: totals
+            .iter()
+            .map(|(k, s)| (k.to_string(), OpResult::of(s, seconds)))
+            .collect(),
+        pending_compaction_bytes_max: pending_max.load(Ordering::Relaxed),
+        stall_count: after.stall_count.saturating_sub(before.stall_count),
+        stall_micros: after.stall_micros.saturating_sub(before.stall_micros),
+        interrupted: operations < a.operations,
+    })
+}
+
+fn filters_of_name(name: &str) -> Filters {
+    match name {
+        "nofilter" => Filters::NoFilter,
+        "bloom10" => Filters::Bloom10,
+        _ => Filters::Fuse9,
+    }
+}
+
+/// One thread's way of performing operations, as YCSB's RocksDB binding
+/// does: an update reads the record, replaces its field and writes the whole
+/// record back; a read-modify-write is a read followed by such an update.
+struct Worker<'a> {
+    db: &'a Db,
+    values: &'a Values,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl<'a> Worker<'a> {
+    fn new(db: &'a Db, values: &'a Values) -> Worker<'a> {
+        Worker {
+            db,
+            values,
+            key: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    fn perform(&mut self, op: Operation) -> Result<(), String> {
+        match op {
+            Operation::Read { keynum } => self.read(keynum).map(|_| ()),
+            Operation::Update {
+                keynum,
+                field,
+                version,
+            } => self.update(keynum, field, version),
+            Operation::Insert { keynum } => {
+                key_into(keynum, &mut self.key);
+                self.values.fill_record(keynum, &mut self.value);
+                self.db
+                    .put(&self.key, &self.value)
+                    .map_err(|e| format!("insert of record {keynum}: {e}"))
+            }
+            Operation::Scan { keynum, length } => self.scan(keynum, length),
+            Operation::ReadModifyWrite {
+                keynum,
+                field,
+                version,
+            } => {
+                self.read(keynum)?;
+                self.update(keynum, field, version)
+            }
+        }
+    }
+
+    /// Reads record `keynum`, which must be present with a whole record.
+    fn read(&mut self, keynum: u64) -> Result<Vec<u8>, String> {
+        key_into(keynum, &mut self.key);
+        let got = self
+            .db
+            .get(&self.key)
+            .map_err(|e| format!("read of record {keynum}: {e}"))?;
+        match got {
+            Some(v) if v.len() == self.values.record_len() => Ok(v),
+            Some(v) => Err(format!(
+                "record {keynum} has {} bytes, expected {}",
+                v.len(),
+                self.values.record_len()
+            )),
+            None => Err(format!("record {keynum} is missing")),
+        }
+    }
+
+    fn update(&mut self, keynum: u64, field: usize, version: u64) -> Result<(), String> {
+        let mut record = self.read(keynum)?;
+        if !self
+            .values
+            .update_field(keynum, field, version, &mut record)
+        {
+            return Err(format!("record {keynum}: field {field} out of range"));
+        }
+        self.db
+            .put(&self.key, &record)
+            .map_err(|e| format!("update of record {keynum}: {e}"))
+    }
+
+    /// Reads up to `length` records in key order from record `keynum`'s key
+    /// (fewer at the end of the keys), copying each value as a client would.
+    fn scan(&mut self, keynum: u64, length: u64) -> Result<(), String> {
+        key_into(keynum, &mut self.key);
+        let opts = ReadOptions {
+            upper_bound: Some(KEY_END.to_vec()),
+            ..ReadOptions::default()
+        };
+        let mut it = self
+            .db
+            .iter(&opts)
+            .map_err(|e| format!("scan from record {keynum}: {e}"))?;
+        it.seek(&self.key);
+        let mut n = 0;
+        while n < length && it.valid() {
+            if !it.key().starts_with(KEY_PREFIX.as_bytes()) {
+                break;
+            }
+            self.value.clear();
+            self.value.extend_from_slice(it.value());
+            n += 1;
+            it.next();
+        }
+        it.status()
+            .map_err(|e| format!("scan from record {keynum}: {e}"))?;
+        if n == 0 {
+            return Err(format!("scan from record {keynum} found nothing"));
+        }
+        Ok(())
+    }
+}
+
+fn summarize(engine: &str, preset: &str, runs: &[RunResult]) -> Summary {
+    let mine: Vec<&RunResult> = runs
+        .iter()
+        .filter(|r| r.engine == engine && r.settings.preset == preset)
+        .collect();
+    let of = |f: &dyn Fn(&RunResult) -> Option<f64>| {
+        let v: Vec<f64> = mine.iter().filter_map(|r| f(r)).collect();
+        Spread::of(&v)
+    };
+    let zero = Spread {
+        mean: 0.0,
+        stddev: 0.0,
+        min: 0.0,
+        max: 0.0,
+    };
+    let op = |kind: &'static str, p99: bool| {
+        of(&move |r: &RunResult| {
+            r.ops
+                .get(kind)
+                .map(|o| if p99 { o.p99_us } else { o.mean_us })
+        })
+    };
+    Summary {
+        engine: engine.to_string(),
+        preset: preset.to_string(),
+        runs: mine.len(),
+        ops_per_sec: of(&|r| Some(r.ops_per_sec)).unwrap_or(zero),
+        read_mean_us: op("read", false),
+        read_p99_us: op("read", true),
+        update_mean_us: op("update", false),
+        update_p99_us: op("update", true),
+        pending_compaction_bytes_max: of(&|r| Some(r.pending_compaction_bytes_max as f64))
+            .unwrap_or(zero),
+        stall_count: of(&|r| Some(r.stall_count as f64)).unwrap_or(zero),
+        stall_seconds: of(&|r| Some(r.stall_micros as f64 / 1e6)).unwrap_or(zero),
+    }
+}
+
+fn write_run(out: &mut dyn Write, label: &str, r: &RunResult) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{label}{}: {} operations in {:.3} s, {:.0} ops/s",
+        if r.interrupted { " (interrupted)" } else { "" },
+        r.operations,
+        r.seconds,
+        r.ops_per_sec
+    )?;
+    writeln!(
+        out,
+        "  {:<18} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "operation", "count", "ops/s", "avg µs", "p50 µs", "p95 µs", "p99 µs", "p99.9 µs"
+    )?;
+    for (kind, o) in &r.ops {
+        writeln!(
+            out,
+            "  {:<18} {:>9} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+            kind, o.count, o.ops_per_sec, o.mean_us, o.p50_us, o.p95_us, o.p99_us, o.p999_us
+        )?;
+    }
+    writeln!(
+        out,
+        "  cache {:.1} MiB, pending compaction max {:.1} MiB, {} stalls ({:.3} s)",
+        r.settings.block_cache_bytes as f64 / (1 << 20) as f64,
+        r.pending_compaction_bytes_max as f64 / (1 << 20) as f64,
+        r.stall_count,
+        r.stall_micros as f64 / 1e6
+    )
+}
+
+/// `mean (min-max)`, or `mean` alone for one run; `-` when absent.
+fn spread_text(s: Option<&Spread>, runs: usize, scale: f64, decimals: usize) -> String {
+    match s {
+        None => "-".to_string(),
+        Some(s) if runs > 1 => format!(
+            "{:.d$} ({:.d$}-{:.d$})",
+            s.mean * scale,
+            s.min * scale,
+            s.max * scale,
+            d = decimals
+        ),
+        Some(s) => format!("{:.d$}", s.mean * scale, d = decimals),
+    }
+}
+
+fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
+    writeln!(out, "\nper configuration: mean (min-max over repetitions)")?;
+    writeln!(
+        out,
+        "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+        "engine",
+        "preset",
+        "runs",
+        "ops/s",
+        "read avg µs",
+        "read p99 µs",
+        "update avg µs",
+        "update p99 µs",
+        "pending max MiB",
+        "stalls",
+        "stall s"
+    )?;
+    for s in rows {
+        let n = s.runs;
+        writeln!(
+            out,
+            "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+            s.engine,
+            s.preset,
+            n,
+            spread_text(Some(&s.ops_per_sec), n, 1.0, 0),
+            spread_text(s.read_mean_us.as_ref(), n, 1.0, 1),
+            spread_text(s.read_p99_us.as_ref(), n, 1.0, 1),
+            spread_text(s.update_mean_us.as_ref(), n, 1.0, 1),
+            spread_text(s.update_p99_us.as_ref(), n, 1.0, 1),
+            spread_text(
+                Some(&s.pending_compaction_bytes_max),
+                n,
+                1.0 / (1 << 20) as f64,
+                1
+            ),
+            spread_text(Some(&s.stall_count), n, 1.0, 0),
+            spread_text(Some(&s.stall_seconds), n, 1.0, 3),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_scale_with_the_data() {
+        let study = 10_000_000 * 1000;
+        let b = settings(Some(YcsbPreset::Baseline), study, None);
+        assert_eq!(b.block_cache_bytes, 220_000_000);
+        assert_eq!(b.filters, "nofilter");
+        assert!(!b.pin_table_metadata);
+        assert_eq!(b.write_buffer_size, 64 << 20);
+        let r = settings(Some(YcsbPreset::ReadOpt512Mb), study, None);
+        assert_eq!(
+            (r.block_cache_bytes, r.filters.as_str()),
+            (440_000_000, "bloom10")
+        );
+        assert!(r.pin_table_metadata);
+        let r1 = settings(Some(YcsbPreset::ReadOpt1Gb), study, None);
+        assert_eq!(r1.block_cache_bytes, 880_000_000);
+        let m = settings(Some(YcsbPreset::MildPressure), study, None);
+        assert_eq!(m.block_cache_bytes, r.block_cache_bytes);
+        assert_eq!(m.write_buffer_size, 16 << 20);
+        assert_eq!(m.target_file_size_base, 1 << 20);
+        assert_eq!(m.max_background_jobs, 2);
+        assert_eq!(m.compaction_rate_limit, Some(200_000_000));
+        // 100,000 records: a hundredth of the cache, floors for the rest.
+        let small = 100_000 * 1000;
+        let m = settings(Some(YcsbPreset::MildPressure), small, Some(5_000_000));
+        assert_eq!(m.block_cache_bytes, 4_400_000);
+        assert_eq!(m.write_buffer_size, 256 << 10);
+        assert_eq!(m.target_file_size_base, 64 << 10);
+        assert_eq!(m.compaction_rate_limit, Some(5_000_000));
+        let b = settings(Some(YcsbPreset::Baseline), small, None);
+        assert_eq!(b.write_buffer_size, 671_088);
+        let d = settings(None, small, None);
+        assert_eq!(d.preset, "default");
+        assert_eq!(d.block_cache_bytes, Options::default().block_cache_bytes);
+        assert_eq!(filters_of_name(&d.filters), Filters::Fuse9);
+    }
+
+    #[test]
+    fn spreads_and_their_text() {
+        let s = Spread::of(&[1.0, 2.0, 3.0]).expect("values");
+        assert_eq!((s.mean, s.min, s.max), (2.0, 1.0, 3.0));
+        assert!((s.stddev - 1.0).abs() < 1e-12);
+        assert!(Spread::of(&[]).is_none());
+        assert_eq!(spread_text(Some(&s), 3, 1.0, 1), "2.0 (1.0-3.0)");
+        assert_eq!(spread_text(Some(&s), 1, 1.0, 0), "2");
+        assert_eq!(spread_text(None, 1, 1.0, 0), "-");
+    }
+}

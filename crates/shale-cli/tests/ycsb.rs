@@ -1,0 +1,222 @@
+//! End-to-end tests of `shale bench ycsb` on tiny databases.
+
+use std::process::{Command, Output, Stdio};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shale"))
+        .env_remove("RUST_BACKTRACE")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run shale")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "shale {args:?} failed with {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("--json prints JSON")
+}
+
+fn count(run: &serde_json::Value, kind: &str) -> u64 {
+    run["ops"][kind]["count"].as_u64().unwrap_or(0)
+}
+
+/// Every workload on one 2,000-record database: the operation counts add up
+/// to the operations asked, and each kind's count is within a bound of its
+/// share that is over 8 standard deviations wide.
+#[test]
+fn every_workload_runs_its_mix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("ycsb");
+    let db = db.to_str().expect("utf-8 path");
+    let ops = 2000u64;
+    let mixes: [(&str, &[(&str, f64)]); 6] = [
+        ("a", &[("read", 0.5), ("update", 0.5)]),
+        ("b", &[("read", 0.95), ("update", 0.05)]),
+        ("c", &[("read", 1.0)]),
+        ("d", &[("read", 0.95), ("insert", 0.05)]),
+        ("e", &[("scan", 0.95), ("insert", 0.05)]),
+        ("f", &[("read", 0.5), ("read-modify-write", 0.5)]),
+    ];
+    for (workload, mix) in mixes {
+        let v = json(&[
+            "bench",
+            "ycsb",
+            "--workload",
+            workload,
+            "--db",
+            db,
+            "--records",
+            "2000",
+            "--operations",
+            "2000",
+            "--threads",
+            "2",
+            "--json",
+        ]);
+        assert_eq!(v["workload"], workload);
+        let runs = v["runs"].as_array().expect("runs");
+        assert_eq!(runs.len(), 1, "{workload}");
+        let r = &runs[0];
+        assert_eq!(r["operations"].as_u64(), Some(ops), "{workload}");
+        assert_eq!(r["interrupted"], false);
+        let total: u64 = r["ops"]
+            .as_object()
+            .expect("ops")
+            .values()
+            .map(|o| o["count"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(total, ops, "{workload}: {}", r["ops"]);
+        for &(kind, share) in mix {
+            let got = count(r, kind) as f64;
+            let want = share * ops as f64;
+            let sd = (ops as f64 * share * (1.0 - share)).sqrt();
+            assert!(
+                (got - want).abs() <= 8.0 * sd + 1.0,
+                "{workload} {kind}: {got} vs {want}"
+            );
+            let o = &r["ops"][kind];
+            assert!(o["p50_us"].as_f64() <= o["p99_us"].as_f64(), "{o}");
+            assert!(o["mean_us"].as_f64().is_some_and(|m| m > 0.0), "{o}");
+        }
+        assert_eq!(r["settings"]["preset"], "default");
+    }
+    // The database is reused; another record count is refused, by name.
+    let o = run(&[
+        "bench",
+        "ycsb",
+        "--db",
+        db,
+        "--records",
+        "3000",
+        "--operations",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("2000 records") && err.contains("--records 3000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_workload_is_a_usage_error() {
+    let o = run(&["bench", "ycsb", "--workload", "g"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("a, b, c, d, e, f"), "{err}");
+    let o = run(&["bench", "ycsb", "--presets", "turbo"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// All four presets once: one row per preset in the summary, each run with
+/// its scaled cache and its filter layout's database.
+#[test]
+fn all_presets_make_one_row_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("ycsb");
+    let v = json(&[
+        "bench",
+        "ycsb",
+        "--db",
+        db.to_str().expect("utf-8 path"),
+        "--records",
+        "2000",
+        "--operations",
+        "1000",
+        "--threads",
+        "2",
+        "--presets",
+        "all",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let summary = v["summary"].as_array().expect("summary");
+    let names: Vec<&str> = summary
+        .iter()
+        .map(|s| s["preset"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        ["baseline", "readopt-512mb", "readopt-1gb", "mild-pressure"]
+    );
+    for s in summary {
+        assert_eq!(s["runs"], 1);
+        assert!(s["ops_per_sec"]["mean"].as_f64().is_some_and(|x| x > 0.0));
+        assert!(s["read_mean_us"]["mean"].as_f64().is_some());
+        assert!(s["update_p99_us"]["mean"].as_f64().is_some());
+    }
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 4);
+    // 2,000 records of 1,000 bytes: caches of 2.2%, 4.4%, 8.8% and 4.4%.
+    let caches: Vec<u64> = runs
+        .iter()
+        .map(|r| r["settings"]["block_cache_bytes"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(caches, [44_000, 88_000, 176_000, 88_000]);
+    assert_eq!(runs[0]["settings"]["filters"], "nofilter");
+    assert_eq!(runs[1]["settings"]["filters"], "bloom10");
+    assert!(runs[3]["settings"]["compaction_rate_limit"]
+        .as_u64()
+        .is_some());
+    assert!(db.join("nofilter").join("CURRENT").exists());
+    assert!(db.join("bloom10").join("CURRENT").exists());
+}
+
+/// RocksDB runs only under presets; where its harness is built
+/// (`scripts/peers.sh rocksdb`; `.ci/run` builds it first), one preset runs on
+/// both engines with the same operation mix.
+#[test]
+fn rocksdb_runs_next_to_shale_where_built() {
+    let o = run(&["bench", "ycsb", "--engines", "rocksdb", "--records", "100"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--preset"), "{err}");
+    let harness = std::path::Path::new(env!("CARGO_BIN_EXE_shale"))
+        .parent()
+        .and_then(|d| d.parent())
+        .map(|t| t.join("peers").join("shale-rocksdb-harness"));
+    if !harness.as_ref().is_some_and(|h| h.is_file()) {
+        eprintln!("the RocksDB harness is not built: only the usage was checked");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v = json(&[
+        "bench",
+        "ycsb",
+        "--engines",
+        "shale,rocksdb",
+        "--preset",
+        "readopt-512mb",
+        "--workload",
+        "f",
+        "--db",
+        dir.path().join("ycsb").to_str().expect("utf-8 path"),
+        "--records",
+        "2000",
+        "--operations",
+        "1000",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["engine"], "shale");
+    assert_eq!(runs[1]["engine"], "rocksdb");
+    // One thread's generator is the same in both engines; with two threads
+    // the mix is the same in total.
+    for r in runs {
+        assert_eq!(r["operations"], 1000);
+        assert_eq!(count(r, "read") + count(r, "read-modify-write"), 1000);
+    }
+    assert_eq!(count(&runs[0], "read"), count(&runs[1], "read"));
+    assert!(dir.path().join("ycsb/rocksdb-bloom10/CURRENT").exists());
+}
