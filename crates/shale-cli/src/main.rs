@@ -12,7 +12,7 @@ mod bytes;
 mod cmd;
 mod error;
 mod fmt;
-#[allow(dead_code)] // its users, `bench db` and `bench ycsb`, land next
+#[allow(dead_code)] // `take_interval`'s user, the time-series sampler, lands next
 mod live;
 mod report;
 
@@ -32,6 +32,11 @@ fn main() -> ExitCode {
     let result = panic::catch_unwind(AssertUnwindSafe(|| cmd::run(cli.command, &mut out)));
     match result {
         Ok(Ok(())) | Ok(Err(CliError::BrokenPipe)) => ExitCode::SUCCESS,
+        Ok(Err(CliError::Usage(m))) => {
+            let _ = out.flush();
+            report(&m);
+            ExitCode::from(2)
+        }
         Ok(Err(e)) => {
             // Whatever the command printed before failing still goes out.
             let _ = out.flush();
