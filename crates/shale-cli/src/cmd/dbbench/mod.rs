@@ -1194,3 +1194,152 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_zero_padded_decimal() {
+        let mut k = Vec::new();
+        encode_key(0, 16, &mut k);
+        assert_eq!(k, b"0000000000000000");
+        encode_key(1234567, 16, &mut k);
+        assert_eq!(k, b"0000000001234567");
+        encode_key(42, 4, &mut k);
+        assert_eq!(k, b"0042");
+        assert!(is_db_bench_key(b"0042", 4));
+        assert!(!is_db_bench_key(b"0042", 16));
+        assert!(!is_db_bench_key(b"00x2", 4));
+        assert_eq!(decimal_digits(0), 1);
+        assert_eq!(decimal_digits(9), 1);
+        assert_eq!(decimal_digits(10), 2);
+        assert_eq!(decimal_digits(999_999), 6);
+        assert!(check_key_size(1_000_000, 6).is_ok());
+        assert!(matches!(
+            check_key_size(1_000_001, 6),
+            Err(CliError::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn every_name_parses_and_seeds_differ_by_benchmark() {
+        for n in BENCHMARK_NAMES {
+            assert!(Bench::parse(n).is_some(), "{n}");
+        }
+        assert!(SWEEP_BENCHMARK_NAMES
+            .iter()
+            .all(|n| BENCHMARK_NAMES.contains(n)));
+        assert_eq!(Bench::parse("fill100K"), None);
+        assert_ne!(
+            bench_seed(0, "fillrandom", 0),
+            bench_seed(0, "readrandom", 0)
+        );
+        assert_ne!(
+            bench_seed(0, "readrandom", 0),
+            bench_seed(0, "readrandom", 1)
+        );
+        assert_ne!(
+            bench_seed(0, "readrandom", 0),
+            bench_seed(1, "readrandom", 0)
+        );
+        assert_eq!(bench_seed(7, "readhot", 3), bench_seed(7, "readhot", 3));
+    }
+
+    #[test]
+    fn values_are_half_compressible_and_of_the_asked_size() {
+        let mut v = Values::new(1, 100);
+        let a = v.next(100).to_vec();
+        assert_eq!(a.len(), 100);
+        assert_eq!(a[..50], a[50..]);
+        let big = Values::new(1, 3 << 20).next(3 << 20).len();
+        assert_eq!(big, 3 << 20);
+    }
+
+    #[test]
+    fn only_shale_directories_are_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db");
+        // Absent, then empty: nothing to remove.
+        remove_db_dir(&db).expect("absent");
+        std::fs::create_dir(&db).expect("mkdir");
+        remove_db_dir(&db).expect("empty");
+        // A shale database goes.
+        Db::open(&db, Options::default())
+            .expect("open")
+            .close()
+            .expect("close");
+        remove_db_dir(&db).expect("shale database");
+        assert!(!db.exists());
+        // Anything else stays, with an error naming it.
+        std::fs::create_dir(&db).expect("mkdir");
+        std::fs::write(db.join("notes.txt"), "keep me").expect("write");
+        let e = remove_db_dir(&db).expect_err("foreign file");
+        assert!(e.to_string().contains("notes.txt"), "{e}");
+        assert!(db.join("notes.txt").exists());
+        std::fs::remove_file(db.join("notes.txt")).expect("rm");
+        std::fs::write(db.join("000005.sst"), "").expect("write");
+        let e = remove_db_dir(&db).expect_err("no CURRENT");
+        assert!(e.to_string().contains("no CURRENT"), "{e}");
+        assert!(is_shale_file("MANIFEST-000001", false));
+        assert!(is_shale_file("000012.log", false));
+        assert!(is_shale_file(shale::LOST_DIR, true));
+        assert!(!is_shale_file("MANIFEST-x", false));
+        assert!(!is_shale_file(".sst", false));
+        assert!(!is_shale_file("sub", true));
+    }
+
+    fn db_args(extra: &[&str]) -> DbBenchDbArgs {
+        use clap::Parser;
+        let cli = crate::args::Cli::try_parse_from(
+            ["shale", "bench", "db"].iter().chain(extra.iter()).copied(),
+        )
+        .expect("parses");
+        match cli.command {
+            crate::args::Command::Bench(crate::args::BenchCommand::Db(a)) => a.db,
+            _ => panic!("not bench db"),
+        }
+    }
+
+    #[test]
+    fn flags_map_to_options() {
+        let o = db_options(&db_args(&[])).expect("defaults");
+        assert_eq!(o.block_cache_bytes, 8 << 20);
+        assert_eq!(o.max_open_files, Options::default().max_open_files);
+        assert_eq!(o.filter_policy, FilterPolicy::default());
+        assert_eq!(o.compression, Compression::None);
+        let o = db_options(&db_args(&[
+            "--cache_size=1000",
+            "--open_files",
+            "0",
+            "--bloom_bits=10",
+            "--compression_type=lz4",
+            "--write_buffer_size=65536",
+        ]))
+        .expect("options");
+        assert_eq!(o.block_cache_bytes, 1000);
+        assert_eq!(o.max_open_files, 0);
+        assert_eq!(o.filter_policy.kind, shale::FilterKind::Bloom);
+        assert_eq!(o.filter_policy.bits_per_key, 10);
+        assert_eq!(o.filter_policy.levels, FilterLevels::All);
+        assert_eq!(o.compression, Compression::Lz4);
+        assert_eq!(o.write_buffer_size, 65536);
+        let none = db_options(&db_args(&["--bloom_bits", "0"])).expect("no filters");
+        assert_eq!(none.filter_policy.levels, FilterLevels::None);
+        let default = db_options(&db_args(&["--bloom_bits=-1"])).expect("default filters");
+        assert_eq!(default.filter_policy, FilterPolicy::default());
+        assert!(matches!(
+            db_options(&db_args(&["--bloom_bits=65"])),
+            Err(CliError::Usage(_))
+        ));
+        assert!(matches!(
+            db_options(&db_args(&["--write_buffer_size=0"])),
+            Err(CliError::Usage(_))
+        ));
+        // db_bench's boolean spellings.
+        assert!(db_args(&["--use_existing_db"]).use_existing_db);
+        assert!(db_args(&["--use_existing_db=1"]).use_existing_db);
+        assert!(!db_args(&["--use_existing_db=false"]).use_existing_db);
+        assert!(!db_args(&[]).use_existing_db);
+    }
+}
