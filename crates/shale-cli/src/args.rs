@@ -343,6 +343,15 @@ pub struct DbSweepArgs {
     #[arg(long, value_name = "T", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
+    /// Engines, comma-separated: shale (in this process) and leveldb (through
+    /// its harness, built by `scripts/peers.sh leveldb`; its database is
+    /// --db with `-leveldb` appended).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "shale",
+          value_parser = ["shale", "leveldb"])]
+    pub engines: Vec<String>,
+    /// Seconds a harness may take for one request (the fill, or one value).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    pub timeout: u64,
     /// Directory for sweep.csv and sweep.json.
     #[arg(long, value_name = "DIR", default_value = "shale-report/db-sweep")]
     pub out: PathBuf,

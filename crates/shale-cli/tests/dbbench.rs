@@ -390,3 +390,61 @@ fn ctrl_c_prints_the_results_so_far() {
     assert_eq!(doc["results"][0]["interrupted"], true);
     assert!(u(&doc["results"][0], "ops") < 1_000_000_000);
 }
+
+#[test]
+fn a_sweep_on_leveldb_reads_the_same_keys_as_on_shale() {
+    // Runs where the LevelDB harness is built (`scripts/peers.sh leveldb`,
+    // as CI does when it can).
+    let built = Path::new(env!("CARGO_BIN_EXE_shale"))
+        .parent()
+        .and_then(Path::parent)
+        .map(|target| target.join("peers").join("shale-leveldb-harness"))
+        .is_some_and(|h| h.is_file());
+    if !built && std::env::var_os("SHALE_LEVELDB_HARNESS").is_none() {
+        eprintln!("skipped: the LevelDB harness is not built (scripts/peers.sh leveldb)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    let out_dir = dir.path().join("out");
+    ok(&[
+        "bench",
+        "db-sweep",
+        "--engines",
+        "shale,leveldb",
+        "--param",
+        "open_files",
+        "--values",
+        "0,100",
+        "--num",
+        "3000",
+        "--reads",
+        "300",
+        "--db",
+        &db,
+        "--out",
+        &path(&out_dir),
+    ]);
+    assert!(dir.path().join("db-leveldb").join("CURRENT").is_file());
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("sweep.json")).expect("sweep.json"),
+    )
+    .expect("JSON");
+    let points = json["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2 * 2 * 3, "{json}");
+    assert_eq!(json["fills"].as_array().map(Vec::len), Some(2));
+    for p in points.iter().filter(|p| p["engine"] == "leveldb") {
+        // The same seeds draw the same keys from the same fill.
+        let twin = points
+            .iter()
+            .find(|q| {
+                q["engine"] == "shale"
+                    && q["value"] == p["value"]
+                    && q["benchmark"] == p["benchmark"]
+            })
+            .expect("shale's point");
+        assert_eq!(p["found"], twin["found"], "{p} vs {twin}");
+        assert!(p["table_cache_hits"].is_null(), "{p}");
+        assert!(p["block_cache_hit_rate"].is_number(), "{p}");
+    }
+}

@@ -528,7 +528,7 @@ impl Harness {
     }
 }
 
-fn clip(s: &str, n: usize) -> &str {
+pub(super) fn clip(s: &str, n: usize) -> &str {
     match s.char_indices().nth(n) {
         Some((i, _)) => &s[..i],
         None => s,
@@ -536,7 +536,7 @@ fn clip(s: &str, n: usize) -> &str {
 }
 
 /// The last lines of a harness's standard error, for a failure message.
-fn stderr_tail(stderr: &str) -> String {
+pub(super) fn stderr_tail(stderr: &str) -> String {
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = &lines[lines.len().saturating_sub(5)..];
     if tail.is_empty() {
@@ -548,7 +548,7 @@ fn stderr_tail(stderr: &str) -> String {
 
 /// Runs `program args` with `input` on standard input; kills it after
 /// `timeout`. Returns (exited with 0, stdout, stderr).
-fn run_with_timeout(
+pub(super) fn run_with_timeout(
     program: &Path,
     args: &[String],
     input: &str,
@@ -634,7 +634,7 @@ fn run_with_timeout(
 /// `$SHALE_<ENGINE>_HARNESS`, else `shale-<engine>-harness` in `target/peers/`
 /// next to this executable's `target/` directory or under the working
 /// directory.
-fn locate(engine: &str) -> Result<(PathBuf, Vec<String>), String> {
+pub(super) fn locate(engine: &str) -> Result<(PathBuf, Vec<String>), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     if engine == "shale" {
         return Ok((exe, vec!["harness".into()]));

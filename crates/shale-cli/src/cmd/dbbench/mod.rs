@@ -691,7 +691,7 @@ fn run_threads(
 /// per benchmark name, so that a readrandom never replays the keys of the
 /// fillrandom before it (in this process or another with the same --seed),
 /// and reproducible for the same command line.
-fn bench_seed(seed: u64, name: &str, index: usize) -> u64 {
+pub(super) fn bench_seed(seed: u64, name: &str, index: usize) -> u64 {
     // FNV-1a over the name, then the run's seed and the position.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in name
@@ -922,12 +922,22 @@ pub fn check_key_size(num: u64, key_size: usize) -> CliResult {
 }
 
 /// True for the names of the files a shale database directory holds.
+#[cfg(test)]
 fn is_shale_file(name: &str, is_dir: bool) -> bool {
+    is_db_file("shale", name, is_dir)
+}
+
+/// True for the names of the files a database of `engine` (shale, or
+/// leveldb, which adds `LOG`, `LOG.old` and `*.ldb`) holds.
+fn is_db_file(engine: &str, name: &str, is_dir: bool) -> bool {
     if is_dir {
-        return name == shale::LOST_DIR;
+        return engine == "shale" && name == shale::LOST_DIR;
     }
     let numbered = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    name == "CURRENT"
+    let leveldb = engine == "leveldb"
+        && (name == "LOG" || name == "LOG.old" || name.strip_suffix(".ldb").is_some_and(numbered));
+    leveldb
+        || name == "CURRENT"
         || name == "LOCK"
         || name.ends_with(".tmp")
         || name.strip_prefix("MANIFEST-").is_some_and(numbered)
@@ -936,8 +946,8 @@ fn is_shale_file(name: &str, is_dir: bool) -> bool {
 }
 
 /// Removes `dir` for a fresh database, but only when it is absent, empty or
-/// holds a shale database and nothing else.
-pub fn remove_db_dir(dir: &Path) -> CliResult {
+/// holds a database of `engine` (`shale`, `leveldb`) and nothing else.
+pub fn remove_db_dir(dir: &Path, engine: &str) -> CliResult {
     let refuse = |why: String| {
         CliError::msg(format!(
             "refusing to remove {}: {why}; pass another --db (or --use_existing_db)",
@@ -957,9 +967,9 @@ pub fn remove_db_dir(dir: &Path) -> CliResult {
         let e = e.map_err(|e| CliError::msg(format!("reading {}: {e}", dir.display())))?;
         let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
         let name = e.file_name().to_string_lossy().into_owned();
-        if !is_shale_file(&name, is_dir) {
+        if !is_db_file(engine, &name, is_dir) {
             return Err(refuse(format!(
-                "it holds {name:?}, which is not a shale file"
+                "it holds {name:?}, which is not a {engine} file"
             )));
         }
         names.push(name);
@@ -968,9 +978,9 @@ pub fn remove_db_dir(dir: &Path) -> CliResult {
         return Ok(());
     }
     if !names.iter().any(|n| n == "CURRENT") {
-        return Err(refuse(
-            "it holds files but no shale database (no CURRENT)".into(),
-        ));
+        return Err(refuse(format!(
+            "it holds files but no {engine} database (no CURRENT)"
+        )));
     }
     std::fs::remove_dir_all(dir)
         .map_err(|e| CliError::msg(format!("removing {}: {e}", dir.display())))
@@ -1083,7 +1093,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     let mut db = if a.db.use_existing_db {
         open_existing(dir, opts.clone(), key_size)?
     } else {
-        remove_db_dir(dir)?;
+        remove_db_dir(dir, "shale")?;
         Db::open(dir, opts.clone())?
     };
     install_ctrl_c();
@@ -1135,7 +1145,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             }
             if dirty {
                 db.close()?;
-                remove_db_dir(dir)?;
+                remove_db_dir(dir, "shale")?;
                 db = Db::open(dir, opts.clone())?;
                 dirty = false;
             }
@@ -1261,25 +1271,25 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("db");
         // Absent, then empty: nothing to remove.
-        remove_db_dir(&db).expect("absent");
+        remove_db_dir(&db, "shale").expect("absent");
         std::fs::create_dir(&db).expect("mkdir");
-        remove_db_dir(&db).expect("empty");
+        remove_db_dir(&db, "shale").expect("empty");
         // A shale database goes.
         Db::open(&db, Options::default())
             .expect("open")
             .close()
             .expect("close");
-        remove_db_dir(&db).expect("shale database");
+        remove_db_dir(&db, "shale").expect("shale database");
         assert!(!db.exists());
         // Anything else stays, with an error naming it.
         std::fs::create_dir(&db).expect("mkdir");
         std::fs::write(db.join("notes.txt"), "keep me").expect("write");
-        let e = remove_db_dir(&db).expect_err("foreign file");
+        let e = remove_db_dir(&db, "shale").expect_err("foreign file");
         assert!(e.to_string().contains("notes.txt"), "{e}");
         assert!(db.join("notes.txt").exists());
         std::fs::remove_file(db.join("notes.txt")).expect("rm");
         std::fs::write(db.join("000005.sst"), "").expect("write");
-        let e = remove_db_dir(&db).expect_err("no CURRENT");
+        let e = remove_db_dir(&db, "shale").expect_err("no CURRENT");
         assert!(e.to_string().contains("no CURRENT"), "{e}");
         assert!(is_shale_file("MANIFEST-000001", false));
         assert!(is_shale_file("000012.log", false));
