@@ -164,7 +164,7 @@ fn text_lines_have_db_bench_columns_and_fillrandom_leaves_about_63_percent() {
     // seed, and 55%..71% is more than 20 standard deviations wide.
     assert!((11_000..=14_200).contains(&found), "{line}");
     assert!(line.contains(" MB/s ("), "{line}");
-    assert!(out.contains("Microseconds per op:"), "{out}");
+    assert!(out.contains("Microseconds per read:"), "{out}");
     assert!(out.contains("Percentiles: P50: "), "{out}");
     // --use_existing_db keeps the data and skips fills.
     let again = ok(&[

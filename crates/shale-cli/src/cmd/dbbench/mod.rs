@@ -1170,7 +1170,8 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
                     Bench::FillSeq | Bench::FillRandom | Bench::Overwrite | Bench::FillSync => {
                         "write"
                     }
-                    _ => "op",
+                    Bench::ReadRandomWriteRandom => "op",
+                    _ => "read",
                 };
                 let stats = r
                     .histogram
