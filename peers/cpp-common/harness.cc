@@ -145,10 +145,40 @@ Request parse_request(const json& j) {
   Request r;
   r.op = get_string(j, "op");
   if (r.op == "info") return r;
-  if (r.op != "load" && r.op != "inspect" && r.op != "read")
-    throw std::runtime_error("unknown op \"" + r.op + "\" (expected info, load, inspect or read)");
+  if (r.op != "load" && r.op != "inspect" && r.op != "read" && r.op != "dbbench")
+    throw std::runtime_error("unknown op \"" + r.op +
+                             "\" (expected info, load, inspect, read or dbbench)");
   r.target.dir = get_string(j, "dir");
   r.target.config = get_string(j, "config");
+  if (r.op == "dbbench") {
+    const json& b = field(j, "benchmarks");
+    if (!b.is_array()) throw std::runtime_error("field `benchmarks` must be an array");
+    for (const json& step : b) {
+      if (!step.is_object()) throw std::runtime_error("each benchmark must be an object");
+      r.benchmarks.push_back({get_string(step, "name"), get_u64(step, "seed")});
+    }
+    r.num = get_u64(j, "num");
+    r.reads = get_u64(j, "reads");
+    r.key_size = get_u64(j, "key_size");
+    r.value_size = get_u64(j, "value_size");
+    r.threads = get_u64(j, "threads");
+    r.cache_bytes = get_u64(j, "cache_bytes");
+    r.fresh = get_bool(j, "fresh");
+    r.settle = get_bool(j, "settle");
+    const json& of = field(j, "open_files");
+    const json& bb = field(j, "bloom_bits");
+    if (!of.is_number_integer() || !bb.is_number_integer())
+      throw std::runtime_error("fields `open_files` and `bloom_bits` must be integers");
+    r.open_files = of.get<int64_t>();
+    r.bloom_bits = bb.get<int64_t>();
+    r.compression = get_string(j, "compression");
+    if (r.compression != "none" && r.compression != "default")
+      throw std::runtime_error("field `compression` must be none or default");
+    if (r.threads == 0) throw std::runtime_error("field `threads` must be at least 1");
+    if (r.key_size == 0 || r.key_size > 4096)
+      throw std::runtime_error("field `key_size` must be 1 to 4096");
+    return r;
+  }
   const json& d = field(j, "dataset");
   if (!d.is_object()) throw std::runtime_error("field `dataset` must be an object");
   r.target.dataset.keys = get_u64(d, "keys");
@@ -541,6 +571,188 @@ json op_read(EngineKind& kind, const Request& r) {
   return j;
 }
 
+// ---------------------------------------------------------------- dbbench
+
+// The workloads' splitmix64 generator (crates/shale-workload's Rng): the
+// same seed draws the same keys as `shale bench db`.
+namespace {
+struct Rng {
+  uint64_t state;
+  explicit Rng(uint64_t seed) : state(mix64(seed)) {}
+  uint64_t next() {
+    state += 0x9E3779B97F4A7C15ULL;
+    return mix64(state);
+  }
+  // Uniform in [0, m), unbiased (multiply and reject).
+  uint64_t below(uint64_t m) {
+    if (m == 0) return 0;
+    unsigned __int128 p = static_cast<unsigned __int128>(next()) * m;
+    if (static_cast<uint64_t>(p) < m) {
+      uint64_t threshold = (0 - m) % m;
+      while (static_cast<uint64_t>(p) < threshold)
+        p = static_cast<unsigned __int128>(next()) * m;
+    }
+    return static_cast<uint64_t>(p >> 64);
+  }
+};
+
+// Key k: k in decimal, zero-padded to `width` bytes (db_bench's %016d).
+void dbbench_key(uint64_t k, size_t width, std::string* out) {
+  out->assign(width, '0');
+  for (size_t i = width; k > 0 && i > 0; k /= 10) (*out)[--i] = static_cast<char>('0' + k % 10);
+}
+
+// Half-compressible values: every 100 bytes are 50 random printable bytes
+// written twice.
+struct Values {
+  std::string pool;
+  size_t pos = 0;
+  Values(uint64_t seed, size_t value_size) {
+    Rng rng(seed ^ 0x7a1e5eedULL);
+    size_t len = std::max<size_t>(1 << 20, value_size);
+    while (pool.size() < len) {
+      std::string half(50, ' ');
+      for (char& c : half) c = static_cast<char>(' ' + rng.below(95));
+      pool += half;
+      pool += half;
+    }
+    pool.resize(len);
+  }
+  std::string next(size_t n) {
+    if (pos + n > pool.size()) pos = 0;
+    pos += n;
+    return pool.substr(pos - n, n);
+  }
+};
+
+struct StepOut {
+  uint64_t ops = 0, found = 0, bytes = 0;
+};
+}  // namespace
+
+static const char* const kDbBenchNames[] = {"fillseq",  "fillrandom", "overwrite",
+                                            "readrandom", "readhot",  "readmissing",
+                                            "seekrandom", "readseq",  "readreverse"};
+
+json op_dbbench(EngineKind& kind, const Request& r) {
+  if (!kind.supports_dbbench())
+    throw std::runtime_error("op dbbench is not served by the " + kind.name() + " harness");
+  for (const DbBenchStep& step : r.benchmarks) {
+    bool known = false;
+    for (const char* n : kDbBenchNames) known = known || step.name == n;
+    if (!known) throw std::runtime_error("dbbench: unknown benchmark \"" + step.name + "\"");
+  }
+  OpenOptions o;
+  o.dir = r.target.dir;
+  o.config = r.target.config;
+  o.create = r.fresh;
+  o.cache_bytes = r.cache_bytes;
+  o.open_files = r.open_files;
+  o.bloom_bits = r.bloom_bits;
+  o.compress = r.compression != "none";
+  std::unique_ptr<Engine> e = kind.open(o);
+  const size_t width = r.key_size;
+  size_t digits = 1;
+  for (uint64_t v = r.num > 0 ? r.num - 1 : 0; v >= 10; v /= 10) digits++;
+  if (digits > width)
+    throw std::runtime_error("dbbench: key_size " + std::to_string(width) + " cannot hold num " +
+                             std::to_string(r.num));
+  json results = json::array();
+  for (const DbBenchStep& step : r.benchmarks) {
+    const std::string& name = step.name;
+    bool write = name == "fillseq" || name == "fillrandom" || name == "overwrite";
+    uint64_t n = write ? r.num : r.reads;
+    uint64_t range = name == "readhot" ? std::max<uint64_t>(1, (r.num + 99) / 100) : r.num;
+    ReadCounters before = e->counters();
+    std::vector<StepOut> outs(r.threads);
+    std::vector<std::string> errors(r.threads);
+    double start = now_seconds();
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < r.threads; t++) {
+      threads.emplace_back([&, t] {
+        try {
+          StepOut& out = outs[t];
+          Rng rng(step.seed * 0x9E3779B97F4A7C15ULL + t + 1);
+          std::string key, value, landed;
+          if (write) {
+            Values values(step.seed + t, r.value_size);
+            for (uint64_t i = 0; i < n; i++) {
+              dbbench_key(name == "fillseq" ? i : rng.below(r.num), width, &key);
+              std::string v = values.next(r.value_size);
+              out.bytes += key.size() + v.size();
+              e->put_batch({{key, std::move(v)}});
+              out.ops++;
+            }
+            return;
+          }
+          GetScope scope;
+          if (name == "readseq" || name == "readreverse") {
+            out.ops = e->scan(n, name == "readreverse", &out.bytes);
+            out.found = out.ops;
+            return;
+          }
+          for (uint64_t i = 0; i < n; i++) {
+            dbbench_key(rng.below(range), width, &key);
+            if (name == "seekrandom") {
+              uint64_t b = 0;
+              if (e->seek(key, &landed, &b)) {
+                out.bytes += b;
+                if (landed == key) out.found++;
+              }
+            } else {
+              if (name == "readmissing") key.push_back('.');
+              if (e->get(key, &value)) {
+                out.found++;
+                out.bytes += key.size() + value.size();
+              }
+            }
+            out.ops++;
+          }
+        } catch (const std::exception& ex) {
+          errors[t] = ex.what();
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    double wall = now_seconds() - start;
+    for (const std::string& err : errors)
+      if (!err.empty()) throw std::runtime_error("dbbench " + name + ": " + err);
+    ReadCounters d = diff(e->counters(), before);
+    StepOut sum;
+    for (const StepOut& o2 : outs) {
+      sum.ops += o2.ops;
+      sum.found += o2.found;
+      sum.bytes += o2.bytes;
+    }
+    double ops = static_cast<double>(std::max<uint64_t>(sum.ops, 1));
+    results.push_back(json{
+        {"name", name},
+        {"ops", sum.ops},
+        {"seconds", wall},
+        {"micros_per_op", wall * 1e6 * static_cast<double>(r.threads) / ops},
+        {"found", sum.found},
+        {"bytes", sum.bytes},
+        {"block_cache_hits", opt(d.data.cache_hits)},
+        {"block_cache_misses", opt(d.data.cache_misses)},
+        {"table_cache_hits", d.table_cache ? json(d.table_cache->hits) : json(nullptr)},
+        {"table_cache_misses",
+         d.table_cache ? json(d.table_cache->misses) : opt(d.table_opens)},
+    });
+    log("dbbench " + name + ": " + std::to_string(sum.ops) + " ops in " + std::to_string(wall) +
+        " s");
+  }
+  double settle_seconds = 0;
+  if (r.settle) {
+    double t0 = now_seconds();
+    e->settle();
+    settle_seconds = now_seconds() - t0;
+  }
+  e->close();
+  return json{{"engine", kind.engine_string(r.target.config)},
+              {"results", results},
+              {"settle_seconds", settle_seconds}};
+}
+
 json handle(EngineKind& kind, const std::string& request_text) {
   json j;
   try {
@@ -552,6 +764,7 @@ json handle(EngineKind& kind, const std::string& request_text) {
   if (r.op == "info") return op_info(kind);
   if (r.op == "load") return op_load(kind, r);
   if (r.op == "inspect") return op_inspect(kind, r);
+  if (r.op == "dbbench") return op_dbbench(kind, r);
   return op_read(kind, r);
 }
 

@@ -60,8 +60,15 @@ struct OpenRequest {
   std::string config;
 };
 
+// One benchmark of a dbbench request: its db_bench name and the seed of its
+// key generators (thread t draws from Rng(seed * 0x9E3779B97F4A7C15 + t + 1)).
+struct DbBenchStep {
+  std::string name;
+  uint64_t seed = 0;
+};
+
 struct Request {
-  std::string op;  // info, load, inspect, read
+  std::string op;  // info, load, inspect, read, dbbench
   OpenRequest target;
   // load
   uint64_t threads = 1;
@@ -71,6 +78,12 @@ struct Request {
   std::string warmup_file;
   std::string reads_file;
   bool direct_io = false;
+  // dbbench (also threads and cache_bytes)
+  std::vector<DbBenchStep> benchmarks;
+  uint64_t num = 0, reads = 0, key_size = 16, value_size = 100;
+  bool fresh = false, settle = false;
+  int64_t open_files = -1, bloom_bits = -1;
+  std::string compression = "default";
 };
 
 // Parses and validates one request (protocol version, op, required fields
@@ -144,6 +157,19 @@ class Engine {
   virtual DbShape shape(const DatasetSpec& dataset) = 0;
   // Closes cleanly (the destructor closes too, ignoring errors).
   virtual void close() = 0;
+  // dbbench's seekrandom: a new iterator seeks to the first key >= `key`;
+  // false if there is none, else true with that key in *landed and the
+  // bytes of its key and value in *bytes. Throws unless the engine has it.
+  virtual bool seek(const std::string& key, std::string* landed, uint64_t* bytes) {
+    (void)key, (void)landed, (void)bytes;
+    throw std::runtime_error("this harness has no seek (op dbbench)");
+  }
+  // dbbench's readseq / readreverse: reads up to n entries from the first
+  // (or the last) key; returns how many, adding their bytes to *bytes.
+  virtual uint64_t scan(uint64_t n, bool reverse, uint64_t* bytes) {
+    (void)n, (void)reverse, (void)bytes;
+    throw std::runtime_error("this harness has no scan (op dbbench)");
+  }
 };
 
 struct OpenOptions {
@@ -152,6 +178,10 @@ struct OpenOptions {
   bool create = false;      // create the database (load)
   uint64_t cache_bytes = 8 << 20;
   bool direct_io = false;   // read table files with O_DIRECT if supported
+  // Op dbbench only; the other ops keep the harness's configuration:
+  int64_t open_files = -1;   // table files kept open; -1: the config's
+  int64_t bloom_bits = -1;   // Bloom bits a key; 0: no filter; -1: the config's
+  bool compress = true;      // false: blocks stored uncompressed
 };
 
 // One engine: its name, configurations and how it opens a database.
@@ -164,6 +194,9 @@ class EngineKind {
   virtual bool supports_direct_io() const = 0;
   // Throws on failure (also for an unknown config).
   virtual std::unique_ptr<Engine> open(const OpenOptions& o) = 0;
+  // Whether the engine serves op dbbench (honours OpenOptions::open_files,
+  // bloom_bits and compress, and has seek and scan).
+  virtual bool supports_dbbench() const { return false; }
   // Whether a database opened with `o` reads its tables with O_DIRECT.
   virtual bool uses_direct_io(const OpenOptions& o) const {
     return o.direct_io && supports_direct_io();
@@ -211,6 +244,7 @@ json op_info(EngineKind& kind);
 json op_load(EngineKind& kind, const Request& r);
 json op_inspect(EngineKind& kind, const Request& r);
 json op_read(EngineKind& kind, const Request& r);
+json op_dbbench(EngineKind& kind, const Request& r);
 
 // Parses `request_text`, runs it and returns the reply; throws on failure.
 json handle(EngineKind& kind, const std::string& request_text);

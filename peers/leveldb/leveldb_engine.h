@@ -13,6 +13,8 @@ class LevelDbKind : public shale::EngineKind {
   // LevelDB's Env has no O_DIRECT; the harness's own table reader could add
   // it, but then LevelDB would not be read as LevelDB reads.
   bool supports_direct_io() const override { return false; }
+  // Op dbbench, for `shale bench db-sweep --engines leveldb`.
+  bool supports_dbbench() const override { return true; }
   std::unique_ptr<shale::Engine> open(const shale::OpenOptions& o) override;
 };
 

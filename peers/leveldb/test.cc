@@ -1,6 +1,7 @@
 // Tests of the LevelDB harness: the shared tests (vectors, protocol, end to
 // end through the binary) and LevelDB's own counters.
 // Usage: shale-leveldb-harness-test VECTORS_JSON HARNESS_BINARY [TMP_BASE]
+#include <cstdlib>
 #include <iostream>
 
 #include "../cpp-common/test_common.h"
@@ -33,6 +34,40 @@ int main(int argc, char** argv) {
   SHALE_CHECK(e.read["table_open_reads"].get<uint64_t>() >=
               2 * b["top_index"]["physical_reads"].get<uint64_t>());
   SHALE_CHECK(b["index"]["cache_misses"] == 0);
+
+  // Op dbbench: a fresh fillseq of 2000 keys, then reads with one open file
+  // (clamped by LevelDB) and a tiny block cache.
+  std::string dir = tmp_base + "/leveldb-dbbench";
+  std::system(("rm -rf '" + dir + "'").c_str());
+  shale::json req = {{"protocol", 1}, {"op", "dbbench"}, {"dir", dir}, {"config", "default"},
+                     {"fresh", true}, {"settle", true},
+                     {"benchmarks", {{{"name", "fillseq"}, {"seed", 1}}}},
+                     {"num", 2000}, {"reads", 500}, {"key_size", 16}, {"value_size", 100},
+                     {"threads", 1}, {"cache_bytes", 1000}, {"open_files", 0},
+                     {"bloom_bits", 10}, {"compression", "none"}};
+  shale::json reply;
+  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 0);
+  SHALE_CHECK(reply["results"][0]["ops"] == 2000);
+  req["fresh"] = false;
+  req["settle"] = false;
+  req["threads"] = 2;
+  req["benchmarks"] = {{{"name", "readrandom"}, {"seed", 2}},
+                       {{"name", "readmissing"}, {"seed", 3}},
+                       {{"name", "seekrandom"}, {"seed", 4}},
+                       {{"name", "readseq"}, {"seed", 5}}};
+  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 0);
+  const auto& rs = reply["results"];
+  SHALE_CHECK(rs.size() == 4);
+  SHALE_CHECK(rs[0]["ops"] == 1000 && rs[0]["found"] == 1000);
+  SHALE_CHECK(rs[1]["found"] == 0);
+  SHALE_CHECK(rs[2]["found"] == 1000);
+  SHALE_CHECK(rs[3]["ops"] == 1000);  // 500 entries per thread
+  SHALE_CHECK(rs[0]["table_cache_hits"].is_null());
+  SHALE_CHECK(rs[0]["block_cache_misses"].get<uint64_t>() > 0);
+  req["benchmarks"] = {{{"name", "compact"}, {"seed", 0}}};
+  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 1);
+  SHALE_CHECK(reply["error"].get<std::string>().find("unknown benchmark") != std::string::npos);
+
   std::cerr << "all LevelDB harness tests passed" << std::endl;
   return 0;
 }

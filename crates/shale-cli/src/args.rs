@@ -70,6 +70,13 @@ pub enum BenchCommand {
     /// the RocksDB read-latency-under-compaction study (baseline,
     /// readopt-512mb, readopt-1gb, mild-pressure) with repetitions.
     Ycsb(BenchYcsbArgs),
+    /// db_bench-compatible benchmarks (fillseq, readrandom, ...), with
+    /// db_bench's flags and result lines; see docs/bench-db.md.
+    Db(BenchDbArgs),
+    /// LevelDB's cache-structure sweep: one fill, then readrandom, readhot
+    /// and seekrandom at each value of --open_files or --cache_size.
+    #[command(name = "db-sweep")]
+    DbSweep(DbSweepArgs),
 }
 
 /// A YCSB core workload.
@@ -416,6 +423,159 @@ impl SampleArgs {
             ))
         }
     }
+}
+
+/// Parses a db_bench boolean: `1`, `0`, `true`, `false` (a bare flag is true).
+fn parse_flag_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        _ => Err(format!("{s:?} is not a boolean: use 1, 0, true or false")),
+    }
+}
+
+/// The database options shared by `bench db` and `bench db-sweep`, spelt as
+/// db_bench spells them (`--value_size=100` or `--value_size 100`).
+#[derive(Debug, Args)]
+pub struct DbBenchDbArgs {
+    /// Entries written by the fill benchmarks, and the key range every
+    /// benchmark draws from (keys 0..num).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Value size in bytes (values are half compressible, as db_bench's).
+    #[arg(
+        long = "value_size",
+        alias = "value-size",
+        value_name = "BYTES",
+        default_value_t = 100
+    )]
+    pub value_size: usize,
+    /// Key size in bytes: the key index in decimal, zero-padded to this width
+    /// (db_bench's `%016d` at 16). Must hold num-1's digits.
+    #[arg(long = "key_size", alias = "key-size", value_name = "BYTES", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub key_size: u32,
+    /// Block cache in bytes (db_bench's default, 8 MiB).
+    #[arg(long = "cache_size", alias = "cache-size", value_name = "BYTES", default_value_t = 8 << 20)]
+    pub cache_size: u64,
+    /// Table readers kept open (shale's `max_open_files`; default 1000).
+    #[arg(long = "open_files", alias = "open-files", value_name = "N")]
+    pub open_files: Option<usize>,
+    /// Bloom filter bits per key on every level; 0: no filters; negative or
+    /// absent: shale's default policy (binary fuse filters of 9 bits a key on
+    /// every level but the last).
+    #[arg(
+        long = "bloom_bits",
+        alias = "bloom-bits",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    pub bloom_bits: Option<i64>,
+    /// Compression of data blocks: none or lz4.
+    #[arg(long = "compression_type", alias = "compression-type", value_name = "TYPE",
+          default_value = "none", value_parser = ["none", "lz4"])]
+    pub compression_type: String,
+    /// Memtable size in bytes (default: shale's, 64 MiB).
+    #[arg(
+        long = "write_buffer_size",
+        alias = "write-buffer-size",
+        value_name = "BYTES"
+    )]
+    pub write_buffer_size: Option<usize>,
+    /// Use the database in --db as it is: the fill benchmarks are skipped.
+    /// Refused unless it holds db_bench keys of --key_size.
+    #[arg(long = "use_existing_db", alias = "use-existing-db", value_name = "BOOL",
+          num_args = 0..=1, default_missing_value = "true", default_value = "false",
+          value_parser = parse_flag_bool)]
+    pub use_existing_db: bool,
+    /// Database directory. Without --use_existing_db it is removed and
+    /// recreated, but only when it is absent, empty or holds a shale database.
+    #[arg(long, value_name = "DIR", default_value = "shale-data/dbbench")]
+    pub db: PathBuf,
+    /// Seed of the key generators (each thread and benchmark derives its own).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// `shale bench db`.
+#[derive(Debug, Args)]
+pub struct BenchDbArgs {
+    /// Benchmarks to run, in order, comma-separated: fillseq, fillrandom,
+    /// overwrite, fillsync, readrandom, readseq, readreverse, readhot,
+    /// readmissing, seekrandom, readwhilewriting, readrandomwriterandom,
+    /// deleterandom, compact, stats.
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          default_value = "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,readhot,readmissing,seekrandom,stats",
+          value_parser = crate::cmd::dbbench::BENCHMARK_NAMES)]
+    pub benchmarks: Vec<String>,
+    /// The database and its options.
+    #[command(flatten)]
+    pub db: DbBenchDbArgs,
+    /// Operations of each read benchmark per thread (default: --num).
+    #[arg(long, value_name = "N")]
+    pub reads: Option<u64>,
+    /// Threads of each benchmark (each does the whole count, as in db_bench);
+    /// readwhilewriting adds one writer.
+    #[arg(long, value_name = "T", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: u32,
+    /// Print a latency histogram after each result line.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          default_value = "false", value_parser = parse_flag_bool)]
+    pub histogram: bool,
+    /// Share of reads in readrandomwriterandom, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 90,
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub readwritepercent: u32,
+    /// Print every result as one JSON document instead of the text lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write results.json into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `shale bench db-sweep`.
+#[derive(Debug, Args)]
+pub struct DbSweepArgs {
+    /// The option swept: open_files or cache_size.
+    #[arg(long, value_name = "NAME", value_parser = ["open_files", "cache_size"])]
+    pub param: String,
+    /// Its values, comma-separated (default: 0,10,100,1000,10000 for
+    /// open_files; 1 KB to 1 GB by factors of 10 for cache_size).
+    #[arg(long, value_name = "LIST")]
+    pub values: Option<String>,
+    /// Read benchmarks run at each value, comma-separated (readrandom,
+    /// readhot, seekrandom, readmissing, readseq, readreverse).
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          default_value = "readrandom,readhot,seekrandom",
+          value_parser = crate::cmd::dbbench::SWEEP_BENCHMARK_NAMES)]
+    pub benchmarks: Vec<String>,
+    /// The database and its options (the swept one is overridden).
+    #[command(flatten)]
+    pub db: DbBenchDbArgs,
+    /// Operations of each benchmark at each value, per thread.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub reads: u64,
+    /// Reader threads.
+    #[arg(long, value_name = "T", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: u32,
+    /// Engines, comma-separated: shale (in this process) and leveldb (through
+    /// its harness, built by `scripts/peers.sh leveldb`; its database is
+    /// --db with `-leveldb` appended).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "shale",
+          value_parser = ["shale", "leveldb"])]
+    pub engines: Vec<String>,
+    /// Seconds a harness may take for one request (the fill, or one value).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    pub timeout: u64,
+    /// Directory for sweep.csv and sweep.json.
+    #[arg(long, value_name = "DIR", default_value = "shale-report/db-sweep")]
+    pub out: PathBuf,
+    /// Print sweep.json on standard output instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `shale advise`.

@@ -8,6 +8,9 @@ use std::io;
 pub enum CliError {
     /// Anything worth reporting; exit code 1.
     Msg(String),
+    /// A bad combination of arguments that clap cannot check; exit code 2,
+    /// like clap's own usage errors.
+    Usage(String),
     /// Standard output was closed by its reader (`shale scan | head`): not a
     /// failure of the command, so `main` exits quietly with success.
     BrokenPipe,
@@ -32,7 +35,7 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Msg(m) => f.write_str(m),
+            CliError::Msg(m) | CliError::Usage(m) => f.write_str(m),
             CliError::BrokenPipe => f.write_str("output closed"),
         }
     }

@@ -34,6 +34,11 @@ fn main() -> ExitCode {
     let result = panic::catch_unwind(AssertUnwindSafe(|| cmd::run(cli.command, &mut out)));
     match result {
         Ok(Ok(())) | Ok(Err(CliError::BrokenPipe)) => ExitCode::SUCCESS,
+        Ok(Err(CliError::Usage(m))) => {
+            let _ = out.flush();
+            report(&m);
+            ExitCode::from(2)
+        }
         Ok(Err(e)) => {
             // Whatever the command printed before failing still goes out.
             let _ = out.flush();

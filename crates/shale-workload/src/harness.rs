@@ -40,6 +40,10 @@ pub fn handle(served: &Served<'_>, request: &Request) -> Result<String, String> 
         Op::Load(r) => to_json(&load(served, r)?),
         Op::Inspect(r) => to_json(&inspect(served, r)?),
         Op::Read(r) => to_json(&read(served, r)?),
+        Op::DbBench(_) => Err(
+            "op dbbench is not served by this harness: `shale bench db` runs shale in-process"
+                .to_string(),
+        ),
     }
 }
 
@@ -426,6 +430,23 @@ mod tests {
         unknown.config = "geth".into();
         assert!(handle(&served, &request(Op::Inspect(unknown)))
             .is_err_and(|e| e.contains("unknown configuration")));
+        let dbbench = request(Op::DbBench(crate::protocol::DbBenchRequest {
+            dir,
+            config: "default".into(),
+            fresh: true,
+            settle: false,
+            benchmarks: Vec::new(),
+            num: 10,
+            reads: 10,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            cache_bytes: 1000,
+            open_files: -1,
+            bloom_bits: -1,
+            compression: "none".into(),
+        }));
+        assert!(handle(&served, &dbbench).is_err_and(|e| e.contains("not served")));
     }
 
     #[test]

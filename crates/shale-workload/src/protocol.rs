@@ -60,6 +60,96 @@ pub enum Op {
     Inspect(OpenRequest),
     /// Measure Gets: [`ReadReply`].
     Read(ReadRequest),
+    /// Run db_bench-style benchmarks (`shale bench db-sweep --engines`):
+    /// [`DbBenchReply`]. Optional: shale's own harness and the Pebble and
+    /// RocksDB harnesses reply with an error.
+    #[serde(rename = "dbbench")]
+    DbBench(DbBenchRequest),
+}
+
+/// One benchmark of a [`DbBenchRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DbBenchStep {
+    /// Its db_bench name: fillseq, fillrandom, overwrite, readrandom,
+    /// readhot, readmissing, seekrandom, readseq or readreverse.
+    pub name: String,
+    /// Seed of its key generators: thread `t` draws keys with
+    /// `Rng::new(seed * 0x9E3779B97F4A7C15 + t + 1)` (wrapping), as
+    /// `shale bench db` does, so both engines read the same keys.
+    pub seed: u64,
+}
+
+/// Run db_bench-style benchmarks on one database, in order. Keys are the
+/// index in decimal zero-padded to `key_size` bytes; `readmissing` appends
+/// a `.`; `readhot` draws from the first `ceil(num / 100)` keys. Each of
+/// `threads` threads does `num` writes or `reads` reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DbBenchRequest {
+    /// Database directory.
+    pub dir: PathBuf,
+    /// Engine configuration.
+    pub config: String,
+    /// Create the database (the directory must not hold one).
+    pub fresh: bool,
+    /// After the benchmarks, flush and wait for compactions.
+    pub settle: bool,
+    /// The benchmarks.
+    pub benchmarks: Vec<DbBenchStep>,
+    /// Key range and writes per thread.
+    pub num: u64,
+    /// Reads per thread.
+    pub reads: u64,
+    /// Key bytes.
+    pub key_size: usize,
+    /// Value bytes.
+    pub value_size: usize,
+    /// Threads per benchmark.
+    pub threads: usize,
+    /// Block-cache capacity in bytes.
+    pub cache_bytes: u64,
+    /// Table files kept open (`-1`: the configuration's).
+    pub open_files: i64,
+    /// Bloom filter bits a key (`0`: none; `-1`: the configuration's).
+    pub bloom_bits: i64,
+    /// `none` (blocks stored uncompressed) or `default` (the configuration's).
+    pub compression: String,
+}
+
+/// One benchmark's figures in a [`DbBenchReply`]; counters are `null` where
+/// the engine cannot tell them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DbBenchResult {
+    /// The benchmark.
+    pub name: String,
+    /// Operations over all threads.
+    pub ops: u64,
+    /// Wall time.
+    pub seconds: f64,
+    /// Wall time x threads / ops, in microseconds.
+    pub micros_per_op: f64,
+    /// Reads that found their key (seekrandom: landed on it).
+    pub found: u64,
+    /// Key and value bytes written or found.
+    pub bytes: u64,
+    /// Block-cache hits of the reading threads.
+    pub block_cache_hits: Option<u64>,
+    /// Block-cache misses of the reading threads.
+    pub block_cache_misses: Option<u64>,
+    /// Table-cache hits.
+    pub table_cache_hits: Option<u64>,
+    /// Table-cache misses (tables opened by the reading threads).
+    pub table_cache_misses: Option<u64>,
+}
+
+/// Reply to [`Op::DbBench`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DbBenchReply {
+    /// Engine, version and configuration.
+    pub engine: String,
+    /// One per benchmark, in order.
+    pub results: Vec<DbBenchResult>,
+    /// Seconds of settling (0 without `settle`).
+    pub settle_seconds: f64,
 }
 
 /// Which database, of which engine configuration, holding which dataset.
@@ -317,6 +407,50 @@ mod tests {
         }
     }
 
+    fn dbbench() -> Op {
+        Op::DbBench(DbBenchRequest {
+            dir: "/data/db".into(),
+            config: "default".into(),
+            fresh: true,
+            settle: true,
+            benchmarks: vec![DbBenchStep {
+                name: "fillrandom".into(),
+                seed: 7,
+            }],
+            num: 1000,
+            reads: 100,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            cache_bytes: 1000,
+            open_files: -1,
+            bloom_bits: 10,
+            compression: "none".into(),
+        })
+    }
+
+    #[test]
+    fn the_dbbench_op_is_tagged_dbbench() {
+        let r = Request {
+            protocol: PROTOCOL_VERSION,
+            op: dbbench(),
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&r).expect("encodes")).expect("JSON");
+        assert_eq!(v["op"], "dbbench");
+        assert_eq!(v["benchmarks"][0]["name"], "fillrandom");
+        assert_eq!(v["open_files"], -1);
+        let reply: DbBenchReply = serde_json::from_str(
+            r#"{"engine":"leveldb 1.23 (default)","settle_seconds":0,
+                "results":[{"name":"readrandom","ops":10,"seconds":0.1,"micros_per_op":10,
+                "found":6,"bytes":696,"block_cache_hits":1,"block_cache_misses":2,
+                "table_cache_hits":null,"table_cache_misses":1}]}"#,
+        )
+        .expect("a harness's reply parses");
+        assert_eq!(reply.results[0].table_cache_hits, None);
+        assert_eq!(reply.results[0].table_cache_misses, Some(1));
+    }
+
     #[test]
     fn requests_round_trip_with_the_op_as_a_tag() {
         let requests = [
@@ -335,6 +469,7 @@ mod tests {
                 reads_file: "/tmp/r".into(),
                 direct_io: true,
             }),
+            dbbench(),
         ];
         for op in requests {
             let r = Request {

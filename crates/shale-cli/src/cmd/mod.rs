@@ -5,6 +5,7 @@ mod advise;
 mod bench;
 mod cgroup;
 mod compare;
+pub mod dbbench;
 mod harness;
 mod kv;
 mod load;
@@ -37,6 +38,8 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
         Command::Bench(crate::args::BenchCommand::Compare(a)) => compare::run(&a, out),
         Command::Bench(crate::args::BenchCommand::Ycsb(a)) => ycsb::run(&a, out),
+        Command::Bench(crate::args::BenchCommand::Db(a)) => dbbench::run(&a, out),
+        Command::Bench(crate::args::BenchCommand::DbSweep(a)) => dbbench::sweep::run(&a, out),
         Command::Advise(a) => advise::advise(&a, out),
         Command::Harness => harness::run(out),
     }?;

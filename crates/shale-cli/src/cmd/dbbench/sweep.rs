@@ -1,0 +1,758 @@
+//! `bench db-sweep`: LevelDB's cache-structure sweep on shale. One
+//! fillrandom of `--num` entries (settled, so that every entry is in a
+//! table), then for each value of the swept option (`open_files`, the table
+//! cache, or `cache_size`, the block cache) the database is opened afresh
+//! with that value and each read benchmark runs `--reads` operations,
+//! recording micros/op and the table-cache and block-cache hit rates.
+//! `sweep.csv` and `sweep.json` (a [`SweepResults`]) are rewritten after
+//! every value, so an interrupted sweep keeps what finished.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use shale::{Db, Options};
+use shale_workload::protocol::{
+    DbBenchReply, DbBenchRequest, DbBenchStep, ErrorReply, Op, Request, PROTOCOL_VERSION,
+};
+
+use super::{
+    check_key_size, db_options, install_ctrl_c, interrupted, open_existing, remove_db_dir,
+    run_bench, Bench, Config,
+};
+use crate::args::DbSweepArgs;
+use crate::error::{CliError, CliResult};
+
+/// Default values of `--param open_files`.
+pub const OPEN_FILES_VALUES: [u64; 5] = [0, 10, 100, 1000, 10_000];
+
+/// Default values of `--param cache_size`: 1 KB to 1 GB by factors of 10.
+pub const CACHE_SIZE_VALUES: [u64; 7] = [
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+/// One measured point: one benchmark at one value of the swept option.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// The engine measured (`shale`, `leveldb`).
+    pub engine: String,
+    /// The swept option's value (files, or bytes).
+    pub value: u64,
+    /// The benchmark's db_bench name.
+    pub benchmark: String,
+    /// Operations done.
+    pub ops: u64,
+    /// db_bench's micros/op (wall time x threads / ops).
+    pub micros_per_op: f64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Reads that found their key.
+    pub found: u64,
+    /// Table readers found open in the table cache (`None`: the engine
+    /// cannot tell, as LevelDB).
+    pub table_cache_hits: Option<u64>,
+    /// Table readers opened.
+    pub table_cache_misses: Option<u64>,
+    /// `hits / (hits + misses)` of the table cache, `None` without lookups.
+    pub table_cache_hit_rate: Option<f64>,
+    /// Block-cache hits over every block kind (LevelDB's block cache holds
+    /// data blocks only).
+    pub block_cache_hits: Option<u64>,
+    /// Block-cache misses over every block kind.
+    pub block_cache_misses: Option<u64>,
+    /// `hits / (hits + misses)` of the block cache, `None` without lookups.
+    pub block_cache_hit_rate: Option<f64>,
+    /// True if Ctrl-C cut the benchmark short.
+    pub interrupted: bool,
+}
+
+/// The fill a sweep starts with, per engine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepFill {
+    /// The engine.
+    pub engine: String,
+    /// Entries written.
+    pub ops: u64,
+    /// db_bench's micros/op of the fill.
+    pub micros_per_op: f64,
+    /// Seconds of the fill, then of settling (flush and compactions).
+    pub seconds: f64,
+    /// Seconds spent settling after the writes.
+    pub settle_seconds: f64,
+}
+
+/// A sweep's results (`sweep.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepResults {
+    /// The swept option: `open_files` or `cache_size`.
+    pub param: String,
+    /// Its values, in the order run.
+    pub values: Vec<u64>,
+    /// The benchmarks run at each value.
+    pub benchmarks: Vec<String>,
+    /// The engines, in the order run.
+    pub engines: Vec<String>,
+    /// Entries filled (keys 0..num).
+    pub num: u64,
+    /// Operations per benchmark and value, per thread.
+    pub reads: u64,
+    /// Key size in bytes.
+    pub key_size: usize,
+    /// Value size in bytes.
+    pub value_size: usize,
+    /// Threads per benchmark.
+    pub threads: usize,
+    /// Block cache when the table cache is swept.
+    pub cache_size: u64,
+    /// Table cache when the block cache is swept (`None`: shale's default).
+    pub open_files: Option<usize>,
+    /// The fills, one per engine, unless `--use_existing_db`.
+    pub fills: Vec<SweepFill>,
+    /// One point per engine, value and benchmark, in the order run.
+    pub points: Vec<SweepPoint>,
+    /// True if Ctrl-C stopped the sweep.
+    pub interrupted: bool,
+}
+
+/// The points of one engine and benchmark: what one curve of a chart of
+/// micros/op against the swept value draws.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// The engine.
+    pub engine: String,
+    /// The benchmark.
+    pub benchmark: String,
+    /// `(value, micros/op)`, in the order run (ascending for the defaults).
+    /// A log x axis must leave out or place separately a value of 0.
+    pub points: Vec<(u64, f64)>,
+}
+
+impl SweepResults {
+    /// One [`Series`] per engine and benchmark, in order of first appearance.
+    pub fn series(&self) -> Vec<Series> {
+        let mut out: Vec<Series> = Vec::new();
+        for p in &self.points {
+            let i = match out
+                .iter()
+                .position(|s| s.engine == p.engine && s.benchmark == p.benchmark)
+            {
+                Some(i) => i,
+                None => {
+                    out.push(Series {
+                        engine: p.engine.clone(),
+                        benchmark: p.benchmark.clone(),
+                        points: Vec::new(),
+                    });
+                    out.len() - 1
+                }
+            };
+            out[i].points.push((p.value, p.micros_per_op));
+        }
+        out
+    }
+
+    /// `sweep.csv`: a header, then one row per point.
+    pub fn csv(&self) -> String {
+        let rate = |r: Option<f64>| r.map_or(String::new(), |r| format!("{r:.6}"));
+        let count = |c: Option<u64>| c.map_or(String::new(), |c| c.to_string());
+        let mut s = String::from(
+            "engine,param,value,benchmark,ops,micros_per_op,ops_per_sec,found,\
+             table_cache_hits,table_cache_misses,table_cache_hit_rate,\
+             block_cache_hits,block_cache_misses,block_cache_hit_rate,interrupted\n",
+        );
+        for p in &self.points {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{:.3},{:.1},{},{},{},{},{},{},{},{}",
+                p.engine,
+                self.param,
+                p.value,
+                p.benchmark,
+                p.ops,
+                p.micros_per_op,
+                p.ops_per_sec,
+                p.found,
+                count(p.table_cache_hits),
+                count(p.table_cache_misses),
+                rate(p.table_cache_hit_rate),
+                count(p.block_cache_hits),
+                count(p.block_cache_misses),
+                rate(p.block_cache_hit_rate),
+                p.interrupted
+            );
+        }
+        s
+    }
+
+    /// The terminal table: one row per point, then micros/op per value and
+    /// engine and benchmark.
+    pub fn text(&self) -> String {
+        let pct = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{:.1}%", 100.0 * r));
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<8} {:>12}  {:<12} {:>11} {:>10} {:>16} {:>16} {:>16}",
+            "engine",
+            self.param,
+            "benchmark",
+            "micros/op",
+            "ops/sec",
+            "found",
+            "table-cache hit",
+            "block-cache hit"
+        );
+        for p in &self.points {
+            let _ = writeln!(
+                s,
+                "{:<8} {:>12}  {:<12} {:>11.3} {:>10.0} {:>16} {:>16} {:>16}",
+                p.engine,
+                p.value,
+                p.benchmark,
+                p.micros_per_op,
+                p.ops_per_sec,
+                format!("{}/{}", p.found, p.ops),
+                pct(p.table_cache_hit_rate),
+                pct(p.block_cache_hit_rate),
+            );
+        }
+        let series = self.series();
+        if !series.is_empty() {
+            let label = |se: &Series| {
+                if self.engines.len() > 1 {
+                    format!("{}:{}", se.engine, se.benchmark)
+                } else {
+                    se.benchmark.clone()
+                }
+            };
+            let width = series
+                .iter()
+                .map(|se| label(se).len())
+                .max()
+                .unwrap_or(0)
+                .max(10);
+            let _ = write!(s, "\nmicros/op\n{:>12}", self.param);
+            for se in &series {
+                let _ = write!(s, " {:>width$}", label(se));
+            }
+            s.push('\n');
+            for &v in &self.values {
+                let _ = write!(s, "{v:>12}");
+                for se in &series {
+                    match se.points.iter().find(|(x, _)| *x == v) {
+                        Some((_, m)) => {
+                            let _ = write!(s, " {m:>width$.3}");
+                        }
+                        None => {
+                            let _ = write!(s, " {:>width$}", "-");
+                        }
+                    }
+                }
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+/// Parses `--values`: non-negative integers, comma-separated.
+fn parse_values(list: &str) -> CliResult<Vec<u64>> {
+    let values: Vec<u64> = list
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.trim().parse::<u64>().map_err(|_| {
+                CliError::Usage(format!(
+                    "--values {list}: {s:?} is not a whole number; give comma-separated integers (1000,10000)"
+                ))
+            })
+        })
+        .collect::<CliResult<_>>()?;
+    if values.is_empty() {
+        return Err(CliError::Usage("--values is empty".into()));
+    }
+    Ok(values)
+}
+
+fn write_files(r: &SweepResults, dir: &Path) -> CliResult {
+    let json = serde_json::to_string_pretty(r)
+        .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+    for (name, text) in [("sweep.json", json + "\n"), ("sweep.csv", r.csv())] {
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| CliError::msg(format!("writing {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// The directory of `engine`'s database: `--db` for shale, `--db` with
+/// `-<engine>` appended for a peer.
+fn engine_dir(db: &Path, engine: &str) -> PathBuf {
+    if engine == "shale" {
+        return db.to_path_buf();
+    }
+    let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!("-{engine}"));
+    db.with_file_name(name)
+}
+
+/// A peer's harness, for the dbbench op.
+struct Peer {
+    program: PathBuf,
+    args: Vec<String>,
+    timeout: Duration,
+}
+
+impl Peer {
+    fn call(&self, r: DbBenchRequest) -> CliResult<DbBenchReply> {
+        let request = Request {
+            protocol: PROTOCOL_VERSION,
+            op: Op::DbBench(r),
+        };
+        let input = serde_json::to_string(&request)
+            .map_err(|e| CliError::msg(format!("encoding the request: {e}")))?;
+        let (ok, stdout, stderr) = super::super::compare::run_with_timeout(
+            &self.program,
+            &self.args,
+            &input,
+            self.timeout,
+        )
+        .map_err(|e| CliError::msg(format!("{}: {e}", self.program.display())))?;
+        let tail = super::super::compare::stderr_tail(&stderr);
+        if !ok {
+            let reason = serde_json::from_str::<ErrorReply>(&stdout)
+                .map(|r| r.error)
+                .unwrap_or_else(|_| "exited with an error and no reply".into());
+            return Err(CliError::msg(format!(
+                "{}: {reason}{tail}",
+                self.program.display()
+            )));
+        }
+        serde_json::from_str(&stdout).map_err(|e| {
+            CliError::msg(format!(
+                "{}: malformed reply ({e}): {:?}{tail}",
+                self.program.display(),
+                super::super::compare::clip(&stdout, 300)
+            ))
+        })
+    }
+}
+
+/// Everything one engine's sweep needs.
+struct SweepCtx<'a> {
+    a: &'a DbSweepArgs,
+    cfg: &'a Config,
+    base: &'a Options,
+    values: &'a [u64],
+    benches: &'a [(Bench, String)],
+}
+
+fn rate(hits: Option<u64>, misses: Option<u64>) -> Option<f64> {
+    let (h, m) = (hits?, misses?);
+    (h + m > 0).then(|| h as f64 / (h + m) as f64)
+}
+
+/// The shale side of a sweep: fill (unless --use_existing_db), then each
+/// value on a fresh open.
+fn sweep_shale(
+    c: &SweepCtx,
+    dir: &Path,
+    results: &mut SweepResults,
+    out: &mut dyn Write,
+) -> CliResult {
+    let (a, cfg) = (c.a, c.cfg);
+    if a.db.use_existing_db {
+        open_existing(dir, c.base.clone(), cfg.key_size)?.close()?;
+    } else {
+        remove_db_dir(dir, "shale")?;
+        let db = Db::open(dir, c.base.clone())?;
+        let fill_cfg = Config {
+            threads: 1,
+            ..cfg.clone()
+        };
+        let r = run_bench(&db, &fill_cfg, Bench::FillRandom, "fillrandom", 0)?;
+        let t0 = std::time::Instant::now();
+        db.settle()?;
+        let settle_seconds = t0.elapsed().as_secs_f64();
+        db.close()?;
+        if !a.json {
+            writeln!(out, "shale    {}", r.line()).map_err(CliError::output)?;
+            writeln!(out, "shale    settled in {settle_seconds:.3} s").map_err(CliError::output)?;
+            out.flush().map_err(CliError::output)?;
+        }
+        results.fills.push(SweepFill {
+            engine: "shale".into(),
+            ops: r.ops,
+            micros_per_op: r.micros_per_op,
+            seconds: r.seconds,
+            settle_seconds,
+        });
+    }
+    for &value in c.values {
+        if interrupted() {
+            break;
+        }
+        let mut opts = Options {
+            create_if_missing: false,
+            ..c.base.clone()
+        };
+        match a.param.as_str() {
+            "open_files" => {
+                opts.max_open_files = usize::try_from(value).map_err(|_| {
+                    CliError::Usage(format!("--values: {value} open files is too many"))
+                })?
+            }
+            _ => opts.block_cache_bytes = value,
+        }
+        let db = Db::open(dir, opts)?;
+        for (i, (bench, name)) in c.benches.iter().enumerate() {
+            if interrupted() {
+                break;
+            }
+            let r = run_bench(&db, cfg, *bench, name, i + 1)?;
+            if !a.json {
+                writeln!(out, "shale    {:>12} = {value:<12} {}", a.param, r.line())
+                    .map_err(CliError::output)?;
+                out.flush().map_err(CliError::output)?;
+            }
+            results.points.push(SweepPoint {
+                engine: "shale".into(),
+                value,
+                benchmark: name.clone(),
+                ops: r.ops,
+                micros_per_op: r.micros_per_op,
+                ops_per_sec: r.ops_per_sec,
+                found: r.found.unwrap_or(0),
+                table_cache_hits: Some(r.engine.table_cache_hits),
+                table_cache_misses: Some(r.engine.table_cache_misses),
+                table_cache_hit_rate: r.engine.table_cache_hit_rate,
+                block_cache_hits: Some(r.engine.block_cache_hits),
+                block_cache_misses: Some(r.engine.block_cache_misses),
+                block_cache_hit_rate: r.engine.block_cache_hit_rate,
+                interrupted: r.interrupted,
+            });
+        }
+        db.close()?;
+        results.interrupted = interrupted();
+        write_files(results, &a.out)?;
+    }
+    Ok(())
+}
+
+/// LevelDB's side of a sweep, through its harness: the same fill and reads
+/// (the same seeds, so the same keys), each value in a process of its own.
+fn sweep_peer(
+    c: &SweepCtx,
+    engine: &str,
+    dir: &Path,
+    results: &mut SweepResults,
+    out: &mut dyn Write,
+) -> CliResult {
+    let (a, cfg) = (c.a, c.cfg);
+    let (program, args) = super::super::compare::locate(engine)
+        .map_err(|e| CliError::msg(format!("{engine}: {e}")))?;
+    let peer = Peer {
+        program,
+        args,
+        timeout: Duration::from_secs(a.timeout),
+    };
+    let dir =
+        std::path::absolute(dir).map_err(|e| CliError::msg(format!("{}: {e}", dir.display())))?;
+    let request = |fresh: bool, steps: Vec<DbBenchStep>, threads: usize, cache: u64, files: i64| {
+        DbBenchRequest {
+            dir: dir.clone(),
+            config: "default".into(),
+            fresh,
+            settle: fresh,
+            benchmarks: steps,
+            num: cfg.num,
+            reads: cfg.reads,
+            key_size: cfg.key_size,
+            value_size: cfg.value_size,
+            threads,
+            cache_bytes: cache,
+            open_files: files,
+            bloom_bits: a.db.bloom_bits.unwrap_or(-1).max(-1),
+            compression: if a.db.compression_type == "none" {
+                "none".into()
+            } else {
+                "default".into()
+            },
+        }
+    };
+    let default_files = a.db.open_files.map_or(-1, |n| n as i64);
+    if a.db.use_existing_db {
+        if !dir.join("CURRENT").exists() {
+            return Err(CliError::msg(format!(
+                "--use_existing_db: {} holds no {engine} database",
+                dir.display()
+            )));
+        }
+    } else {
+        remove_db_dir(&dir, engine)?;
+        let steps = vec![DbBenchStep {
+            name: "fillrandom".into(),
+            seed: super::bench_seed(cfg.seed, "fillrandom", 0),
+        }];
+        let reply = peer.call(request(true, steps, 1, a.db.cache_size, default_files))?;
+        let r = reply
+            .results
+            .first()
+            .ok_or_else(|| CliError::msg(format!("{engine}: no result for the fill")))?;
+        if !a.json {
+            let line = super::result_line(
+                "fillrandom",
+                r.micros_per_op,
+                r.ops as f64 / r.seconds.max(1e-9),
+                (r.bytes > 0).then(|| r.bytes as f64 / 1_048_576.0 / r.seconds.max(1e-9)),
+                "",
+            );
+            writeln!(out, "{engine:<8} {line}").map_err(CliError::output)?;
+            writeln!(out, "{engine:<8} settled in {:.3} s", reply.settle_seconds)
+                .map_err(CliError::output)?;
+        }
+        results.fills.push(SweepFill {
+            engine: engine.into(),
+            ops: r.ops,
+            micros_per_op: r.micros_per_op,
+            seconds: r.seconds,
+            settle_seconds: reply.settle_seconds,
+        });
+    }
+    for &value in c.values {
+        if interrupted() {
+            break;
+        }
+        let (cache, files) = match a.param.as_str() {
+            "open_files" => (a.db.cache_size, value as i64),
+            _ => (value, default_files),
+        };
+        let steps = c
+            .benches
+            .iter()
+            .enumerate()
+            .map(|(i, (_, name))| DbBenchStep {
+                name: name.clone(),
+                seed: super::bench_seed(cfg.seed, name, i + 1),
+            })
+            .collect();
+        let reply = peer.call(request(false, steps, cfg.threads, cache, files))?;
+        for r in &reply.results {
+            let wall = r.seconds.max(1e-9);
+            if !a.json {
+                let found_msg = format!("({} of {} found)", r.found, r.ops);
+                let line = super::result_line(
+                    &r.name,
+                    r.micros_per_op,
+                    r.ops as f64 / wall,
+                    (r.bytes > 0).then(|| r.bytes as f64 / 1_048_576.0 / wall),
+                    if matches!(r.name.as_str(), "readseq" | "readreverse") {
+                        ""
+                    } else {
+                        &found_msg
+                    },
+                );
+                writeln!(out, "{engine:<8} {:>12} = {value:<12} {line}", a.param)
+                    .map_err(CliError::output)?;
+                out.flush().map_err(CliError::output)?;
+            }
+            results.points.push(SweepPoint {
+                engine: engine.into(),
+                value,
+                benchmark: r.name.clone(),
+                ops: r.ops,
+                micros_per_op: r.micros_per_op,
+                ops_per_sec: r.ops as f64 / wall,
+                found: r.found,
+                table_cache_hits: r.table_cache_hits,
+                table_cache_misses: r.table_cache_misses,
+                table_cache_hit_rate: rate(r.table_cache_hits, r.table_cache_misses),
+                block_cache_hits: r.block_cache_hits,
+                block_cache_misses: r.block_cache_misses,
+                block_cache_hit_rate: rate(r.block_cache_hits, r.block_cache_misses),
+                interrupted: false,
+            });
+        }
+        results.interrupted = interrupted();
+        write_files(results, &a.out)?;
+    }
+    Ok(())
+}
+
+/// `shale bench db-sweep`.
+pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
+    let key_size = a.db.key_size as usize;
+    check_key_size(a.db.num, key_size)?;
+    let base = db_options(&a.db)?;
+    let values = match (&a.values, a.param.as_str()) {
+        (Some(list), _) => parse_values(list)?,
+        (None, "open_files") => OPEN_FILES_VALUES.to_vec(),
+        (None, "cache_size") => CACHE_SIZE_VALUES.to_vec(),
+        (None, other) => {
+            return Err(CliError::Usage(format!(
+                "--param {other}: use open_files or cache_size"
+            )))
+        }
+    };
+    let benches: Vec<(Bench, String)> = a
+        .benchmarks
+        .iter()
+        .map(|n| {
+            Bench::parse(n)
+                .filter(|_| super::SWEEP_BENCHMARK_NAMES.contains(&n.as_str()))
+                .map(|b| (b, n.clone()))
+                .ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "--benchmarks {n}: a sweep runs {}",
+                        super::SWEEP_BENCHMARK_NAMES.join(", ")
+                    ))
+                })
+        })
+        .collect::<CliResult<_>>()?;
+    let mut engines: Vec<String> = Vec::new();
+    for e in &a.engines {
+        if !engines.contains(e) {
+            engines.push(e.clone());
+        }
+    }
+    let cfg = Config {
+        num: a.db.num,
+        reads: a.reads,
+        value_size: a.db.value_size,
+        key_size,
+        threads: a.threads as usize,
+        readwritepercent: 90,
+        seed: a.db.seed,
+    };
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError::msg(format!("cannot create --out {}: {e}", a.out.display())))?;
+    install_ctrl_c();
+    let mut results = SweepResults {
+        param: a.param.clone(),
+        values: values.clone(),
+        benchmarks: benches.iter().map(|(_, n)| n.clone()).collect(),
+        engines: engines.clone(),
+        num: cfg.num,
+        reads: cfg.reads,
+        key_size,
+        value_size: cfg.value_size,
+        threads: cfg.threads,
+        cache_size: a.db.cache_size,
+        open_files: a.db.open_files,
+        fills: Vec::new(),
+        points: Vec::new(),
+        interrupted: false,
+    };
+    let c = SweepCtx {
+        a,
+        cfg: &cfg,
+        base: &base,
+        values: &values,
+        benches: &benches,
+    };
+    for engine in &engines {
+        if interrupted() {
+            break;
+        }
+        let dir = engine_dir(&a.db.db, engine);
+        if engine == "shale" {
+            sweep_shale(&c, &dir, &mut results, out)?;
+        } else {
+            sweep_peer(&c, engine, &dir, &mut results, out)?;
+        }
+    }
+    results.interrupted = interrupted();
+    write_files(&results, &a.out)?;
+    if a.json {
+        let s = serde_json::to_string_pretty(&results)
+            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+        writeln!(out, "{s}").map_err(CliError::output)
+    } else {
+        writeln!(out, "\n{}", results.text()).map_err(CliError::output)?;
+        writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(value: u64, benchmark: &str, micros: f64) -> SweepPoint {
+        SweepPoint {
+            engine: "shale".into(),
+            value,
+            benchmark: benchmark.into(),
+            ops: 10,
+            micros_per_op: micros,
+            ops_per_sec: 1e6 / micros,
+            found: 6,
+            table_cache_hits: Some(9),
+            table_cache_misses: Some(1),
+            table_cache_hit_rate: Some(0.9),
+            block_cache_hits: Some(0),
+            block_cache_misses: Some(0),
+            block_cache_hit_rate: None,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn series_group_points_per_benchmark_and_csv_has_a_row_each() {
+        let r = SweepResults {
+            param: "open_files".into(),
+            values: vec![0, 10],
+            benchmarks: vec!["readrandom".into(), "readhot".into()],
+            engines: vec!["shale".into()],
+            num: 100,
+            reads: 10,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            cache_size: 8 << 20,
+            open_files: None,
+            fills: Vec::new(),
+            points: vec![
+                point(0, "readrandom", 5.0),
+                point(0, "readhot", 2.0),
+                point(10, "readrandom", 4.0),
+                point(10, "readhot", 1.5),
+            ],
+            interrupted: false,
+        };
+        let s = r.series();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].benchmark, "readrandom");
+        assert_eq!(s[0].points, vec![(0, 5.0), (10, 4.0)]);
+        assert_eq!(s[1].points, vec![(0, 2.0), (10, 1.5)]);
+        let csv = r.csv();
+        assert_eq!(csv.lines().count(), 5);
+        assert!(
+            csv.lines().nth(1).is_some_and(|l| l
+                == "shale,open_files,0,readrandom,10,5.000,200000.0,6,9,1,0.900000,0,0,,false"),
+            "{csv}"
+        );
+        let text = r.text();
+        assert!(text.contains("micros/op"), "{text}");
+        let back: SweepResults =
+            serde_json::from_str(&serde_json::to_string(&r).expect("encodes")).expect("decodes");
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn values_parse_or_are_usage_errors() {
+        assert_eq!(parse_values("0, 10,100").expect("parses"), vec![0, 10, 100]);
+        for bad in ["", "1,x", "-1", "1.5"] {
+            assert!(
+                matches!(parse_values(bad), Err(CliError::Usage(_))),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! End-to-end tests of `shale bench db` and `shale bench db-sweep` on tiny
+//! databases, running the built binary.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn shale() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
+    c.env_remove("RUST_BACKTRACE");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    shale()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run shale")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "shale {args:?} failed with {:?}: {}",
+        o.status.code(),
+        stderr(&o)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn path(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// The results of a `--json` run, by position.
+fn results(json: &str) -> Vec<Value> {
+    let doc: Value = serde_json::from_str(json).expect("bench db --json prints JSON");
+    assert_eq!(doc["engine"], "shale");
+    doc["results"].as_array().expect("results").clone()
+}
+
+fn u(v: &Value, field: &str) -> u64 {
+    v[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} of {v}"))
+}
+
+#[test]
+fn every_benchmark_runs_with_sane_found_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    let out = ok(&[
+        "bench",
+        "db",
+        "--db",
+        &db,
+        "--num=2000",
+        "--reads",
+        "1000",
+        "--threads=2",
+        "--write_buffer_size=65536",
+        "--benchmarks=fillseq,readrandom,readmissing,readhot,seekrandom,readseq,readreverse,\
+         overwrite,readwhilewriting,readrandomwriterandom,deleterandom,compact,fillsync,\
+         fillrandom,stats",
+        "--json",
+    ]);
+    let r = results(&out);
+    let names: Vec<&str> = r
+        .iter()
+        .map(|x| x["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fillseq",
+            "readrandom",
+            "readmissing",
+            "readhot",
+            "seekrandom",
+            "readseq",
+            "readreverse",
+            "overwrite",
+            "readwhilewriting",
+            "readrandomwriterandom",
+            "deleterandom",
+            "compact",
+            "fillsync",
+            "fillrandom",
+            "stats"
+        ]
+    );
+    // Each of the 2 threads does the whole count, as in db_bench.
+    assert_eq!(u(&r[0], "ops"), 4000);
+    // After fillseq every key is there: readrandom, readhot and seekrandom
+    // find all, readmissing none.
+    for i in [1, 3, 4] {
+        assert_eq!(u(&r[i], "found"), 2000, "{}", r[i]);
+        assert_eq!(u(&r[i], "reads"), 2000, "{}", r[i]);
+        let msg = r[i]["message"].as_str().expect("message");
+        assert_eq!(msg, "(2000 of 2000 found)");
+    }
+    assert_eq!(u(&r[2], "found"), 0);
+    assert_eq!(r[2]["message"], "(0 of 2000 found)");
+    assert!(r[2]["mb_per_sec"].is_null(), "nothing read, no MB/s");
+    // Scans stop at --reads entries per thread.
+    assert_eq!(u(&r[5], "ops"), 2000);
+    assert_eq!(u(&r[6], "ops"), 2000);
+    // Overwrites and the writer keep every key present.
+    assert_eq!(u(&r[8], "found"), u(&r[8], "reads"));
+    assert!(r[8]["writes"].as_u64().is_some());
+    assert_eq!(u(&r[9], "ops"), 2000);
+    assert_eq!(u(&r[9], "found"), u(&r[9], "reads"));
+    assert_eq!(u(&r[10], "ops"), 4000);
+    assert_eq!(u(&r[11], "ops"), 1);
+    // fillsync writes num / 1000 entries per thread.
+    assert_eq!(u(&r[12], "ops"), 4);
+    assert!(r[14]["stats"]["levels"].is_array(), "{}", r[14]);
+    // Every operation was recorded by kind.
+    assert_eq!(u(&r[4]["kinds"]["seek"], "count"), 2000);
+    assert_eq!(u(&r[10]["kinds"]["delete"], "count"), 4000);
+    assert!(u(&r[9]["kinds"]["read"], "count") + u(&r[9]["kinds"]["write"], "count") == 2000);
+    for x in &r[..14] {
+        assert!(x["micros_per_op"].as_f64().is_some_and(|m| m > 0.0), "{x}");
+    }
+}
+
+#[test]
+fn text_lines_have_db_bench_columns_and_fillrandom_leaves_about_63_percent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    let out = ok(&[
+        "bench",
+        "db",
+        "--db",
+        &db,
+        "--num",
+        "20000",
+        "--benchmarks",
+        "fillrandom,readrandom",
+        "--histogram",
+    ]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("readrandom"))
+        .unwrap_or_else(|| panic!("no readrandom line in {out}"));
+    // `readrandom   :       4.213 micros/op 237361 ops/sec;   26.3 MB/s (N of 20000 found)`
+    assert_eq!(&line[..15], "readrandom   : ");
+    assert_eq!(&line[26..37], " micros/op ");
+    assert!(line[15..26].trim().parse::<f64>().is_ok(), "{line}");
+    let found: u64 = line
+        .rsplit_once('(')
+        .and_then(|(_, m)| m.strip_suffix(" of 20000 found)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("found message in {line}"));
+    // 1 - 1/e = 63.2% of the keys exist; the count is deterministic for the
+    // seed, and 55%..71% is more than 20 standard deviations wide.
+    assert!((11_000..=14_200).contains(&found), "{line}");
+    assert!(line.contains(" MB/s ("), "{line}");
+    assert!(out.contains("Microseconds per read:"), "{out}");
+    assert!(out.contains("Percentiles: P50: "), "{out}");
+    // --use_existing_db keeps the data and skips fills.
+    let again = ok(&[
+        "bench",
+        "db",
+        "--db",
+        &db,
+        "--num",
+        "20000",
+        "--reads=100",
+        "--use_existing_db",
+        "--benchmarks",
+        "fillseq,readhot",
+    ]);
+    assert!(
+        again.contains("fillseq      : skipped (--use_existing_db is true)"),
+        "{again}"
+    );
+    assert!(again.contains("readhot      : "), "{again}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_list_the_choices() {
+    let o = run(&["bench", "db", "--benchmarks", "fillseq,nosuchbench"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("nosuchbench"), "{e}");
+    for name in ["readrandomwriterandom", "seekrandom", "readhot", "stats"] {
+        assert!(e.contains(name), "{e}");
+    }
+    let o = run(&["bench", "db", "--compression_type=zstd"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("lz4"), "{}", stderr(&o));
+    let o = run(&["bench", "db", "--num", "100000", "--key_size", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--key_size 5"), "{}", stderr(&o));
+    let o = run(&["bench", "db-sweep", "--param", "block_size"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("open_files"), "{}", stderr(&o));
+}
+
+#[test]
+fn existing_databases_of_other_keys_and_other_directories_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kv = path(&dir.path().join("kv"));
+    ok(&["load", "--db", &kv, "--keys", "100"]);
+    let o = run(&[
+        "bench",
+        "db",
+        "--db",
+        &kv,
+        "--use_existing_db",
+        "--benchmarks",
+        "readrandom",
+        "--num",
+        "100",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("does not hold db_bench keys"), "{e}");
+    let o = run(&[
+        "bench",
+        "db",
+        "--db",
+        &path(&dir.path().join("none")),
+        "--use_existing_db=1",
+        "--benchmarks",
+        "readrandom",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("holds no database"), "{}", stderr(&o));
+    // A directory with other files is never removed.
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).expect("mkdir");
+    std::fs::write(other.join("thesis.tex"), "precious").expect("write");
+    let o = run(&[
+        "bench",
+        "db",
+        "--db",
+        &path(&other),
+        "--benchmarks",
+        "fillseq",
+        "--num",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("thesis.tex"), "{}", stderr(&o));
+    assert!(other.join("thesis.tex").exists());
+}
+
+#[test]
+fn a_tiny_sweep_writes_a_row_per_point_and_benchmark() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    let out_dir = dir.path().join("out");
+    let text = ok(&[
+        "bench",
+        "db-sweep",
+        "--param",
+        "open_files",
+        "--values",
+        "0,10,1000",
+        "--num",
+        "3000",
+        "--reads",
+        "300",
+        "--write_buffer_size",
+        "32768",
+        "--db",
+        &db,
+        "--out",
+        &path(&out_dir),
+    ]);
+    assert!(text.contains("fillrandom   : "), "{text}");
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).expect("sweep.csv");
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 1 + 3 * 3, "{csv}");
+    assert!(
+        rows[0].starts_with("engine,param,value,benchmark,"),
+        "{csv}"
+    );
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("sweep.json")).expect("sweep.json"),
+    )
+    .expect("JSON");
+    let points = json["points"].as_array().expect("points");
+    assert_eq!(points.len(), 9);
+    let benches: Vec<&str> = points[..3]
+        .iter()
+        .map(|p| p["benchmark"].as_str().expect("benchmark"))
+        .collect();
+    assert_eq!(benches, ["readrandom", "readhot", "seekrandom"]);
+    for p in points {
+        let rate = p["table_cache_hit_rate"].as_f64();
+        assert!(rate.is_none_or(|r| (0.0..=1.0).contains(&r)), "{p}");
+        assert!(p["block_cache_hit_rate"].is_number(), "{p}");
+    }
+    // The fill is settled into tables: every readrandom consults the table
+    // cache, and a fresh open misses at least once.
+    for p in points.iter().filter(|p| p["benchmark"] == "readrandom") {
+        let hits = p["table_cache_hits"].as_u64().expect("hits");
+        let misses = p["table_cache_misses"].as_u64().expect("misses");
+        assert!(misses >= 1 && hits + misses >= 300, "{p}");
+    }
+    // Reusing the database: no fill.
+    let json_out = ok(&[
+        "bench",
+        "db-sweep",
+        "--param",
+        "cache_size",
+        "--values",
+        "1000,1000000",
+        "--num",
+        "3000",
+        "--reads",
+        "100",
+        "--benchmarks",
+        "readmissing",
+        "--db",
+        &db,
+        "--use_existing_db",
+        "--out",
+        &path(&out_dir),
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_str(&json_out).expect("--json prints JSON");
+    assert!(doc["fill"].is_null());
+    assert_eq!(doc["points"].as_array().map(Vec::len), Some(2));
+    assert_eq!(doc["points"][0]["found"], 0);
+}
+
+#[test]
+fn ctrl_c_prints_the_results_so_far() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    let out_dir = dir.path().join("out");
+    let mut child = shale()
+        .args([
+            "bench",
+            "db",
+            "--db",
+            &db,
+            "--num",
+            "1000000000",
+            "--benchmarks",
+            "fillseq,readrandom",
+            "--out",
+            &path(&out_dir),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    // The header and its rule come before the first benchmark starts.
+    for _ in 0..2 {
+        lines.next().expect("a line").expect("utf-8");
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let rest: Vec<String> = lines.map(|l| l.expect("utf-8")).collect();
+    let code = child.wait().expect("wait");
+    assert!(code.success(), "{code:?}: {rest:?}");
+    assert!(rest[0].starts_with("fillseq      : "), "{rest:?}");
+    assert!(
+        rest.iter().all(|l| !l.starts_with("readrandom")),
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter().any(|l| l.starts_with("interrupted")),
+        "{rest:?}"
+    );
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("results.json")).expect("results.json"),
+    )
+    .expect("JSON");
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["results"][0]["interrupted"], true);
+    assert!(u(&doc["results"][0], "ops") < 1_000_000_000);
+}
+
+#[test]
+fn a_sweep_on_leveldb_reads_the_same_keys_as_on_shale() {
+    // Runs where the LevelDB harness is built (`scripts/peers.sh leveldb`,
+    // as CI does when it can).
+    let built = Path::new(env!("CARGO_BIN_EXE_shale"))
+        .parent()
+        .and_then(Path::parent)
+        .map(|target| target.join("peers").join("shale-leveldb-harness"))
+        .is_some_and(|h| h.is_file());
+    if !built && std::env::var_os("SHALE_LEVELDB_HARNESS").is_none() {
+        eprintln!("skipped: the LevelDB harness is not built (scripts/peers.sh leveldb)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    let out_dir = dir.path().join("out");
+    ok(&[
+        "bench",
+        "db-sweep",
+        "--engines",
+        "shale,leveldb",
+        "--param",
+        "open_files",
+        "--values",
+        "0,100",
+        "--num",
+        "3000",
+        "--reads",
+        "300",
+        "--db",
+        &db,
+        "--out",
+        &path(&out_dir),
+    ]);
+    assert!(dir.path().join("db-leveldb").join("CURRENT").is_file());
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("sweep.json")).expect("sweep.json"),
+    )
+    .expect("JSON");
+    let points = json["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2 * 2 * 3, "{json}");
+    assert_eq!(json["fills"].as_array().map(Vec::len), Some(2));
+    for p in points.iter().filter(|p| p["engine"] == "leveldb") {
+        // The same seeds draw the same keys from the same fill.
+        let twin = points
+            .iter()
+            .find(|q| {
+                q["engine"] == "shale"
+                    && q["value"] == p["value"]
+                    && q["benchmark"] == p["benchmark"]
+            })
+            .expect("shale's point");
+        assert_eq!(p["found"], twin["found"], "{p} vs {twin}");
+        assert!(p["table_cache_hits"].is_null(), "{p}");
+        assert!(p["block_cache_hit_rate"].is_number(), "{p}");
+    }
+}
