@@ -530,9 +530,13 @@ pub struct BenchDbArgs {
     /// Print every result as one JSON document instead of the text lines.
     #[arg(long)]
     pub json: bool,
-    /// Also write results.json into this directory.
+    /// Also write results.json, and the time series (samples.csv,
+    /// samples.json, time_series.svg/.png), into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The time-series sampler (with --out).
+    #[command(flatten)]
+    pub sample: SampleArgs,
 }
 
 /// `shale bench db-sweep`.

@@ -9,6 +9,7 @@
 //! histograms; the totals keep everything since [`LiveStats::new`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
@@ -122,6 +123,41 @@ impl LiveStats {
             merge_into(&mut merged, &slot.lock().total);
         }
         merged
+    }
+}
+
+/// Where a sampler takes each interval's operations from.
+pub trait OpsSource: Send + Sync {
+    /// The operations recorded since the previous call, and a new interval.
+    fn take_interval(&self) -> ByKind;
+}
+
+impl OpsSource for LiveStats {
+    fn take_interval(&self) -> ByKind {
+        LiveStats::take_interval(self)
+    }
+}
+
+/// The [`LiveStats`] of whichever benchmark runs now, for a sampler that
+/// spans several benchmarks of one command (each with stats of its own).
+#[derive(Default)]
+pub struct LiveSlot(Mutex<Option<Arc<LiveStats>>>);
+
+impl LiveSlot {
+    /// From now on, intervals come from `live` (what the previous stats
+    /// recorded since the last interval is left out).
+    pub fn set(&self, live: Arc<LiveStats>) {
+        *self.0.lock() = Some(live);
+    }
+}
+
+impl OpsSource for LiveSlot {
+    fn take_interval(&self) -> ByKind {
+        self.0
+            .lock()
+            .as_ref()
+            .map(|live| live.take_interval())
+            .unwrap_or_default()
     }
 }
 

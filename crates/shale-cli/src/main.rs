@@ -15,7 +15,6 @@ mod fmt;
 mod interrupt;
 mod live;
 mod report;
-#[allow(dead_code)] // wired into the benches next
 mod sampler;
 
 use std::io::Write;

@@ -99,7 +99,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     crate::interrupt::install();
     let live = Arc::new(LiveStats::new(threads));
     let interval = a.sample.interval().map_err(err)?;
-    let sampler = Sampler::start(interval, &dir, Some(&a.out), live.clone(), None)
+    let sampler = Sampler::start(interval, &dir, Some(&a.out), Some(live.clone()), None)
         .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
     for (i, &cache) in sizes.iter().enumerate() {
         let label = format!(
@@ -122,19 +122,20 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     }
     let title = format!("bench kvdb: {engine_name}, {} keys", a.workload.keys);
     crate::sampler::write_files(&sampler.finish(), &a.out, &title).map_err(CliError::msg)?;
-    if crate::interrupt::requested() {
-        return Err(CliError::msg(format!(
-            "interrupted: the {} runs so far (the last one cut short) and the samples are in {}",
-            results.runs.len(),
-            a.out.display()
-        )));
-    }
+
     if a.json {
         let s = serde_json::to_string_pretty(&results)
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
         writeln!(out, "{s}").map_err(CliError::output)
     } else {
         write!(out, "{}", crate::report::terminal_table(&results)).map_err(CliError::output)?;
+        if crate::interrupt::requested() {
+            writeln!(
+                out,
+                "interrupted: the last run was cut short; the runs after it were not run"
+            )
+            .map_err(CliError::output)?;
+        }
         writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
     }
 }

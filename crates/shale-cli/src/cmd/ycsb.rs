@@ -47,22 +47,10 @@ const STUDY_RATE_LIMIT: u64 = 200_000_000;
 /// Upper bound of keys: every record key starts with `user` and a digit.
 const KEY_END: &[u8] = b"user:";
 
-/// Set by Ctrl-C: the runs stop and report what they measured.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Installs the Ctrl-C handler (once per process): the first Ctrl-C stops
-/// the runs, a second one exits at once.
-fn install_stop_handler() {
-    let _ = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        eprintln!("stopping after the operations in flight (Ctrl-C again to quit now)");
-    });
-}
-
+/// True once Ctrl-C was pressed ([`crate::interrupt`]): the runs stop and
+/// report what they measured.
 fn stopped() -> bool {
-    STOP.load(Ordering::Relaxed)
+    crate::interrupt::requested()
 }
 
 /// The filters a database is loaded with: tables carry them for good, so
@@ -377,7 +365,7 @@ fn workload_of(w: YcsbWorkloadArg) -> Workload {
 
 /// `shale bench ycsb`.
 pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
-    install_stop_handler();
+    crate::interrupt::install();
     let workload = workload_of(a.workload);
     let values = Values {
         field_count: a.field_count,

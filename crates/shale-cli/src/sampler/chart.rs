@@ -34,7 +34,7 @@ pub fn figure(series: &TimeSeries, title: &str) -> Figure {
     };
     panel(
         Axis::linear("ops/s"),
-        vec![("throughput", |s| Some(s.ops_per_sec), BLUE)],
+        vec![("throughput", |s| s.ops_per_sec, BLUE)],
     );
     panel(
         Axis::log10("latency (µs)"),
@@ -107,8 +107,8 @@ mod tests {
             .map(|i| Sample {
                 t: f64::from(i),
                 seconds: 1.0,
-                ops: 100,
-                ops_per_sec: 100.0,
+                ops: Some(100),
+                ops_per_sec: Some(100.0),
                 p50_us: Some(10.0),
                 p99_us: Some(50.0),
                 p999_us: Some(90.0),

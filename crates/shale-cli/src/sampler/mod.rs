@@ -19,7 +19,6 @@ mod chart;
 mod proc;
 mod timeline;
 
-#[allow(unused_imports)] // SpanKind and Timeline: for bench db and bench ycsb, next
 pub use timeline::{Span, SpanKind, Timeline};
 
 use std::io::Write;
@@ -32,15 +31,50 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use shale::Metrics;
 
-use crate::live::{all_kinds, LiveStats};
+use crate::live::{all_kinds, OpsSource};
 use proc::{CpuTimes, DiskCounters};
-
-/// The default interval between samples.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Reads the engine's counters for a sample (`None` when it cannot, e.g. the
 /// engine runs in another process).
 pub type MetricsSource = Box<dyn Fn() -> Option<Metrics> + Send>;
+
+/// The database a bench runs on now, shared with the sampler, which reads
+/// its gauges; the bench opens and closes databases through it.
+///
+/// The sampler reads under the slot's lock and keeps no reference, so that
+/// [`DbSlot::close`] gets the only one back and can close the database.
+#[derive(Default)]
+pub struct DbSlot(parking_lot::Mutex<Option<Arc<shale::Db>>>);
+
+impl DbSlot {
+    /// Puts `db` in the slot (closing nothing: the slot must be empty or the
+    /// previous database closed) and returns the bench's handle on it.
+    pub fn open(&self, db: shale::Db) -> Arc<shale::Db> {
+        let db = Arc::new(db);
+        *self.0.lock() = Some(db.clone());
+        db
+    }
+
+    /// Takes the database out of the slot and closes it; `db` is the bench's
+    /// handle, the last one besides the slot's.
+    pub fn close(&self, db: Arc<shale::Db>) -> shale::Result<()> {
+        drop(db);
+        let taken = self.0.lock().take();
+        match taken.map(Arc::try_unwrap) {
+            Some(Ok(db)) => db.close(),
+            Some(Err(_)) => Err(shale::Error::Internal(
+                "a bench closed a database someone still holds".into(),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// A [`MetricsSource`] reading whichever database is in the slot.
+    pub fn metrics_source(self: &Arc<DbSlot>) -> MetricsSource {
+        let slot = self.clone();
+        Box::new(move || slot.0.lock().as_ref().map(|db| db.metrics()))
+    }
+}
 
 /// One interval.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -49,10 +83,11 @@ pub struct Sample {
     pub t: f64,
     /// Length of the interval in seconds.
     pub seconds: f64,
-    /// Operations completed in the interval.
-    pub ops: u64,
+    /// Operations completed in the interval (`None`: the bench's operations
+    /// run where the sampler cannot count them, in a peer's process).
+    pub ops: Option<u64>,
     /// Operations per second.
-    pub ops_per_sec: f64,
+    pub ops_per_sec: Option<f64>,
     /// Mean latency in microseconds (`None` without operations).
     pub mean_us: Option<f64>,
     /// Median latency in microseconds.
@@ -111,6 +146,7 @@ pub struct TimeSeries {
 
 /// The running sampler.
 pub struct Sampler {
+    started: Instant,
     stop: Sender<()>,
     thread: JoinHandle<TimeSeries>,
 }
@@ -119,7 +155,7 @@ pub struct Sampler {
 struct State {
     start: Instant,
     last: Instant,
-    live: Arc<LiveStats>,
+    ops: Option<Arc<dyn OpsSource>>,
     metrics: MetricsSource,
     last_metrics: Option<Metrics>,
     cpu: Option<CpuTimes>,
@@ -130,22 +166,28 @@ struct State {
 }
 
 impl Sampler {
-    /// Starts sampling every `interval`: operations from `live`, the device
-    /// holding `db_dir`, the engine's gauges from `metrics` (`None`: the
-    /// bench cannot give them, and a note says so). With `out_dir`, each
+    /// Starts sampling every `interval`: operations from `ops`, the device
+    /// holding `db_dir`, the engine's gauges from `metrics` (`None` for
+    /// either: the bench cannot give them, and a note says so). With `out_dir`, each
     /// sample is also appended to `out_dir/samples.csv` as it is taken, so
     /// that a long bench can be followed, and a killed one keeps its samples.
     pub fn start(
         interval: Duration,
         db_dir: &Path,
         out_dir: Option<&Path>,
-        live: Arc<LiveStats>,
+        ops: Option<Arc<dyn OpsSource>>,
         metrics: Option<MetricsSource>,
     ) -> std::io::Result<Sampler> {
         let interval = interval.max(Duration::from_millis(10));
         let mut notes = Vec::new();
         let cpu = read_cpu(&mut notes);
         let disk = find_disk(db_dir, &mut notes);
+        if ops.is_none() {
+            notes.push(
+                "throughput and latency: the operations run in another process, not sampled"
+                    .to_string(),
+            );
+        }
         let metrics = metrics.unwrap_or_else(|| {
             notes.push("engine gauges: not sampled by this bench".to_string());
             Box::new(|| None)
@@ -165,7 +207,7 @@ impl Sampler {
         let mut state = State {
             start: now,
             last: now,
-            live,
+            ops,
             metrics,
             last_metrics,
             cpu,
@@ -180,7 +222,9 @@ impl Sampler {
             disk,
         };
         // The interval starts now: operations before this belong to no one.
-        state.live.take_interval();
+        if let Some(ops) = &state.ops {
+            ops.take_interval();
+        }
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("shale-sampler".into())
@@ -200,7 +244,17 @@ impl Sampler {
                 state.sample();
                 state.series
             })?;
-        Ok(Sampler { stop, thread })
+        Ok(Sampler {
+            started: now,
+            stop,
+            thread,
+        })
+    }
+
+    /// When the sampler started: time 0 of its samples (and of a
+    /// [`Timeline`] that shares their axis).
+    pub fn started_at(&self) -> Instant {
+        self.started
     }
 
     /// Stops sampling and returns every sample, the last (partial) interval
@@ -223,14 +277,21 @@ impl State {
             return;
         }
         self.last = now;
-        let ops = all_kinds(&self.live.take_interval());
-        let lat = |q: f64| (ops.count > 0).then(|| ops.quantile_micros(q));
+        let ops = self.ops.as_ref().map(|o| all_kinds(&o.take_interval()));
+        let lat = |q: f64| {
+            ops.as_ref()
+                .filter(|o| o.count > 0)
+                .map(|o| o.quantile_micros(q))
+        };
         let mut s = Sample {
             t: now.duration_since(self.start).as_secs_f64(),
             seconds,
-            ops: ops.count,
-            ops_per_sec: ops.count as f64 / seconds,
-            mean_us: (ops.count > 0).then(|| ops.mean_micros()),
+            ops: ops.as_ref().map(|o| o.count),
+            ops_per_sec: ops.as_ref().map(|o| o.count as f64 / seconds),
+            mean_us: ops
+                .as_ref()
+                .filter(|o| o.count > 0)
+                .map(|o| o.mean_micros()),
             p50_us: lat(0.5),
             p95_us: lat(0.95),
             p99_us: lat(0.99),
@@ -359,8 +420,8 @@ fn csv_row(s: &Sample) -> String {
     [
         format!("{:.3}", s.t),
         format!("{:.3}", s.seconds),
-        s.ops.to_string(),
-        format!("{:.1}", s.ops_per_sec),
+        u(s.ops),
+        s.ops_per_sec.map(|x| format!("{x:.1}")).unwrap_or_default(),
         f(s.mean_us),
         f(s.p50_us),
         f(s.p95_us),
@@ -456,6 +517,7 @@ impl TimeSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::live::LiveStats;
 
     #[test]
     fn a_short_run_samples_operations_gauges_and_the_machine() {
@@ -469,7 +531,7 @@ mod tests {
             Duration::from_millis(20),
             dir.path(),
             Some(dir.path()),
-            live.clone(),
+            Some(live.clone()),
             Some(Box::new(move || Some(gauges.clone()))),
         )
         .expect("start");
@@ -479,14 +541,17 @@ mod tests {
         std::thread::sleep(Duration::from_millis(70));
         let series = sampler.finish();
         assert!(!series.samples.is_empty(), "{series:?}");
-        assert_eq!(series.samples.iter().map(|s| s.ops).sum::<u64>(), 100);
+        assert_eq!(
+            series.samples.iter().filter_map(|s| s.ops).sum::<u64>(),
+            100
+        );
         let last = series.samples.last().expect("a sample");
         assert_eq!(last.l0_tables, Some(3));
         assert_eq!(last.pending_compaction_bytes, Some(1234));
         assert_eq!(last.running_compactions, Some(1));
         assert_eq!(last.stalls, Some(0));
         let first = &series.samples[0];
-        for s in series.samples.iter().filter(|s| s.ops > 0) {
+        for s in series.samples.iter().filter(|s| s.ops > Some(0)) {
             assert!((s.p50_us.expect("latency") - 2.0).abs() < 0.01, "{s:?}");
         }
         // Times grow and intervals add up to the last time.
@@ -515,16 +580,12 @@ mod tests {
     #[test]
     fn an_engine_without_gauges_is_noted_and_left_empty() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let sampler = Sampler::start(
-            Duration::from_millis(10),
-            dir.path(),
-            None,
-            Arc::new(LiveStats::new(1)),
-            None,
-        )
-        .expect("start");
+        let sampler =
+            Sampler::start(Duration::from_millis(10), dir.path(), None, None, None).expect("start");
         let series = sampler.finish();
         assert!(series.notes.iter().any(|n| n.contains("engine gauges")));
+        assert!(series.notes.iter().any(|n| n.contains("throughput")));
+        assert!(series.samples.iter().all(|s| s.ops.is_none()));
         assert!(!series.samples.is_empty());
         assert!(series.samples.iter().all(|s| s.l0_tables.is_none()));
     }

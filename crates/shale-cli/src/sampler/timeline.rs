@@ -44,7 +44,6 @@ pub struct Timeline {
 #[derive(Default)]
 struct Inner {
     spans: Vec<Span>,
-    background_errors: u64,
 }
 
 impl Timeline {
@@ -60,11 +59,6 @@ impl Timeline {
     /// Every span so far, by end time.
     pub fn spans(&self) -> Vec<Span> {
         self.inner.lock().spans.clone()
-    }
-
-    /// Background errors seen.
-    pub fn background_errors(&self) -> u64 {
-        self.inner.lock().background_errors
     }
 
     /// A span that ended now and lasted `duration`.
@@ -113,7 +107,6 @@ impl EventListener for Timeline {
                 *duration,
                 0,
             ),
-            Event::BackgroundError { .. } => self.inner.lock().background_errors += 1,
             _ => {}
         }
     }
@@ -150,6 +143,5 @@ mod tests {
             assert!(0.0 <= s.start && s.start <= s.end, "{s:?}");
             assert!(s.bytes > 0, "{s:?}");
         }
-        assert_eq!(timeline.background_errors(), 0);
     }
 }

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -31,7 +32,8 @@ pub use format::{histogram_text, result_line};
 
 use crate::args::{BenchDbArgs, DbBenchDbArgs};
 use crate::error::{CliError, CliResult};
-use crate::live::{self, LiveStats, OpStats};
+use crate::live::{self, LiveSlot, LiveStats, OpStats};
+use crate::sampler::{DbSlot, Sampler, Timeline};
 
 /// The benchmarks `bench db` knows, in the order of `--help`.
 pub const BENCHMARK_NAMES: [&str; 15] = [
@@ -143,29 +145,9 @@ impl Bench {
     }
 }
 
-/// Set by Ctrl-C: every benchmark loop checks it.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Installs the Ctrl-C handler once per process: the first Ctrl-C stops the
-/// benchmarks (results so far are reported), a second one exits at once.
-fn install_ctrl_c() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let installed = ctrlc::set_handler(|| {
-            if STOP.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("interrupted: finishing the current benchmark's report");
-        });
-        if let Err(e) = installed {
-            eprintln!("Ctrl-C will not keep results: {e}");
-        }
-    });
-}
-
-/// True once Ctrl-C was pressed.
+/// True once Ctrl-C was pressed ([`crate::interrupt`]).
 pub fn interrupted() -> bool {
-    STOP.load(Ordering::Relaxed)
+    crate::interrupt::requested()
 }
 
 /// The workload of a run: what every benchmark reads and writes.
@@ -713,9 +695,13 @@ pub fn run_bench(
     bench: Bench,
     name: &str,
     index: usize,
+    sampled: Option<&LiveSlot>,
 ) -> CliResult<BenchResult> {
     let threads = cfg.threads.max(1);
-    let live = LiveStats::new(threads + 1);
+    let live = Arc::new(LiveStats::new(threads + 1));
+    if let Some(slot) = sampled {
+        slot.set(live.clone());
+    }
     let ctx = Ctx {
         db,
         cfg,
@@ -1090,13 +1076,35 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             .map_err(|e| CliError::msg(format!("cannot create --out {}: {e}", dir.display())))?;
     }
     let dir = &a.db.db;
-    let mut db = if a.db.use_existing_db {
+    let mut opts = opts;
+    // With --out, the time-series sampler: operations of whichever benchmark
+    // runs, gauges of whichever database is open, flushes and compactions.
+    let slot = Arc::new(DbSlot::default());
+    let ops = Arc::new(LiveSlot::default());
+    let sampling = match &a.out {
+        Some(out_dir) => {
+            let interval = a.sample.interval().map_err(CliError::Usage)?;
+            let sampler = Sampler::start(
+                interval,
+                dir,
+                Some(out_dir),
+                Some(ops.clone()),
+                Some(slot.metrics_source()),
+            )
+            .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
+            let timeline = Arc::new(Timeline::new(sampler.started_at()));
+            opts.listeners.push(timeline.clone());
+            Some((sampler, timeline, out_dir))
+        }
+        None => None,
+    };
+    let mut db = slot.open(if a.db.use_existing_db {
         open_existing(dir, opts.clone(), key_size)?
     } else {
         remove_db_dir(dir, "shale")?;
         Db::open(dir, opts.clone())?
-    };
-    install_ctrl_c();
+    });
+    crate::interrupt::install();
     let mut dirty = a.db.use_existing_db;
     let mut results: Vec<BenchResult> = Vec::new();
     let write_results = |results: &[BenchResult]| -> CliResult {
@@ -1144,13 +1152,13 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
                 continue;
             }
             if dirty {
-                db.close()?;
+                slot.close(db)?;
                 remove_db_dir(dir, "shale")?;
-                db = Db::open(dir, opts.clone())?;
+                db = slot.open(Db::open(dir, opts.clone())?);
                 dirty = false;
             }
         }
-        let mut r = run_bench(&db, &cfg, bench, name, index)?;
+        let mut r = run_bench(&db, &cfg, bench, name, index, Some(&ops))?;
         dirty |= bench.writes();
         if bench == Bench::Stats {
             let summary = db.summary()?;
@@ -1184,8 +1192,14 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
         results.push(r);
         write_results(&results)?;
     }
-    db.close()?;
+    slot.close(db)?;
     write_results(&results)?;
+    if let Some((sampler, timeline, out_dir)) = sampling {
+        let mut series = sampler.finish();
+        series.spans = timeline.spans();
+        let title = format!("bench db: {}", a.benchmarks.join(","));
+        crate::sampler::write_files(&series, out_dir, &title).map_err(CliError::msg)?;
+    }
     if a.json {
         let doc = RunDoc {
             engine: "shale",

@@ -19,8 +19,7 @@ use shale_workload::protocol::{
 };
 
 use super::{
-    check_key_size, db_options, install_ctrl_c, interrupted, open_existing, remove_db_dir,
-    run_bench, Bench, Config,
+    check_key_size, db_options, interrupted, open_existing, remove_db_dir, run_bench, Bench, Config,
 };
 use crate::args::DbSweepArgs;
 use crate::error::{CliError, CliResult};
@@ -377,7 +376,7 @@ fn sweep_shale(
             threads: 1,
             ..cfg.clone()
         };
-        let r = run_bench(&db, &fill_cfg, Bench::FillRandom, "fillrandom", 0)?;
+        let r = run_bench(&db, &fill_cfg, Bench::FillRandom, "fillrandom", 0, None)?;
         let t0 = std::time::Instant::now();
         db.settle()?;
         let settle_seconds = t0.elapsed().as_secs_f64();
@@ -416,7 +415,7 @@ fn sweep_shale(
             if interrupted() {
                 break;
             }
-            let r = run_bench(&db, cfg, *bench, name, i + 1)?;
+            let r = run_bench(&db, cfg, *bench, name, i + 1, None)?;
             if !a.json {
                 writeln!(out, "shale    {:>12} = {value:<12} {}", a.param, r.line())
                     .map_err(CliError::output)?;
@@ -633,7 +632,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
     };
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError::msg(format!("cannot create --out {}: {e}", a.out.display())))?;
-    install_ctrl_c();
+    crate::interrupt::install();
     let mut results = SweepResults {
         param: a.param.clone(),
         values: values.clone(),
