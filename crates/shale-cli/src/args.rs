@@ -186,6 +186,14 @@ pub struct BenchYcsbArgs {
     /// Print the results as one JSON document instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Write results.json and each run's time series (RUN/samples.csv,
+    /// samples.json, time_series.svg/.png) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The time-series sampler (CPU and device columns of the summary come
+    /// from it).
+    #[command(flatten)]
+    pub sample: SampleArgs,
 }
 
 /// The engines of `bench ycsb --engines`.

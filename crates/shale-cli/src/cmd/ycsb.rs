@@ -29,6 +29,7 @@ use shale_workload::ycsb::{key_into, Generator, Operation, Shared, Values, Workl
 use crate::args::{BenchYcsbArgs, YcsbEngine, YcsbPreset, YcsbWorkloadArg};
 use crate::error::{CliError, CliResult};
 use crate::live::{LiveStats, OpStats};
+use crate::sampler::{DbSlot, Sampler, Timeline};
 
 /// The key of the marker record: it sorts before every `user` key, so no
 /// scan meets it.
@@ -260,6 +261,20 @@ pub struct RunResult {
     pub stall_micros: u64,
     /// Stopped by Ctrl-C before its operations were done.
     pub interrupted: bool,
+    /// CPU user time during the operations, percent of all CPUs (the time
+    /// series' average; `None` where `/proc/stat` cannot be read).
+    #[serde(default)]
+    pub cpu_user: Option<f64>,
+    /// CPU system time, percent.
+    #[serde(default)]
+    pub cpu_system: Option<f64>,
+    /// CPU I/O wait, percent.
+    #[serde(default)]
+    pub cpu_iowait: Option<f64>,
+    /// Utilisation of the database's device, percent (`None` where
+    /// `/proc/diskstats` does not list it).
+    #[serde(default)]
+    pub device_util: Option<f64>,
 }
 
 /// Mean, spread and extremes of one figure over repetitions.
@@ -321,6 +336,14 @@ pub struct Summary {
     pub stall_count: Spread,
     /// Stalled time per run, seconds.
     pub stall_seconds: Spread,
+    /// CPU user time, percent.
+    pub cpu_user: Option<Spread>,
+    /// CPU system time, percent.
+    pub cpu_system: Option<Spread>,
+    /// CPU I/O wait, percent.
+    pub cpu_iowait: Option<Spread>,
+    /// Device utilisation, percent.
+    pub device_util: Option<Spread>,
 }
 
 /// What `bench ycsb` prints as JSON.
@@ -456,17 +479,26 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
                     s.preset,
                     workload.letter()
                 );
+                let run_dir = a.out.as_ref().map(|o| {
+                    o.join(format!(
+                        "run-{:02}-{}-{}-r{rep}",
+                        results.runs.len() + 1,
+                        engine.name(),
+                        s.preset
+                    ))
+                });
+                let run_dir = run_dir.as_deref();
                 let r = match (engine, &rocksdb) {
                     (YcsbEngine::RocksDb, Some(h)) => {
                         eprintln!("{label}");
-                        match run_peer(h, a, s, &dir, rep) {
+                        match run_peer(h, a, s, &dir, rep, run_dir) {
                             Ok(r) => r,
                             // Ctrl-C reaches the harness too: its run is lost.
                             Err(_) if stopped() => break 'runs,
                             Err(e) => return Err(e),
                         }
                     }
-                    _ => run_one(a, workload, &values, &dir, s, rep, &label)?,
+                    _ => run_one(a, workload, &values, &dir, s, rep, &label, run_dir)?,
                 };
                 if !a.json {
                     write_run(out, &label, &r).map_err(CliError::output)?;
@@ -486,10 +518,15 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         })
         .filter(|s| s.runs > 0)
         .collect();
+    let json = serde_json::to_string_pretty(&results)
+        .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+    if let Some(o) = &a.out {
+        std::fs::create_dir_all(o)
+            .and_then(|()| std::fs::write(o.join("results.json"), format!("{json}\n")))
+            .map_err(|e| CliError::msg(format!("writing {}/results.json: {e}", o.display())))?;
+    }
     if a.json {
-        let s = serde_json::to_string_pretty(&results)
-            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-        writeln!(out, "{s}").map_err(CliError::output)?;
+        writeln!(out, "{json}").map_err(CliError::output)?;
     } else {
         if results.runs.len() > 1 {
             write_summary(out, &results.summary).map_err(CliError::output)?;
@@ -579,10 +616,26 @@ fn run_peer(
     settings: Settings,
     dir: &Path,
     repetition: u32,
+    run_dir: Option<&Path>,
 ) -> CliResult<RunResult> {
+    // The operations run in the harness's process: the sampler sees the
+    // machine (CPU, device) but not the operations or the engine's gauges.
+    let sampler = start_sampler(a, dir, run_dir, None, None)?;
     let r: PeerRun = h
         .call(&peer_request(a, &settings, dir, "run"))
         .map_err(|e| CliError::msg(format!("rocksdb run: {e}")))?;
+    let series = sampler.finish();
+    if let Some(d) = run_dir {
+        let title = format!(
+            "bench ycsb: rocksdb {}, repetition {repetition}",
+            settings.preset
+        );
+        crate::sampler::write_files(&series, d, &title).map_err(CliError::msg)?;
+    }
+    // The call also opens the database (well under a second) and settles it
+    // after the operations: the machine's figures are those of the call's
+    // first `seconds`.
+    let machine = series.summary_until(r.seconds);
     Ok(RunResult {
         engine: YcsbEngine::RocksDb.name().to_string(),
         engine_version: r.engine,
@@ -596,7 +649,29 @@ fn run_peer(
         pending_compaction_bytes_max: r.pending_compaction_bytes_max,
         stall_count: r.stall_count,
         stall_micros: r.stall_micros,
+        cpu_user: machine.cpu_user,
+        cpu_system: machine.cpu_system,
+        cpu_iowait: machine.cpu_iowait,
+        device_util: machine.device_util,
     })
+}
+
+/// Starts a run's sampler (`ops` and `metrics` as [`Sampler::start`] takes
+/// them), writing its rows into `run_dir` if there is one.
+fn start_sampler(
+    a: &BenchYcsbArgs,
+    db_dir: &Path,
+    run_dir: Option<&Path>,
+    ops: Option<Arc<dyn crate::live::OpsSource>>,
+    metrics: Option<crate::sampler::MetricsSource>,
+) -> CliResult<Sampler> {
+    if let Some(d) = run_dir {
+        std::fs::create_dir_all(d)
+            .map_err(|e| CliError::msg(format!("cannot create {}: {e}", d.display())))?;
+    }
+    let interval = a.sample.interval().map_err(CliError::msg)?;
+    Sampler::start(interval, db_dir, run_dir, ops, metrics)
+        .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))
 }
 
 fn load_options(filters: Filters, create: bool) -> Options {
@@ -761,7 +836,9 @@ fn run_options(a: &BenchYcsbArgs, s: &Settings, filters: Filters) -> Options {
     }
 }
 
-/// One run of `a.operations` operations on the database in `dir`.
+/// One run of `a.operations` operations on the database in `dir`; its time
+/// series goes into `run_dir`, if any.
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     a: &BenchYcsbArgs,
     workload: Workload,
@@ -770,14 +847,26 @@ fn run_one(
     settings: Settings,
     repetition: u32,
     label: &str,
+    run_dir: Option<&Path>,
 ) -> CliResult<RunResult> {
     let filters = filters_of_name(&settings.filters);
-    let db = Db::open(dir, run_options(a, &settings, filters))?;
+    let threads = a.threads as usize;
+    let live = Arc::new(LiveStats::new(threads));
+    let slot = Arc::new(DbSlot::default());
+    let sampler = start_sampler(
+        a,
+        dir,
+        run_dir,
+        Some(live.clone()),
+        Some(slot.metrics_source()),
+    )?;
+    let timeline = Arc::new(Timeline::new(sampler.started_at()));
+    let mut opts = run_options(a, &settings, filters);
+    opts.listeners.push(timeline.clone());
+    let db = slot.open(Db::open(dir, opts)?);
     let marker = read_marker(&db)?
         .ok_or_else(|| CliError::msg(format!("{} lost its YCSB marker", dir.display())))?;
     let shared = Shared::new(workload, marker.records, marker.present, a.operations);
-    let threads = a.threads as usize;
-    let live = LiveStats::new(threads);
     let pb = super::bench::bar(a.operations, label.to_string());
     let before = db.metrics();
     let first_error: Mutex<Option<String>> = Mutex::new(None);
@@ -836,6 +925,17 @@ fn run_one(
         seconds
     });
     pb.finish_and_clear();
+    // The time series covers the operations, not the settling below.
+    let mut series = sampler.finish();
+    series.spans = timeline.spans();
+    if let Some(d) = run_dir {
+        let title = format!(
+            "bench ycsb: shale {}, repetition {repetition}",
+            settings.preset
+        );
+        crate::sampler::write_files(&series, d, &title).map_err(CliError::msg)?;
+    }
+    let machine = series.summary();
     let after = db.metrics();
     pending_max.fetch_max(after.pending_compaction_bytes, Ordering::Relaxed);
     // Record the inserts, then let the database settle so that the next run
@@ -843,7 +943,7 @@ fn run_one(
     let present = shared.last() + 1;
     let result_marker = Marker { present, ..marker };
     let write_back = write_marker(&db, &result_marker).and_then(|()| Ok(db.settle()?));
-    let close = db.close();
+    let close = slot.close(db);
     if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(CliError::msg(m));
     }
@@ -867,6 +967,10 @@ fn run_one(
         stall_count: after.stall_count.saturating_sub(before.stall_count),
         stall_micros: after.stall_micros.saturating_sub(before.stall_micros),
         interrupted: operations < a.operations,
+        cpu_user: machine.cpu_user,
+        cpu_system: machine.cpu_system,
+        cpu_iowait: machine.cpu_iowait,
+        device_util: machine.device_util,
     })
 }
 
@@ -1023,6 +1127,10 @@ fn summarize(engine: &str, preset: &str, runs: &[RunResult]) -> Summary {
             .unwrap_or(zero),
         stall_count: of(&|r| Some(r.stall_count as f64)).unwrap_or(zero),
         stall_seconds: of(&|r| Some(r.stall_micros as f64 / 1e6)).unwrap_or(zero),
+        cpu_user: of(&|r| r.cpu_user),
+        cpu_system: of(&|r| r.cpu_system),
+        cpu_iowait: of(&|r| r.cpu_iowait),
+        device_util: of(&|r| r.device_util),
     }
 }
 
@@ -1076,7 +1184,7 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
     writeln!(out, "\nper configuration: mean (min-max over repetitions)")?;
     writeln!(
         out,
-        "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+        "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16} {:>16} {:>16} {:>16} {:>16}",
         "engine",
         "preset",
         "runs",
@@ -1087,13 +1195,17 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
         "update p99 µs",
         "pending max MiB",
         "stalls",
-        "stall s"
+        "stall s",
+        "CPU user %",
+        "CPU sys %",
+        "iowait %",
+        "device util %"
     )?;
     for s in rows {
         let n = s.runs;
         writeln!(
             out,
-            "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16}",
+            "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16} {:>16} {:>16} {:>16} {:>16}",
             s.engine,
             s.preset,
             n,
@@ -1110,6 +1222,10 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
             ),
             spread_text(Some(&s.stall_count), n, 1.0, 0),
             spread_text(Some(&s.stall_seconds), n, 1.0, 3),
+            spread_text(s.cpu_user.as_ref(), n, 1.0, 1),
+            spread_text(s.cpu_system.as_ref(), n, 1.0, 1),
+            spread_text(s.cpu_iowait.as_ref(), n, 1.0, 1),
+            spread_text(s.device_util.as_ref(), n, 1.0, 1),
         )?;
     }
     Ok(())

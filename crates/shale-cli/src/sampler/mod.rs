@@ -491,25 +491,29 @@ pub struct Summary {
 impl TimeSeries {
     /// Interval-weighted averages and maxima over every sample.
     pub fn summary(&self) -> Summary {
+        self.summary_until(f64::INFINITY)
+    }
+
+    /// Interval-weighted averages and maxima over the first `until` seconds
+    /// (a sample straddling `until` counts for the part before it).
+    pub fn summary_until(&self, until: f64) -> Summary {
+        let weight = |s: &Sample| (until.min(s.t) - (s.t - s.seconds)).clamp(0.0, s.seconds);
         let avg = |get: fn(&Sample) -> Option<f64>| {
             let (sum, secs) = self
                 .samples
                 .iter()
-                .filter_map(|s| get(s).map(|v| (v * s.seconds, s.seconds)))
-                .fold((0.0, 0.0), |(a, b), (v, t)| (a + v, b + t));
+                .filter_map(|s| get(s).map(|v| (v, weight(s))))
+                .fold((0.0, 0.0), |(a, b), (v, w)| (a + v * w, b + w));
             (secs > 0.0).then(|| sum / secs)
         };
+        let within = || self.samples.iter().filter(|s| weight(s) > 0.0);
         Summary {
             cpu_user: avg(|s| s.cpu_user),
             cpu_system: avg(|s| s.cpu_system),
             cpu_iowait: avg(|s| s.cpu_iowait),
             device_util: avg(|s| s.device_util),
-            max_pending_compaction_bytes: self
-                .samples
-                .iter()
-                .filter_map(|s| s.pending_compaction_bytes)
-                .max(),
-            max_l0_tables: self.samples.iter().filter_map(|s| s.l0_tables).max(),
+            max_pending_compaction_bytes: within().filter_map(|s| s.pending_compaction_bytes).max(),
+            max_l0_tables: within().filter_map(|s| s.l0_tables).max(),
         }
     }
 }
@@ -575,6 +579,33 @@ mod tests {
         let summary = series.summary();
         assert_eq!(summary.max_pending_compaction_bytes, Some(1234));
         assert_eq!(summary.max_l0_tables, Some(3));
+    }
+
+    #[test]
+    fn a_summary_weighs_samples_by_their_time_in_the_window() {
+        let sample = |t: f64, cpu: f64, l0: u64| Sample {
+            t,
+            seconds: 1.0,
+            cpu_user: Some(cpu),
+            l0_tables: Some(l0),
+            ..Sample::default()
+        };
+        let series = TimeSeries {
+            samples: vec![
+                sample(1.0, 10.0, 1),
+                sample(2.0, 40.0, 5),
+                sample(3.0, 90.0, 9),
+            ],
+            ..TimeSeries::default()
+        };
+        let all = series.summary();
+        assert!((all.cpu_user.expect("cpu") - 140.0 / 3.0).abs() < 1e-9);
+        assert_eq!(all.max_l0_tables, Some(9));
+        // Up to 1.5 s: all of the first sample, half of the second.
+        let part = series.summary_until(1.5);
+        assert!((part.cpu_user.expect("cpu") - (10.0 + 20.0) / 1.5).abs() < 1e-9);
+        assert_eq!(part.max_l0_tables, Some(5));
+        assert_eq!(series.summary_until(0.0).cpu_user, None);
     }
 
     #[test]
