@@ -170,23 +170,21 @@ fn all_presets_make_one_row_each() {
     assert!(db.join("bloom10").join("CURRENT").exists());
 }
 
-/// RocksDB runs only under presets; where its harness is built
-/// (`scripts/peers.sh rocksdb`; `.ci/run` builds it first), one preset runs on
-/// both engines with the same operation mix.
+/// RocksDB runs only under presets.
 #[test]
-fn rocksdb_runs_next_to_shale_where_built() {
+fn rocksdb_needs_a_preset() {
     let o = run(&["bench", "ycsb", "--engines", "rocksdb", "--records", "100"]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--preset"), "{err}");
-    let harness = std::path::Path::new(env!("CARGO_BIN_EXE_shale"))
-        .parent()
-        .and_then(|d| d.parent())
-        .map(|t| t.join("peers").join("shale-rocksdb-harness"));
-    if !harness.as_ref().is_some_and(|h| h.is_file()) {
-        eprintln!("the RocksDB harness is not built: only the usage was checked");
-        return;
-    }
+}
+
+/// One preset on both engines, with the same operation mix. Needs the
+/// RocksDB harness (`scripts/peers.sh rocksdb`), so `cargo test` leaves it
+/// out; `.ci/run` builds the harness, then runs it with `--ignored`.
+#[test]
+#[ignore = "needs the RocksDB harness (scripts/peers.sh rocksdb); .ci/run runs it"]
+fn rocksdb_runs_next_to_shale() {
     let dir = tempfile::tempdir().expect("tempdir");
     let v = json(&[
         "bench",

@@ -189,7 +189,7 @@ impl Sampler {
             );
         }
         let metrics = metrics.unwrap_or_else(|| {
-            notes.push("engine gauges: not sampled by this bench".to_string());
+            notes.push("engine gauges: not sampled (the engine runs in another process, or the bench reopens it for every run)".to_string());
             Box::new(|| None)
         });
         let last_metrics = metrics();
