@@ -582,12 +582,15 @@ pub struct DbSweepArgs {
     /// Seconds a harness may take for one request (the fill, or one value).
     #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
     pub timeout: u64,
-    /// Directory for sweep.csv and sweep.json.
+    /// Directory for sweep.csv, sweep.json, the charts and the time series.
     #[arg(long, value_name = "DIR", default_value = "shale-report/db-sweep")]
     pub out: PathBuf,
     /// Print sweep.json on standard output instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// The time-series sampler.
+    #[command(flatten)]
+    pub sample: SampleArgs,
 }
 
 /// `shale advise`.

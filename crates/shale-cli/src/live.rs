@@ -128,18 +128,21 @@ impl LiveStats {
 
 /// Where a sampler takes each interval's operations from.
 pub trait OpsSource: Send + Sync {
-    /// The operations recorded since the previous call, and a new interval.
-    fn take_interval(&self) -> ByKind;
+    /// The operations recorded since the previous call, and a new interval;
+    /// `None` while none can be counted (a peer engine runs them).
+    fn take_interval(&self) -> Option<ByKind>;
 }
 
 impl OpsSource for LiveStats {
-    fn take_interval(&self) -> ByKind {
-        LiveStats::take_interval(self)
+    fn take_interval(&self) -> Option<ByKind> {
+        Some(LiveStats::take_interval(self))
     }
 }
 
 /// The [`LiveStats`] of whichever benchmark runs now, for a sampler that
 /// spans several benchmarks of one command (each with stats of its own).
+/// Empty (`None` intervals) until [`LiveSlot::set`] and after
+/// [`LiveSlot::clear`].
 #[derive(Default)]
 pub struct LiveSlot(Mutex<Option<Arc<LiveStats>>>);
 
@@ -149,15 +152,16 @@ impl LiveSlot {
     pub fn set(&self, live: Arc<LiveStats>) {
         *self.0.lock() = Some(live);
     }
+
+    /// From now on, no operations are counted (another process runs them).
+    pub fn clear(&self) {
+        *self.0.lock() = None;
+    }
 }
 
 impl OpsSource for LiveSlot {
-    fn take_interval(&self) -> ByKind {
-        self.0
-            .lock()
-            .as_ref()
-            .map(|live| live.take_interval())
-            .unwrap_or_default()
+    fn take_interval(&self) -> Option<ByKind> {
+        self.0.lock().as_ref().map(|live| live.take_interval())
     }
 }
 

@@ -279,6 +279,13 @@ fn a_tiny_sweep_writes_a_row_per_point_and_benchmark() {
         &path(&out_dir),
     ]);
     assert!(text.contains("fillrandom   : "), "{text}");
+    for stem in ["sweep_micros", "sweep_table_cache", "sweep_block_cache"] {
+        let svg = std::fs::read_to_string(out_dir.join(format!("{stem}.svg"))).expect("svg");
+        assert!(svg.contains("shale readrandom"), "{stem}");
+        assert!(svg.contains("open_files = 0 has no place"), "{stem}");
+        let png = std::fs::read(out_dir.join(format!("{stem}.png"))).expect("png");
+        assert!(png.starts_with(b"\x89PNG"), "{stem}");
+    }
     let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).expect("sweep.csv");
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(rows.len(), 1 + 3 * 3, "{csv}");

@@ -277,7 +277,11 @@ impl State {
             return;
         }
         self.last = now;
-        let ops = self.ops.as_ref().map(|o| all_kinds(&o.take_interval()));
+        let ops = self
+            .ops
+            .as_ref()
+            .and_then(|o| o.take_interval())
+            .map(|by_kind| all_kinds(&by_kind));
         let lat = |q: f64| {
             ops.as_ref()
                 .filter(|o| o.count > 0)

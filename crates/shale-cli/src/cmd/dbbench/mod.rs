@@ -10,6 +10,7 @@
 //! it. Ctrl-C stops the running benchmark where it is: its line and those
 //! before it are printed (and written as JSON), the rest are skipped.
 
+mod chart;
 mod format;
 pub mod sweep;
 

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,8 @@ use super::{
 };
 use crate::args::DbSweepArgs;
 use crate::error::{CliError, CliResult};
+use crate::live::LiveSlot;
+use crate::sampler::{DbSlot, Sampler, Timeline};
 
 /// Default values of `--param open_files`.
 pub const OPEN_FILES_VALUES: [u64; 5] = [0, 10, 100, 1000, 10_000];
@@ -280,12 +283,26 @@ fn parse_values(list: &str) -> CliResult<Vec<u64>> {
     Ok(values)
 }
 
+/// `sweep.json`, `sweep.csv` and the charts (`sweep_micros`,
+/// `sweep_table_cache`, `sweep_block_cache`, each `.svg` and `.png`).
 fn write_files(r: &SweepResults, dir: &Path) -> CliResult {
     let json = serde_json::to_string_pretty(r)
         .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-    for (name, text) in [("sweep.json", json + "\n"), ("sweep.csv", r.csv())] {
+    let mut files = vec![
+        ("sweep.json".to_string(), (json + "\n").into_bytes()),
+        ("sweep.csv".to_string(), r.csv().into_bytes()),
+    ];
+    for (stem, chart) in super::chart::charts(r) {
+        let drawn = |e| CliError::msg(format!("drawing {stem}: {e}"));
+        files.push((
+            format!("{stem}.svg"),
+            chart.to_svg().map_err(drawn)?.into_bytes(),
+        ));
+        files.push((format!("{stem}.png"), chart.to_png().map_err(drawn)?));
+    }
+    for (name, bytes) in files {
         let path = dir.join(name);
-        std::fs::write(&path, text)
+        std::fs::write(&path, bytes)
             .map_err(|e| CliError::msg(format!("writing {}: {e}", path.display())))?;
     }
     Ok(())
@@ -351,6 +368,9 @@ struct SweepCtx<'a> {
     base: &'a Options,
     values: &'a [u64],
     benches: &'a [(Bench, String)],
+    /// The sampler's view: shale's running benchmark and open database.
+    ops: &'a LiveSlot,
+    db: &'a DbSlot,
 }
 
 fn rate(hits: Option<u64>, misses: Option<u64>) -> Option<f64> {
@@ -371,16 +391,23 @@ fn sweep_shale(
         open_existing(dir, c.base.clone(), cfg.key_size)?.close()?;
     } else {
         remove_db_dir(dir, "shale")?;
-        let db = Db::open(dir, c.base.clone())?;
+        let db = c.db.open(Db::open(dir, c.base.clone())?);
         let fill_cfg = Config {
             threads: 1,
             ..cfg.clone()
         };
-        let r = run_bench(&db, &fill_cfg, Bench::FillRandom, "fillrandom", 0, None)?;
+        let r = run_bench(
+            &db,
+            &fill_cfg,
+            Bench::FillRandom,
+            "fillrandom",
+            0,
+            Some(c.ops),
+        )?;
         let t0 = std::time::Instant::now();
         db.settle()?;
         let settle_seconds = t0.elapsed().as_secs_f64();
-        db.close()?;
+        c.db.close(db)?;
         if !a.json {
             writeln!(out, "shale    {}", r.line()).map_err(CliError::output)?;
             writeln!(out, "shale    settled in {settle_seconds:.3} s").map_err(CliError::output)?;
@@ -410,12 +437,12 @@ fn sweep_shale(
             }
             _ => opts.block_cache_bytes = value,
         }
-        let db = Db::open(dir, opts)?;
+        let db = c.db.open(Db::open(dir, opts)?);
         for (i, (bench, name)) in c.benches.iter().enumerate() {
             if interrupted() {
                 break;
             }
-            let r = run_bench(&db, cfg, *bench, name, i + 1, None)?;
+            let r = run_bench(&db, cfg, *bench, name, i + 1, Some(c.ops))?;
             if !a.json {
                 writeln!(out, "shale    {:>12} = {value:<12} {}", a.param, r.line())
                     .map_err(CliError::output)?;
@@ -438,10 +465,12 @@ fn sweep_shale(
                 interrupted: r.interrupted,
             });
         }
-        db.close()?;
+        c.db.close(db)?;
         results.interrupted = interrupted();
         write_files(results, &a.out)?;
     }
+    // A peer runs next, in its own process: no operations to count.
+    c.ops.clear();
     Ok(())
 }
 
@@ -649,12 +678,30 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
         points: Vec::new(),
         interrupted: false,
     };
+    // The time series of the whole sweep: shale's operations and gauges,
+    // the machine's CPU and device throughout (the peers' phases included).
+    let ops = Arc::new(LiveSlot::default());
+    let db_slot = Arc::new(DbSlot::default());
+    let interval = a.sample.interval().map_err(CliError::Usage)?;
+    let sampler = Sampler::start(
+        interval,
+        &a.db.db,
+        Some(&a.out),
+        Some(ops.clone()),
+        Some(db_slot.metrics_source()),
+    )
+    .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
+    let timeline = Arc::new(Timeline::new(sampler.started_at()));
+    let mut base = base;
+    base.listeners.push(timeline.clone());
     let c = SweepCtx {
         a,
         cfg: &cfg,
         base: &base,
         values: &values,
         benches: &benches,
+        ops: &ops,
+        db: &db_slot,
     };
     for engine in &engines {
         if interrupted() {
@@ -669,6 +716,10 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
     }
     results.interrupted = interrupted();
     write_files(&results, &a.out)?;
+    let mut series = sampler.finish();
+    series.spans = timeline.spans();
+    let title = format!("bench db-sweep: {} on {}", a.param, engines.join(", "));
+    crate::sampler::write_files(&series, &a.out, &title).map_err(CliError::msg)?;
     if a.json {
         let s = serde_json::to_string_pretty(&results)
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
