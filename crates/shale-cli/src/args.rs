@@ -367,6 +367,10 @@ pub struct BenchCompareArgs {
     /// Print compare.json on standard output instead of the tables.
     #[arg(long)]
     pub json: bool,
+    /// The time-series sampler (of the machine: the engines run in their
+    /// harnesses' processes).
+    #[command(flatten)]
+    pub sample: SampleArgs,
 }
 
 /// `shale bench kvdb`.

@@ -27,6 +27,7 @@ use shale_workload::{Distribution, KeyChooser, MEASURE_SEED, WARMUP_SEED};
 use super::bench::{check_workload, parse_size};
 use crate::args::BenchCompareArgs;
 use crate::error::{CliError, CliResult};
+use crate::sampler::Sampler;
 
 /// Keys per load batch.
 const LOAD_BATCH: u64 = 1000;
@@ -147,6 +148,11 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     }
     write_report(&results, &out_dir)?;
 
+    // The read phases' time series: the engines run in their harnesses'
+    // processes, so it holds the machine's CPU and device only.
+    let interval = a.sample.interval().map_err(CliError::msg)?;
+    let sampler = Sampler::start(interval, &data_dir, Some(&out_dir), None, None)
+        .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
     for spec in results.cache_specs.clone() {
         for (er, h) in results.engines.iter_mut().zip(&harnesses) {
             let (Some(h), Some(shape)) = (h, &er.shape) else {
@@ -198,6 +204,9 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
             &out_dir,
         )?;
     }
+
+    let title = format!("bench compare: read phases, {} keys", a.workload.keys);
+    crate::sampler::write_files(&sampler.finish(), &out_dir, &title).map_err(CliError::msg)?;
 
     if a.json {
         let s = serde_json::to_string_pretty(&results)
