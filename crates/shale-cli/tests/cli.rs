@@ -1,46 +1,13 @@
 //! End-to-end tests of the `shale` binary on a real directory.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use shale_workload::Dataset;
 
-fn shale() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
-    // One-line panic reports, as users see them.
-    c.env_remove("RUST_BACKTRACE");
-    c
-}
-
-/// Runs `shale args...` to completion.
-fn run(args: &[&str]) -> Output {
-    shale()
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run shale")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Runs `shale args...` and expects success; returns its standard output.
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "shale {args:?} failed with {:?}: {}",
-        o.status.code(),
-        stderr(&o)
-    );
-    stdout(&o)
-}
+mod common;
+use common::{ok, run, shale, stderr, stdout};
 
 fn hex(bytes: &[u8]) -> String {
     let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

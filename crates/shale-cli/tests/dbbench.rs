@@ -3,38 +3,12 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-fn shale() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
-    c.env_remove("RUST_BACKTRACE");
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    shale()
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run shale")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "shale {args:?} failed with {:?}: {}",
-        o.status.code(),
-        stderr(&o)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+mod common;
+use common::{ok, run, shale, stderr};
 
 fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()

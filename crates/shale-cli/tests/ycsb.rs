@@ -1,15 +1,7 @@
 //! End-to-end tests of `shale bench ycsb` on tiny databases.
 
-use std::process::{Command, Output, Stdio};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_shale"))
-        .env_remove("RUST_BACKTRACE")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run shale")
-}
+mod common;
+use common::run;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let o = run(args);

@@ -1,0 +1,42 @@
+//! What the end-to-end tests of the `shale` binary share: running it.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::process::{Command, Output, Stdio};
+
+/// The built `shale`, with one-line panic reports as users see them.
+pub(crate) fn shale() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_shale"));
+    c.env_remove("RUST_BACKTRACE");
+    c
+}
+
+/// Runs `shale args...` to completion.
+pub(crate) fn run(args: &[&str]) -> Output {
+    shale()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run shale")
+}
+
+/// Standard output, lossily decoded.
+pub(crate) fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Standard error, lossily decoded.
+pub(crate) fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `shale args...` and expects success; returns its standard output.
+pub(crate) fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "shale {args:?} failed with {:?}: {}",
+        o.status.code(),
+        stderr(&o)
+    );
+    stdout(&o)
+}
