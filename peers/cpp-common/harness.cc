@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "keccak.h"
+#include "threads.h"
 
 namespace shale {
 
@@ -357,28 +358,6 @@ json op_info(EngineKind& kind) {
               {"version", kind.version()},
               {"configs", kind.configs()},
               {"direct_io", kind.supports_direct_io()}};
-}
-
-// Runs `fn(t)` on `threads` threads; rethrows the first failure as a
-// runtime_error after all have stopped. `stop` tells the others to give up.
-template <typename Fn>
-static void run_threads(size_t threads, std::atomic<bool>& stop, Fn fn) {
-  std::mutex mu;
-  std::string first_error;
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < std::max<size_t>(threads, 1); t++) {
-    pool.emplace_back([&, t] {
-      try {
-        fn(t);
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> g(mu);
-        if (first_error.empty()) first_error = e.what();
-        stop = true;
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  if (!first_error.empty()) throw std::runtime_error(first_error);
 }
 
 static void check_new_dir(const std::string& dir) {

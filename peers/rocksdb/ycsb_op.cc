@@ -21,6 +21,7 @@
 #include <rocksdb/version.h>
 #include <rocksdb/write_batch.h>
 
+#include "../cpp-common/threads.h"
 #include "../cpp-common/ycsb.h"
 
 namespace shale_rocksdb {
@@ -174,26 +175,6 @@ std::unique_ptr<rocksdb::DB> open_db(const std::string& dir, const rocksdb::Opti
   return std::unique_ptr<rocksdb::DB>(db);
 }
 
-template <typename Fn>
-void run_threads(size_t threads, std::atomic<bool>& stop, Fn fn) {
-  std::mutex mu;
-  std::string first_error;
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < std::max<size_t>(threads, 1); t++) {
-    pool.emplace_back([&, t] {
-      try {
-        fn(t);
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> g(mu);
-        if (first_error.empty()) first_error = e.what();
-        stop = true;
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  if (!first_error.empty()) throw std::runtime_error(first_error);
-}
-
 std::string engine_string() {
   return "rocksdb " + std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +
          std::to_string(ROCKSDB_PATCH);
@@ -212,7 +193,7 @@ json load(const json& r, const Settings& s, const ycsb::Values& values, uint64_t
   if (read_marker(db.get())) throw std::runtime_error(dir + " already holds a YCSB database");
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
-  run_threads(threads, stop, [&](size_t) {
+  shale::run_threads(threads, stop, [&](size_t) {
     std::string k, v;
     while (!stop) {
       uint64_t lo = next.fetch_add(1000);
@@ -356,7 +337,7 @@ json run(const json& r, const Settings& s, const ycsb::Values& values, uint64_t 
   });
   double start = shale::now_seconds();
   try {
-    run_threads(threads, stop, [&](size_t t) {
+    shale::run_threads(threads, stop, [&](size_t t) {
       uint64_t share = operations / threads + (t < operations % threads ? 1 : 0);
       ycsb::Generator g(shared, seed, t, values.field_count);
       Worker w(db.get(), values);
