@@ -49,6 +49,10 @@ die() {
     echo "qemu-zns: $*" >&2
     exit 1
 }
+bad_input() {
+    echo "qemu-zns: $*" >&2
+    exit 2
+}
 usage_error() {
     echo "qemu-zns: $*" >&2
     usage >&2
@@ -122,7 +126,7 @@ done
 if [[ ${#missing[@]} -gt 0 ]]; then
     if [[ $install -eq 1 ]] && as_root && command -v apt-get >/dev/null; then
         echo "qemu-zns: installing ${missing[*]}"
-        export DEBIAN_FRONTEND=noninteractive
+        export DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
             { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } ||
             die "apt-get install ${missing[*]} failed"
@@ -208,7 +212,7 @@ if [[ ${#cmd[@]} -eq 0 ]]; then
 fi
 # Every program put in the guest must run without a dynamic loader.
 check_static() {
-    [[ -f $1 ]] || usage_error "$1: no such file"
+    [[ -f $1 ]] || bad_input "$1: no such file"
     if [[ $(head -c 2 "$1") == "#!" ]]; then
         return
     fi
@@ -216,8 +220,8 @@ check_static() {
     what=$(file -bL "$1")
     case $what in
         ELF*static-pie\ linked* | ELF*statically\ linked*) ;;
-        ELF*) die "$1 is dynamically linked; build it with RUSTFLAGS=\"-C target-feature=+crt-static\" --target x86_64-unknown-linux-gnu ($what)" ;;
-        *) die "$1 is neither an ELF program nor a script ($what)" ;;
+        ELF*) bad_input "$1 is dynamically linked; build it with RUSTFLAGS=\"-C target-feature=+crt-static\" --target x86_64-unknown-linux-gnu ($what)" ;;
+        *) bad_input "$1 is neither an ELF program nor a script ($what)" ;;
     esac
 }
 for f in "${cmd[0]}" "${adds[@]}"; do
@@ -254,6 +258,11 @@ quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
 # 5. The zoned namespace's backing file (sparse) and the guest.
 truncate -s $((zones * zone_bytes)) "$work/zns.img"
+# TCG (no KVM in CI); -cpu max so that the kernel's CPU-specific modules (the
+# CRC of NVMe's protection information) load; no NIC (its option ROM slows the
+# boot and the guest needs no network); panic=-1 with -no-reboot ends QEMU on
+# a kernel panic, and oops=panic makes an oops one. Linux takes zoned
+# namespaces only with a zone size of a power of two blocks.
 qemu_cmd=("$qemu" -accel tcg -cpu max -smp 1 -m "$memory" -nographic -no-reboot -nic none
     -kernel "$kdir/vmlinuz" -initrd "$work/initramfs.gz"
     -append "console=ttyS0 quiet panic=-1 oops=panic mitigations=off"
@@ -261,7 +270,10 @@ qemu_cmd=("$qemu" -accel tcg -cpu max -smp 1 -m "$memory" -nographic -no-reboot 
     -device nvme,id=nvme0,serial=shale-zns
     -device "nvme-ns,drive=zns,bus=nvme0,nsid=1,logical_block_size=$block_bytes,physical_block_size=$block_bytes,zoned=true,zoned.zone_size=$zone_bytes,zoned.zone_capacity=$capacity_bytes,zoned.max_open=$max_open,zoned.max_active=$max_active")
 echo "qemu-zns: booting $kernel_pkg $kernel_ver under TCG: $zones zones of $zone_size ($zone_capacity writable), max open $max_open, max active $max_active; timeout ${timeout_s} s"
-echo "qemu-zns: running ${cmd[*]##*/}"
+if [[ $verbose -eq 1 ]]; then
+    echo "qemu-zns: ${qemu_cmd[*]}"
+fi
+echo "qemu-zns: running $(basename "${cmd[0]}") ${cmd[*]:1}"
 log=$work/console.log
 start=$SECONDS
 set +e
@@ -279,7 +291,11 @@ elapsed=$((SECONDS - start))
 # The console without SeaBIOS's terminal escapes and carriage returns.
 strip_terminal() { sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g; s/\r$//'; }
 console_tail() {
-    echo "qemu-zns: the console's last 40 lines ($log):" >&2
+    if [[ $keep -eq 1 ]]; then
+        echo "qemu-zns: the console's last 40 lines (all of it in $log):" >&2
+    else
+        echo "qemu-zns: the console's last 40 lines (--keep keeps all of it):" >&2
+    fi
     tail -n 40 "$log" | strip_terminal >&2
 }
 if [[ $keep -eq 1 ]]; then
@@ -289,7 +305,7 @@ if [[ $qemu_status -eq 124 || $qemu_status -eq 137 ]]; then
     console_tail
     die "FAIL: no result within ${timeout_s} s (timed out)"
 fi
-result=$(grep -a -o 'QEMU-ZNS-RESULT: [0-9]*' "$log" | tail -n 1 | awk '{ print $2 }')
+result=$(grep -a -o 'QEMU-ZNS-RESULT: [0-9]*' "$log" | tail -n 1 | awk '{ print $2 }' || true)
 if [[ -z $result ]]; then
     console_tail
     die "FAIL: the guest printed no QEMU-ZNS-RESULT line (QEMU exited with $qemu_status after ${elapsed} s)"
