@@ -134,7 +134,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
         die "missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})"
     fi
 fi
-qemu=qemu-system-x86_64
+qemu="qemu-system-x86_64"
 "$qemu" -device nvme-ns,help 2>/dev/null | grep -q 'zoned.zone_capacity' ||
     die "$("$qemu" --version | head -1) has no zoned NVMe namespaces (nvme-ns zoned.* properties)"
 
@@ -267,7 +267,7 @@ qemu_cmd=("$qemu" -accel tcg -cpu max -smp 1 -m "$memory" -nographic -no-reboot 
     -kernel "$kdir/vmlinuz" -initrd "$work/initramfs.gz"
     -append "console=ttyS0 quiet panic=-1 oops=panic mitigations=off"
     -drive "file=$work/zns.img,id=zns,format=raw,if=none"
-    -device nvme,id=nvme0,serial=shale-zns
+    -device "nvme,id=nvme0,serial=shale-zns"
     -device "nvme-ns,drive=zns,bus=nvme0,nsid=1,logical_block_size=$block_bytes,physical_block_size=$block_bytes,zoned=true,zoned.zone_size=$zone_bytes,zoned.zone_capacity=$capacity_bytes,zoned.max_open=$max_open,zoned.max_active=$max_active")
 echo "qemu-zns: booting $kernel_pkg $kernel_ver under TCG: $zones zones of $zone_size ($zone_capacity writable), max open $max_open, max active $max_active; timeout ${timeout_s} s"
 if [[ $verbose -eq 1 ]]; then
