@@ -117,6 +117,17 @@ done
     usage_error "--zone-capacity $zone_capacity: must be a multiple of the block size, at most the zone size"
 ((zones > 0)) || usage_error "--zones must be at least 1"
 
+# Removes what a run leaves behind (the work directory unless --keep, and a
+# half-unpacked package when a check stopped the run).
+# shellcheck disable=SC2317 # (called by the trap)
+cleanup() {
+    rm -rf "${kt:-}" "${bt:-}"
+    if [[ $keep -eq 0 ]]; then
+        rm -rf "${work:-}"
+    fi
+}
+trap cleanup EXIT
+
 # 1. Packages.
 as_root() { [[ $(id -u) -eq 0 ]]; }
 missing=()
@@ -139,7 +150,7 @@ qemu="qemu-system-x86_64"
     die "$("$qemu" --version | head -1) has no zoned NVMe namespaces (nvme-ns zoned.* properties)"
 
 # 2. Debian's kernel and busybox-static, unpacked into the cache.
-cache=${SHALE_QEMU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shale-qemu-zns}
+cache=${SHALE_QEMU_CACHE:-${XDG_CACHE_HOME:-${HOME:-$root/target}/.cache}/shale-qemu-zns}
 mkdir -p "$cache"
 candidate() { apt-cache show --no-all-versions "$1" 2>/dev/null | awk '/^Version:/ { print $2; exit }'; }
 kernel_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')
@@ -162,10 +173,13 @@ fetch() {
 kdir=$cache/$kernel_pkg-$kernel_ver
 if [[ ! -f $kdir/ready ]]; then
     echo "qemu-zns: fetching $kernel_pkg $kernel_ver (Debian's kernel)"
-    rm -rf "$kdir" "$kdir.tmp"
-    mkdir -p "$kdir.tmp/modules"
-    fetch "$kernel_pkg" "$kdir.tmp"
-    kroot=$kdir.tmp/root
+    # Unpacked beside the cache entry and renamed into place at the end, so
+    # that an interrupted or concurrent run never leaves a half entry.
+    rm -rf "$kdir"
+    kt=$(mktemp -d "$cache/.fetch.XXXXXX")
+    mkdir -p "$kt/modules"
+    fetch "$kernel_pkg" "$kt"
+    kroot=$kt/root
     krel=$(ls "$kroot/lib/modules")
     config=$kroot/boot/config-$krel
     grep -q '^CONFIG_BLK_DEV_ZONED=y' "$config" ||
@@ -175,28 +189,28 @@ if [[ ! -f $kdir/ready ]]; then
     # The NVMe driver and what it depends on (softdeps too), in load order.
     depmod -b "$kroot" "$krel"
     modprobe -d "$kroot" -S "$krel" --show-depends nvme |
-        awk '$1 == "insmod" && !seen[$2]++ { print $2 }' > "$kdir.tmp/paths"
-    : > "$kdir.tmp/modules/order"
+        awk '$1 == "insmod" && !seen[$2]++ { print $2 }' > "$kt/paths"
+    : > "$kt/modules/order"
     while read -r path; do
-        cp "$path" "$kdir.tmp/modules/"
-        basename "$path" >> "$kdir.tmp/modules/order"
-    done < "$kdir.tmp/paths"
-    cp "$kroot/boot/vmlinuz-$krel" "$kdir.tmp/vmlinuz"
-    cp "$config" "$kdir.tmp/config"
-    rm -rf "$kroot" "$kdir.tmp"/*.deb "$kdir.tmp/paths"
-    touch "$kdir.tmp/ready"
-    mv "$kdir.tmp" "$kdir"
+        cp "$path" "$kt/modules/"
+        basename "$path" >> "$kt/modules/order"
+    done < "$kt/paths"
+    cp "$kroot/boot/vmlinuz-$krel" "$kt/vmlinuz"
+    cp "$config" "$kt/config"
+    rm -rf "$kroot" "$kt"/*.deb "$kt/paths"
+    touch "$kt/ready"
+    mv -T "$kt" "$kdir" 2>/dev/null || rm -rf "$kt"
 fi
 bdir=$cache/busybox-static-$busybox_ver
 if [[ ! -f $bdir/ready ]]; then
     echo "qemu-zns: fetching busybox-static $busybox_ver"
-    rm -rf "$bdir" "$bdir.tmp"
-    mkdir -p "$bdir.tmp"
-    fetch busybox-static "$bdir.tmp"
-    cp "$bdir.tmp/root/bin/busybox" "$bdir.tmp/busybox"
-    rm -rf "$bdir.tmp/root" "$bdir.tmp"/*.deb
-    touch "$bdir.tmp/ready"
-    mv "$bdir.tmp" "$bdir"
+    rm -rf "$bdir"
+    bt=$(mktemp -d "$cache/.fetch.XXXXXX")
+    fetch busybox-static "$bt"
+    cp "$bt/root/bin/busybox" "$bt/busybox"
+    rm -rf "$bt/root" "$bt"/*.deb
+    touch "$bt/ready"
+    mv -T "$bt" "$bdir" 2>/dev/null || rm -rf "$bt"
 fi
 
 # 3. The test program.
@@ -230,9 +244,6 @@ done
 
 # 4. The initramfs.
 work=$(mktemp -d "${TMPDIR:-/tmp}/qemu-zns.XXXXXX")
-if [[ $keep -eq 0 ]]; then
-    trap 'rm -rf "$work"' EXIT
-fi
 ird=$work/initramfs
 mkdir -p "$ird"/{bin,dev,etc,lib/modules,proc,sys,tmp}
 cp "$bdir/busybox" "$ird/bin/busybox"
