@@ -42,8 +42,9 @@
 //! Every method takes `&self`. A zone's writes and operations are serialized
 //! by a lock of that zone (the kernel's zone write lock); the zone table is
 //! under one short-held mutex, released during data I/O, so writes to
-//! different zones run in parallel. A zone with a write in progress is never
-//! chosen for an implicit close. Reads take a snapshot of the write pointers
+//! different zones run in parallel. An implicit close picks the oldest idle
+//! implicitly open zone, or else one with a write under way (which then
+//! completes into a closed zone). Reads take a snapshot of the write pointers
 //! they need and do not wait for writes.
 
 use std::collections::VecDeque;
@@ -141,9 +142,11 @@ impl Zones {
         self.meta_mut(zone).condition = to;
     }
 
-    /// A zone that stops being open: closed, or empty if nothing was written.
+    /// A zone that stops being open: closed, or empty if nothing was written
+    /// (or is being written).
     fn close(&mut self, zone: u32) {
-        let to = if self.meta(zone).written == 0 {
+        let m = self.meta(zone);
+        let to = if m.written == 0 && !m.in_flight {
             ZoneCondition::Empty
         } else {
             ZoneCondition::Closed
@@ -157,11 +160,13 @@ impl Zones {
         if g.max_open_zones == 0 || self.open_count() < g.max_open_zones {
             return Ok(());
         }
-        let victim = self
-            .implicit_open
-            .iter()
-            .copied()
-            .find(|&z| z != zone && !self.meta(z).in_flight);
+        // An idle zone if there is one, else one whose write is under way (it
+        // completes into a closed zone, as a device completes a command
+        // before it closes the zone).
+        let candidates = || self.implicit_open.iter().copied().filter(|&z| z != zone);
+        let victim = candidates()
+            .find(|&z| !self.meta(z).in_flight)
+            .or_else(|| candidates().next());
         match victim {
             Some(v) => {
                 self.close(v);
@@ -524,6 +529,13 @@ impl EmulatedZoned {
         let written = self.write_data(at, data);
         let mut z = lock(&self.zones);
         z.meta_mut(zone).in_flight = false;
+        if written.is_err()
+            && z.meta(zone).condition == ZoneCondition::Closed
+            && z.meta(zone).written == 0
+        {
+            // Closed during the failed write: nothing landed, so empty.
+            z.set_condition(zone, ZoneCondition::Empty);
+        }
         written?;
         let m = z.meta_mut(zone);
         m.written += len;
