@@ -744,3 +744,72 @@ fn concurrent_writers_on_different_zones() {
     assert!(open <= 4, "{open} open zones, limit 4");
     assert_eq!(dev.stats().bytes_written, 64 * B);
 }
+
+/// A device that breaks one rule, to show the conformance suite notices.
+struct Broken {
+    inner: EmulatedZoned,
+    /// `write_at` ignores its offset and writes at the write pointer.
+    writes_anywhere: bool,
+    /// `reset_zone` does nothing.
+    resets_nothing: bool,
+}
+
+impl ZonedDevice for Broken {
+    fn geometry(&self) -> ZonedGeometry {
+        self.inner.geometry()
+    }
+    fn report_zones(&self, first: u32, count: u32) -> shale_zoned::Result<Vec<shale_zoned::Zone>> {
+        self.inner.report_zones(first, count)
+    }
+    fn open_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        self.inner.open_zone(zone)
+    }
+    fn close_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        self.inner.close_zone(zone)
+    }
+    fn finish_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        self.inner.finish_zone(zone)
+    }
+    fn reset_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        if self.resets_nothing {
+            return Ok(());
+        }
+        self.inner.reset_zone(zone)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> shale_zoned::Result<()> {
+        if self.writes_anywhere {
+            let zone = u32::try_from(offset / ZONE).expect("zone index");
+            return self.inner.append(zone, data).map(|_| ());
+        }
+        self.inner.write_at(offset, data)
+    }
+    fn append(&self, zone: u32, data: &[u8]) -> shale_zoned::Result<u64> {
+        self.inner.append(zone, data)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> shale_zoned::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+    fn sync(&self) -> shale_zoned::Result<()> {
+        self.inner.sync()
+    }
+    fn stats(&self) -> shale_zoned::ZonedStats {
+        self.inner.stats()
+    }
+}
+
+#[test]
+fn conformance_catches_a_device_that_breaks_a_rule() {
+    for (writes_anywhere, resets_nothing, failing_check) in [
+        (true, false, "writes off the write pointer are refused"),
+        (false, true, "reset:"),
+    ] {
+        let f = fixture();
+        let dev = Broken {
+            inner: create(&f.path, &geometry(6, 14, 14)),
+            writes_anywhere,
+            resets_nothing,
+        };
+        let err = conformance(&dev).expect_err("a broken device");
+        assert!(err.starts_with(failing_check), "{err}");
+    }
+}
