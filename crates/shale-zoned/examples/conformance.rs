@@ -27,7 +27,10 @@ fn main() -> ExitCode {
             let mut g = ZonedGeometry::new(32, 1 << 20);
             g.zone_capacity = 768 << 10;
             match EmulatedZoned::create(Path::new(file), &g, EmulatedOptions::default()) {
-                Ok(d) => Box::new(d),
+                Ok(d) => {
+                    println!("emulated on {file}, direct I/O: {}", d.direct_io());
+                    Box::new(d)
+                }
                 Err(e) => {
                     eprintln!("conformance: {e}");
                     return ExitCode::from(1);

@@ -159,7 +159,8 @@ pub struct Zone {
     /// Writable bytes from the start (`<= size`).
     pub capacity: u64,
     /// Where the next write must go: `start` when empty, `start + size` when
-    /// full, meaningless when offline or conventional.
+    /// full (a real device may report `start + capacity` for a zone filled by
+    /// writes, as `null_blk` does), meaningless when offline or conventional.
     pub write_pointer: u64,
     /// The zone's condition.
     pub condition: ZoneCondition,
