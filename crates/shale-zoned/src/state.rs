@@ -321,6 +321,28 @@ mod tests {
     }
 
     #[test]
+    fn every_truncation_and_pseudo_random_garbage_is_a_typed_error() {
+        let bytes = sample().encode();
+        let path = Path::new("dev.zones");
+        for len in 0..bytes.len() {
+            assert!(StateFile::decode(path, &bytes[..len]).is_err(), "{len}");
+        }
+        // Garbage behind a valid magic and version, with lengths that claim
+        // many zones: rejected without allocating by the claimed count.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for len in [12usize, 52, 56, 96, 200, 1000] {
+            let mut buf = bytes[..12].to_vec();
+            while buf.len() < len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                buf.push(x as u8);
+            }
+            assert!(StateFile::decode(path, &buf).is_err(), "{len}");
+        }
+    }
+
+    #[test]
     fn foreign_files_and_versions_are_not_devices() {
         let path = Path::new("x");
         let err = StateFile::decode(path, b"hello world, a text file").expect_err("foreign");
