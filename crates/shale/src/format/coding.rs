@@ -49,6 +49,13 @@ pub fn varint_len(mut v: u64) -> usize {
 
 /// Decodes a varint from the front of `src` and advances it.
 pub fn get_varint64(src: &mut &[u8]) -> Option<u64> {
+    // One byte is the common case (block entries' lengths): no loop.
+    if let Some((&b, rest)) = src.split_first() {
+        if b < 0x80 {
+            *src = rest;
+            return Some(u64::from(b));
+        }
+    }
     let mut result = 0u64;
     for (i, &b) in src.iter().enumerate().take(10) {
         let shift = 7 * i as u32;

@@ -374,16 +374,40 @@ struct EliasFano {
     /// Byte ranges of the low and high parts in the locator's buffer.
     low: std::ops::Range<usize>,
     high: std::ops::Range<usize>,
+    /// Built at decode, not stored: entry `k` is the bit position just past
+    /// the `k * ZERO_SAMPLE`-th zero of the high part and the ones before it,
+    /// so that a lookup starts next to its bucket instead of at bit 0.
+    samples: Vec<(u32, u32)>,
 }
 
+/// Zeros (buckets) between two entries of [`EliasFano::samples`].
+const ZERO_SAMPLE: u64 = 64;
+
+/// Bit `pos` of `bytes` (0 past the end).
+fn bit(bytes: &[u8], pos: usize) -> bool {
+    bytes
+        .get(pos / 8)
+        .is_some_and(|b| (b >> (pos % 8)) & 1 == 1)
+}
+
+/// `width` bits (at most 64) of `bytes` from bit `pos` on, the first one
+/// least significant; bits past the end of `bytes` read as 0. One unaligned
+/// 9-byte load, not a loop over bits: a Get decodes several codes.
 fn get_bits(bytes: &[u8], pos: usize, width: u8) -> u64 {
-    let mut v = 0u64;
-    for b in 0..usize::from(width) {
-        let p = pos + b;
-        let bit = bytes.get(p / 8).map_or(0, |byte| (byte >> (p % 8)) & 1);
-        v |= u64::from(bit) << b;
+    if width == 0 {
+        return 0;
     }
-    v
+    let mut buf = [0u8; 16];
+    if let Some(src) = bytes.get(pos / 8..) {
+        let n = src.len().min(9);
+        buf[..n].copy_from_slice(&src[..n]);
+    }
+    let v = (u128::from_le_bytes(buf) >> (pos % 8)) as u64;
+    if width >= 64 {
+        v
+    } else {
+        v & ((1u64 << width) - 1)
+    }
 }
 
 fn put_bits(bytes: &mut [u8], pos: usize, width: u8, v: u64) {
@@ -457,13 +481,15 @@ impl EliasFano {
             .checked_add(high_len)
             .filter(|&e| e <= data.len())
             .ok_or(bad)?;
-        let ef = EliasFano {
+        let mut ef = EliasFano {
             n,
             low_bits: l,
             max_high,
             low: low_start..high_start,
             high: high_start..end,
+            samples: vec![(0, 0)],
         };
+        let sample_at = |p: usize, j: usize| Some((u32::try_from(p).ok()?, u32::try_from(j).ok()?));
         // Exactly n ones, the last one at the top of the bit vector, and no
         // bit set past its length.
         let high = data.get(ef.high.clone()).ok_or(bad)?;
@@ -472,18 +498,22 @@ impl EliasFano {
             return Err(Corrupt("locator codes disagree with the block count"));
         }
         let top = high_bits - 1;
-        if n > 0 && get_bits(high, top - 1, 1) != 1 {
+        if n > 0 && !bit(high, top - 1) {
             return Err(Corrupt("locator codes do not reach their maximum"));
         }
-        if (high_bits..high_len * 8).any(|p| get_bits(high, p, 1) == 1) {
+        if (high_bits..high_len * 8).any(|p| bit(high, p)) {
             return Err(Corrupt("locator code bits past their end"));
         }
         // Within a bucket the low parts must not decrease.
         let (mut j, mut bucket, mut prev) = (0usize, 0u64, None);
         for p in 0..high_bits {
-            if get_bits(high, p, 1) == 0 {
+            if !bit(high, p) {
                 bucket += 1;
                 prev = None;
+                if bucket % ZERO_SAMPLE == 0 {
+                    let sample = sample_at(p + 1, j).ok_or(Corrupt("locator codes overflow"))?;
+                    ef.samples.push(sample);
+                }
                 continue;
             }
             let low = ef.low(data, j);
@@ -530,34 +560,43 @@ impl EliasFano {
         }
         let ly = y & (u64::MAX >> (63 - u32::from(self.low_bits)) >> 1);
         let high = data.get(self.high.clone()).unwrap_or_default();
-        // Skip the buckets below hy: hy zeros, counting the ones (values) met.
-        let (mut zeros, mut ones, mut pos) = (0u64, 0usize, 0usize);
-        let words = high.chunks(8);
-        for chunk in words {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            let word = u64::from_le_bytes(w);
-            let bits = chunk.len() * 8;
-            let word_ones = word.count_ones() as usize;
-            let word_zeros = (bits - word_ones) as u64;
-            if zeros + word_zeros < hy {
-                zeros += word_zeros;
-                ones += word_ones;
-                pos += bits;
+        let bits = high.len() * 8;
+        // From the sample below bucket hy, skip the rest of its hy zeros a
+        // word at a time, counting the ones (values) met.
+        let k = hy / ZERO_SAMPLE;
+        let (mut pos, mut ones, mut need) =
+            match usize::try_from(k).ok().and_then(|k| self.samples.get(k)) {
+                Some(&(p, o)) => (p as usize, o as usize, hy - k * ZERO_SAMPLE),
+                None => (0, 0, hy),
+            };
+        while need > 0 && pos < bits {
+            let width = (bits - pos).min(64);
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            let word = get_bits(high, pos, 64) & mask;
+            let zeros = !word & mask;
+            let z = u64::from(zeros.count_ones());
+            if z < need {
+                need -= z;
+                ones += word.count_ones() as usize;
+                pos += width;
                 continue;
             }
-            break;
-        }
-        while zeros < hy {
-            if get_bits(high, pos, 1) == 1 {
-                ones += 1;
-            } else {
-                zeros += 1;
+            // The need-th zero of this word ends the skip.
+            let mut rest = zeros;
+            for _ in 1..need {
+                rest &= rest - 1;
             }
-            pos += 1;
+            let at = rest.trailing_zeros() as usize;
+            ones += (word & ((1u64 << at) - 1)).count_ones() as usize;
+            pos += at + 1;
+            need = 0;
         }
         // In bucket hy, values are ordered by their low parts.
-        while ones < self.n && get_bits(high, pos, 1) == 1 && self.low(data, ones) <= ly {
+        while ones < self.n && bit(high, pos) && self.low(data, ones) <= ly {
             ones += 1;
             pos += 1;
         }

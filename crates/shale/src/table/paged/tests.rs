@@ -429,3 +429,60 @@ fn empty_and_zero_keys_in_exact_mode() {
         }
     }
 }
+
+/// `get_bits` reads what a bit-by-bit reader reads, at every offset and
+/// width, past the end of the bytes too (zeros there).
+#[test]
+fn get_bits_agrees_with_reading_bit_by_bit() {
+    fn slow(bytes: &[u8], pos: usize, width: u8) -> u64 {
+        (0..usize::from(width)).fold(0, |v, b| {
+            let p = pos + b;
+            let bit = bytes.get(p / 8).map_or(0, |byte| (byte >> (p % 8)) & 1);
+            v | (u64::from(bit) << b)
+        })
+    }
+    let mut rng = Rng::new(7);
+    for len in [0usize, 1, 3, 8, 9, 17] {
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+        for pos in 0..len * 8 + 12 {
+            for width in 0..=64u8 {
+                assert_eq!(
+                    get_bits(&bytes, pos, width),
+                    slow(&bytes, pos, width),
+                    "len {len} pos {pos} width {width}"
+                );
+            }
+        }
+    }
+}
+
+/// Long sequences, as a page-sized locator holds (thousands of codes, many
+/// zero samples), probed at every value and next to it.
+#[test]
+fn elias_fano_counts_like_a_scan_at_locator_sizes() {
+    let mut rng = Rng::new(31);
+    for case in 0..12 {
+        let n = 500 + rng.index(3500);
+        let spread = (n as u64) << (case % 6);
+        let mut values: Vec<u64> = (0..n).map(|_| rng.below(spread)).collect();
+        // Runs of equal values and empty stretches, as ambiguous codes make.
+        if case % 3 == 0 {
+            for v in values.iter_mut().skip(n / 3).take(n / 5) {
+                *v = spread / 2;
+            }
+        }
+        values.sort_unstable();
+        let mut buf = Vec::new();
+        EliasFano::encode(&mut buf, &values);
+        let (ef, _) = EliasFano::decode(&buf, 0, n).expect("decodes");
+        let mut probes: Vec<u64> = values
+            .iter()
+            .flat_map(|&v| [v.saturating_sub(1), v, v + 1])
+            .collect();
+        probes.extend((0..200).map(|_| rng.below(spread + 2)));
+        for y in probes {
+            let want = values.partition_point(|&v| v <= y);
+            assert_eq!(ef.count_le(&buf, y), want, "case {case} n {n} y {y}");
+        }
+    }
+}
