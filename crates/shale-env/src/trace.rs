@@ -530,7 +530,10 @@ pub fn decode_trace(bytes: &[u8]) -> Result<Vec<TraceEvent>, TraceDecodeError> {
     if version != TRACE_FORMAT_VERSION {
         return Err(TraceDecodeError::UnsupportedVersion(version));
     }
-    let mut r = Reader { buf: bytes, pos: 12 };
+    let mut r = Reader {
+        buf: bytes,
+        pos: 12,
+    };
     let mut events = Vec::new();
     loop {
         let at = r.pos;
@@ -758,7 +761,10 @@ mod tests {
         for cut in 0..bytes.len() {
             assert!(decode_trace(&bytes[..cut]).is_err(), "cut at {cut}");
         }
-        assert_eq!(decode_trace(b"garbage!...."), Err(TraceDecodeError::NotATrace));
+        assert_eq!(
+            decode_trace(b"garbage!...."),
+            Err(TraceDecodeError::NotATrace)
+        );
         let mut v2 = bytes.clone();
         v2[8] = 2;
         assert_eq!(

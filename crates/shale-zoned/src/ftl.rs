@@ -187,7 +187,8 @@ impl Ftl {
             ));
         }
         let ppb = u64::from(config.pages_per_block);
-        let physical_pages = (config.logical_pages as f64 * (1.0 + config.over_provisioning)).ceil();
+        let physical_pages =
+            (config.logical_pages as f64 * (1.0 + config.over_provisioning)).ceil();
         let blocks = (physical_pages / ppb as f64).ceil() as u64;
         let logical_blocks = config.logical_pages.div_ceil(ppb);
         // Room for the frontiers, the GC reserve and one block of spare pages.
@@ -409,6 +410,12 @@ pub struct ReplayOptions {
     pub pages_per_block: u32,
     /// Separate GC frontier (default false).
     pub separate_gc_frontier: bool,
+    /// The file system TRIMs (discards) a file's pages when it frees them
+    /// (default true, like online discard). Without, the device keeps the
+    /// freed pages' old data valid until the file system reuses and
+    /// overwrites them, as with a file system mounted without `discard` and
+    /// never `fstrim`med.
+    pub trim: bool,
 }
 
 impl ReplayOptions {
@@ -421,6 +428,7 @@ impl ReplayOptions {
             over_provisioning,
             pages_per_block: 256,
             separate_gc_frontier: false,
+            trim: true,
         }
     }
 }
@@ -521,6 +529,7 @@ struct FileState {
 
 struct Replayer {
     ftl: Ftl,
+    trim: bool,
     space: Extents,
     files: HashMap<u32, FileState>,
     names: HashMap<PathBuf, u32>,
@@ -532,7 +541,9 @@ impl Replayer {
     fn drop_file(&mut self, id: u32) -> Result<(), FtlError> {
         if let Some(f) = self.files.remove(&id) {
             for page in f.pages {
-                self.ftl.trim(page)?;
+                if self.trim {
+                    self.ftl.trim(page)?;
+                }
                 self.space.release(page);
             }
         }
@@ -619,8 +630,8 @@ impl Replayer {
 ///
 /// * Each file gets logical pages as it grows: the page after its last one
 ///   when free, else the first free page (first fit). A remove, an abort, a
-///   rename over a file or a create over a name TRIMs the old file's pages and
-///   frees them.
+///   rename over a file or a create over a name frees the old file's pages
+///   and TRIMs them (unless `trim` is off).
 /// * A page is written to the device when a write completes it; the partial
 ///   last page of a file is written at each sync or finish that finds bytes
 ///   in it not yet written, and written again (same logical page) when later
@@ -657,6 +668,7 @@ pub fn replay_trace(
     })?;
     let mut r = Replayer {
         ftl,
+        trim: options.trim,
         space: Extents::new(logical_pages),
         files: HashMap::new(),
         names: HashMap::new(),
@@ -786,7 +798,9 @@ mod tests {
         for (op, separate) in [(0.10, false), (0.30, false), (0.10, true), (0.30, true)] {
             let measured = uniform_waf(op, 200, 64, separate);
             let expected = greedy_waf_closed_form(op);
-            eprintln!("op {op} separate {separate}: measured {measured:.3}, closed form {expected:.3}");
+            eprintln!(
+                "op {op} separate {separate}: measured {measured:.3}, closed form {expected:.3}"
+            );
             assert!(
                 (measured / expected - 1.0).abs() < 0.08,
                 "op {op}: measured {measured}, closed form {expected}"
