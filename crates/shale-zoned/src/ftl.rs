@@ -146,11 +146,13 @@ struct Frontier {
 
 /// A page-mapped flash translation layer with greedy garbage collection.
 ///
-/// Every block is free, open (a write frontier) or full. Before each host
-/// write, while fewer than [`Ftl::GC_RESERVE`] blocks are free, the full block
-/// with the fewest valid pages is cleaned. Relocated pages go to the host
-/// frontier, or to a GC frontier of their own with
-/// `separate_gc_frontier`.
+/// Every block is free, open (a write frontier) or full. One free block is
+/// kept for garbage collection: when a host write finds its frontier full and
+/// at most that one block free, the full block with the fewest valid pages is
+/// cleaned (its valid pages relocated, then it is erased and freed), until the
+/// frontier has room again (one frontier) or two blocks are free (separate GC
+/// frontier). Relocated pages go to the host frontier, or to a GC frontier of
+/// their own with `separate_gc_frontier`.
 pub struct Ftl {
     config: FtlConfig,
     physical_blocks: u32,
@@ -158,7 +160,11 @@ pub struct Ftl {
     l2p: Vec<u32>,
     p2l: Vec<u32>,
     valid: Vec<u32>,
-    full: Vec<bool>,
+    /// Full blocks by valid count: `buckets[v]` holds the full blocks with
+    /// `v` valid pages, so the greedy victim is found in O(pages per block).
+    buckets: Vec<Vec<u32>>,
+    /// Each block's index in its bucket; `UNMAPPED` for free and open blocks.
+    slot: Vec<u32>,
     free: VecDeque<u32>,
     host: Option<Frontier>,
     gc: Option<Frontier>,
@@ -167,10 +173,6 @@ pub struct Ftl {
 }
 
 impl Ftl {
-    /// Free blocks kept back for garbage collection: cleaning starts when
-    /// fewer remain.
-    pub const GC_RESERVE: u32 = 2;
-
     /// Builds an empty (fresh, all-erased) device.
     pub fn new(config: FtlConfig) -> Result<Ftl, FtlError> {
         let bad = |why: String| Err(FtlError::InvalidConfig(why));
@@ -187,12 +189,14 @@ impl Ftl {
             ));
         }
         let ppb = u64::from(config.pages_per_block);
+        // The small subtraction keeps 12800 × 1.1 = 14080.000000000002 at 14080.
         let physical_pages =
-            (config.logical_pages as f64 * (1.0 + config.over_provisioning)).ceil();
+            (config.logical_pages as f64 * (1.0 + config.over_provisioning) - 1e-6).ceil();
         let blocks = (physical_pages / ppb as f64).ceil() as u64;
         let logical_blocks = config.logical_pages.div_ceil(ppb);
-        // Room for the frontiers, the GC reserve and one block of spare pages.
-        let needed = logical_blocks + u64::from(Self::GC_RESERVE) + 3;
+        // Room for the frontiers, the free block kept for GC and one block of
+        // spare pages.
+        let needed = logical_blocks + 3 + u64::from(config.separate_gc_frontier);
         if blocks < needed {
             return bad(format!(
                 "{blocks} erase blocks of {ppb} pages leave too little spare space for \
@@ -215,7 +219,8 @@ impl Ftl {
             l2p: vec![UNMAPPED; config.logical_pages as usize],
             p2l: vec![UNMAPPED; (blocks * ppb) as usize],
             valid: vec![0; blocks as usize],
-            full: vec![false; blocks as usize],
+            buckets: vec![Vec::new(); ppb as usize + 1],
+            slot: vec![UNMAPPED; blocks as usize],
             free: (0..physical_blocks).collect(),
             host: None,
             gc: None,
@@ -266,7 +271,29 @@ impl Ftl {
 
     fn invalidate(&mut self, ppn: u32) {
         self.p2l[ppn as usize] = UNMAPPED;
-        self.valid[(ppn / self.ppb) as usize] -= 1;
+        let block = ppn / self.ppb;
+        let v = self.valid[block as usize];
+        self.valid[block as usize] = v - 1;
+        if self.slot[block as usize] != UNMAPPED {
+            self.unbucket(block, v);
+            self.bucket(block, v - 1);
+        }
+    }
+
+    fn bucket(&mut self, block: u32, valid: u32) {
+        let list = &mut self.buckets[valid as usize];
+        self.slot[block as usize] = list.len() as u32;
+        list.push(block);
+    }
+
+    fn unbucket(&mut self, block: u32, valid: u32) {
+        let list = &mut self.buckets[valid as usize];
+        let at = self.slot[block as usize] as usize;
+        list.swap_remove(at);
+        if let Some(&moved) = list.get(at) {
+            self.slot[moved as usize] = at as u32;
+        }
+        self.slot[block as usize] = UNMAPPED;
     }
 
     /// The next physical page of a frontier (`gc` picks the GC frontier when
@@ -280,11 +307,18 @@ impl Ftl {
         let frontier = match slot {
             Some(f) if f.next < self.ppb => f,
             _ => {
-                if let Some(old) = slot.take() {
-                    self.full[old.block as usize] = true;
-                }
+                let closed = slot.take();
                 let block = self.free.pop_front().ok_or(FtlError::NoReclaimableBlock)?;
-                slot.insert(Frontier { block, next: 0 })
+                *slot = Some(Frontier { block, next: 0 });
+                if let Some(old) = closed {
+                    self.bucket(old.block, self.valid[old.block as usize]);
+                }
+                let slot = if gc && self.config.separate_gc_frontier {
+                    &mut self.gc
+                } else {
+                    &mut self.host
+                };
+                slot.as_mut().ok_or(FtlError::NoReclaimableBlock)?
             }
         };
         let ppn = frontier.block * self.ppb + frontier.next;
@@ -302,13 +336,10 @@ impl Ftl {
 
     /// Cleans one block: the full block with the fewest valid pages.
     fn collect_one(&mut self) -> Result<(), FtlError> {
-        let victim = (0..self.physical_blocks)
-            .filter(|&b| self.full[b as usize])
-            .min_by_key(|&b| self.valid[b as usize])
+        let (valid, victim) = (0..self.ppb)
+            .find_map(|v| self.buckets[v as usize].last().map(|&b| (v, b)))
             .ok_or(FtlError::NoReclaimableBlock)?;
-        if self.valid[victim as usize] >= self.ppb {
-            return Err(FtlError::NoReclaimableBlock);
-        }
+        self.unbucket(victim, valid);
         let first = victim * self.ppb;
         for ppn in first..first + self.ppb {
             let lpn = self.p2l[ppn as usize];
@@ -318,17 +349,29 @@ impl Ftl {
                 self.stats.gc_pages += 1;
             }
         }
-        self.full[victim as usize] = false;
         self.stats.erases += 1;
         self.free.push_back(victim);
         Ok(())
     }
 
+    fn host_frontier_full(&self) -> bool {
+        self.host.is_none_or(|f| f.next >= self.ppb)
+    }
+
     /// Writes (or overwrites) logical page `lpn`.
     pub fn write(&mut self, lpn: u64) -> Result<(), FtlError> {
         let lpn = self.check(lpn)?;
-        while self.free.len() < Self::GC_RESERVE as usize {
-            self.collect_one()?;
+        if self.host_frontier_full() {
+            let mut rounds = 0u32;
+            while self.free.len() < 2
+                && (self.config.separate_gc_frontier || self.host_frontier_full())
+            {
+                rounds += 1;
+                if rounds > self.physical_blocks {
+                    return Err(FtlError::NoReclaimableBlock);
+                }
+                self.collect_one()?;
+            }
         }
         let old = self.l2p[lpn];
         if old == UNMAPPED {
@@ -757,7 +800,8 @@ mod tests {
 
     /// Fills the logical space, warms up, then measures uniform random
     /// single-page overwrites.
-    fn uniform_waf(op: f64, blocks: u64, ppb: u32, separate: bool) -> f64 {
+    /// Returns the measured WAF and the effective over-provisioning.
+    fn uniform_waf(op: f64, blocks: u64, ppb: u32, separate: bool) -> (f64, f64) {
         let logical = blocks * u64::from(ppb);
         let mut ftl = Ftl::new(FtlConfig {
             logical_pages: logical,
@@ -777,7 +821,41 @@ mod tests {
         for _ in 0..logical * 20 {
             ftl.write(rng.below(logical)).expect("measure");
         }
-        ftl.stats().since(&before).waf()
+        check_invariants(&ftl);
+        (
+            ftl.stats().since(&before).waf(),
+            ftl.effective_over_provisioning(),
+        )
+    }
+
+    /// The map, the valid counts and the buckets agree.
+    fn check_invariants(ftl: &Ftl) {
+        let mut valid = vec![0u32; ftl.physical_blocks as usize];
+        let mut mapped = 0;
+        for (lpn, &ppn) in ftl.l2p.iter().enumerate() {
+            if ppn != UNMAPPED {
+                assert_eq!(ftl.p2l[ppn as usize] as usize, lpn);
+                valid[(ppn / ftl.ppb) as usize] += 1;
+                mapped += 1;
+            }
+        }
+        assert_eq!(valid, ftl.valid);
+        assert_eq!(mapped, ftl.mapped);
+        let in_buckets: usize = ftl.buckets.iter().map(Vec::len).sum();
+        let open = usize::from(ftl.host.is_some()) + usize::from(ftl.gc.is_some());
+        assert_eq!(
+            in_buckets + open + ftl.free.len(),
+            ftl.physical_blocks as usize
+        );
+        for (v, list) in ftl.buckets.iter().enumerate() {
+            for (i, &b) in list.iter().enumerate() {
+                assert_eq!(ftl.valid[b as usize] as usize, v);
+                assert_eq!(ftl.slot[b as usize] as usize, i);
+            }
+        }
+        for &b in &ftl.free {
+            assert_eq!(ftl.valid[b as usize], 0);
+        }
     }
 
     #[test]
@@ -795,11 +873,21 @@ mod tests {
 
     #[test]
     fn greedy_uniform_random_matches_the_closed_form() {
-        for (op, separate) in [(0.10, false), (0.30, false), (0.10, true), (0.30, true)] {
-            let measured = uniform_waf(op, 200, 64, separate);
-            let expected = greedy_waf_closed_form(op);
+        let cases = [
+            // (over-provisioning, logical blocks, pages per block, separate GC frontier)
+            (0.10, 200, 64, false),
+            (0.30, 200, 64, false),
+            (0.10, 200, 64, true),
+            (0.30, 200, 64, true),
+            (0.10, 256, 256, false),
+            (0.30, 256, 256, false),
+        ];
+        for (op, blocks, ppb, separate) in cases {
+            let (measured, effective) = uniform_waf(op, blocks, ppb, separate);
+            let expected = greedy_waf_closed_form(effective);
             eprintln!(
-                "op {op} separate {separate}: measured {measured:.3}, closed form {expected:.3}"
+                "op {op} (effective {effective:.4}), {blocks} x {ppb} pages, separate {separate}: \
+                 measured {measured:.3}, closed form {expected:.3}"
             );
             assert!(
                 (measured / expected - 1.0).abs() < 0.08,
@@ -828,6 +916,7 @@ mod tests {
             ftl.trim(lpn).expect("trim");
         }
         assert_eq!(ftl.mapped_pages(), 0);
+        check_invariants(&ftl);
         assert!(matches!(
             ftl.write(64 * 16),
             Err(FtlError::OutOfRange { lpn: 1024, .. })
