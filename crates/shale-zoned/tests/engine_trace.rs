@@ -117,3 +117,60 @@ fn the_engine_trace_replays_on_a_conventional_ssd() {
     );
     assert!(wafs[2] > wafs[0], "TRIM helps: {} vs {}", wafs[2], wafs[0]);
 }
+
+/// Records a larger trace with the engine's default options (64 MiB
+/// memtables, 2 MiB tables) on `MemFs`, like `shale load` (batches of 1,000,
+/// not synced; `SHALE_TRACE_PASSES` > 1 overwrites every key again, in a
+/// scrambled order, that many times over; the key count must not be a
+/// multiple of 7919), and saves it for `examples/ftl_replay.rs`. Not run by
+/// `cargo test`:
+///
+/// ```text
+/// SHALE_TRACE_KEYS=2000000 SHALE_TRACE_OUT=/tmp/load.trace \
+///     cargo test --release -p shale-zoned --test engine_trace -- --ignored
+/// ```
+#[test]
+#[ignore = "records a large trace; run by hand"]
+fn record_a_load_trace() {
+    let keys: u64 = std::env::var("SHALE_TRACE_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let passes: u64 = std::env::var("SHALE_TRACE_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let out = std::env::var("SHALE_TRACE_OUT").unwrap_or_else(|_| "load.trace".into());
+    let traced = Arc::new(TraceFs::new(Arc::new(MemFs::new())));
+    let options = Options {
+        fs: traced.clone(),
+        ..Options::default()
+    };
+    let db = Db::open(Path::new("/db"), options).expect("open");
+    let mut batch = WriteBatch::new();
+    for i in 0..keys * passes {
+        // Each pass writes every key once; later passes in a scrambled order.
+        let k = if i < keys {
+            i
+        } else {
+            (i % keys) * 7919 % keys
+        };
+        let key = k.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+        let mut key32 = [0u8; 32];
+        for (i, chunk) in key32.chunks_mut(8).enumerate() {
+            chunk.copy_from_slice(&(u64::from_be_bytes(key) ^ i as u64).to_be_bytes());
+        }
+        batch.put(&key32, &[(k % 251) as u8; 110]);
+        if batch.len() == 1000 {
+            db.write(std::mem::take(&mut batch), &WriteOptions { sync: false })
+                .expect("write");
+        }
+    }
+    db.write(batch, &WriteOptions { sync: false })
+        .expect("write");
+    db.settle().expect("settle");
+    db.close().expect("close");
+    let events = traced.take_events();
+    std::fs::write(&out, encode_trace(&events)).expect("save the trace");
+    eprintln!("{} events saved to {out}", events.len());
+}
