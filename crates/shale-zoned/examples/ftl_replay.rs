@@ -124,8 +124,8 @@ fn main() -> ExitCode {
             Ok(r) => println!(
                 "op {op}: logical {} MiB, physical {} MiB, peak utilisation {:.3}, \
                  host pages {}, gc pages {}, erases {}, trimmed {}, WAF {:.3}",
-                r.logical_pages * FTL_PAGE_SIZE >> 20,
-                r.physical_pages * FTL_PAGE_SIZE >> 20,
+                (r.logical_pages * FTL_PAGE_SIZE) >> 20,
+                (r.physical_pages * FTL_PAGE_SIZE) >> 20,
                 r.peak_utilisation,
                 r.stats.host_pages,
                 r.stats.gc_pages,
