@@ -2,7 +2,8 @@
 //!
 //! Every byte the engine reads or writes goes through [`FileSystem`], so that a
 //! test can inject an error at any step ([`FaultFs`]), simulate a crash that keeps
-//! only synced bytes ([`CrashFs`]), and so that a zoned-storage backend can later
+//! only synced bytes ([`CrashFs`]), record the write I/O for replay on a
+//! storage model ([`TraceFs`]), and so that a zoned-storage backend can later
 //! place files by their expected lifetime.
 //!
 //! The seam distinguishes two kinds of written files, because storage treats them
@@ -45,11 +46,16 @@ mod crash;
 mod fault;
 mod mem;
 mod posix;
+mod trace;
 
 pub use crash::CrashFs;
 pub use fault::{FaultFs, FaultRule, OpKind};
 pub use mem::MemFs;
 pub use posix::{raise_open_files_limit, PosixFs, PosixOptions};
+pub use trace::{
+    decode_trace, encode_trace, summarize_trace, TraceDecodeError, TraceEvent, TraceFileKind,
+    TraceFs, TraceSummary, TRACE_FORMAT_VERSION,
+};
 
 /// Expected lifetime of the data in a new file, from the shortest to the longest.
 ///

@@ -14,7 +14,11 @@
 //!   `ZonedDevice` (the emulator in `cargo test`; a real device with
 //!   `cargo run -p shale-zoned --example conformance -- /dev/nvme0n2`).
 //!
-//! The crate depends on std and libc only. Its system calls that std does not
+//! * [`ftl`]: a conventional (page-mapped) SSD with greedy garbage
+//!   collection, to compare the write amplification of zoned storage with;
+//!   it replays write traces recorded by `shale_env::TraceFs`.
+//!
+//! The crate depends on std, libc and `shale-env` (pure Rust). Its system calls that std does not
 //! wrap (ioctls, `fallocate`, `flock`) live in one private module, the only
 //! one allowed unsafe code. The crate is for Linux (it uses `O_DIRECT`,
 //! `fallocate` and the kernel's zoned ioctls). See `docs/zoned.md`.
@@ -24,6 +28,7 @@
 mod aligned;
 pub mod device;
 mod emulated;
+pub mod ftl;
 pub mod linux;
 mod state;
 mod sys;
