@@ -28,9 +28,11 @@ pub mod linux;
 mod state;
 mod sys;
 pub mod testing;
+pub mod zonefs;
 
 pub use device::{
     Result, Zone, ZoneCondition, ZoneOp, ZoneStats, ZonedDevice, ZonedError, ZonedGeometry,
     ZonedStats,
 };
 pub use emulated::{EmulatedOptions, EmulatedZoned};
+pub use zonefs::{FormatOptions, ZoneFs, ZoneFsError};

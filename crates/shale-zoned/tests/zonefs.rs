@@ -1,0 +1,517 @@
+//! ZoneFs: format, mount, replay, crashes, metadata rolls, placement, and the
+//! engine running on it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use shale_env::{AppendFile, FileSystem, ObjectWriter, WriteLifetime};
+use shale_zoned::{
+    EmulatedOptions, EmulatedZoned, FormatOptions, ZoneFs, ZoneFsError, ZonedDevice, ZonedGeometry,
+};
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next_u64() as u8).collect()
+    }
+}
+
+fn geometry(nr_zones: u32, zone_size: u64) -> ZonedGeometry {
+    ZonedGeometry::new(nr_zones, zone_size)
+}
+
+fn open_dev(path: &Path, g: &ZonedGeometry) -> Arc<dyn ZonedDevice> {
+    Arc::new(EmulatedZoned::create(path, g, EmulatedOptions::default()).expect("device"))
+}
+
+fn fs_error(e: &io::Error) -> Option<&ZoneFsError> {
+    e.get_ref().and_then(|e| e.downcast_ref::<ZoneFsError>())
+}
+
+fn write_file(fs: &ZoneFs, name: &str, data: &[u8], hint: WriteLifetime) {
+    let mut f = fs.create_append(Path::new(name), hint).expect("create");
+    f.append(data).expect("append");
+    f.sync().expect("sync");
+}
+
+#[test]
+fn roundtrip_survives_remount_and_reads_through_extents() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let g = geometry(16, 256 << 10);
+    let mut rng = Rng(7);
+    let big = rng.bytes(700 << 10); // crosses zones
+    let small = rng.bytes(1000);
+    {
+        let fs = ZoneFs::format(open_dev(&path, &g), FormatOptions::default()).expect("format");
+        fs.create_dir_all(Path::new("/db/sub")).expect("mkdir");
+        let mut t = fs
+            .create_object(Path::new("/db/t.sst"), WriteLifetime::Long)
+            .expect("object");
+        for chunk in big.chunks(10_000) {
+            t.write(chunk).expect("write");
+        }
+        t.finish().expect("finish");
+        let mut wal = fs
+            .create_append(Path::new("/db/wal"), WriteLifetime::Short)
+            .expect("wal");
+        for chunk in small.chunks(100) {
+            wal.append(chunk).expect("append");
+            wal.sync().expect("sync");
+        }
+        fs.sync_dir(Path::new("/db")).expect("sync_dir");
+        assert!(matches!(
+            fs.create_object(Path::new("/db/t.sst"), WriteLifetime::Long),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists
+        ));
+    }
+    let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
+    assert_eq!(fs.read_all(Path::new("/db/t.sst")).expect("read"), big);
+    assert_eq!(fs.read_all(Path::new("/db/wal")).expect("read"), small);
+    let f = fs.open_random(Path::new("/db/t.sst")).expect("open");
+    let mut buf = vec![0u8; 300_000];
+    f.read_exact_at(200_000, &mut buf).expect("read at");
+    assert_eq!(buf, big[200_000..500_000]);
+    assert!(matches!(
+        f.read_exact_at(big.len() as u64 - 10, &mut [0u8; 11]),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof
+    ));
+    let mut names = fs.list(Path::new("/db")).expect("list");
+    names.sort();
+    assert_eq!(names, ["sub", "t.sst", "wal"]);
+    assert_eq!(
+        fs.list(Path::new("/db/sub")).expect("list"),
+        Vec::<String>::new()
+    );
+    assert!(fs.exists(Path::new("/db/sub")).expect("exists"));
+    assert!(matches!(
+        fs.list(Path::new("/nope")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound
+    ));
+}
+
+#[test]
+fn files_of_one_lifetime_share_zones_and_dead_zones_are_reused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = geometry(8, 64 << 10);
+    let fs = ZoneFs::format(
+        open_dev(&dir.path().join("dev"), &g),
+        FormatOptions::default(),
+    )
+    .expect("format");
+    let data = vec![7u8; 60 << 10];
+    // 6 data zones: write and delete far more than fits, one file at a time.
+    for i in 0..40 {
+        let name = format!("/f{i}");
+        write_file(&fs, &name, &data, WriteLifetime::Medium);
+        fs.remove(Path::new(&name)).expect("remove");
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+    }
+    // Fill the device: then allocation fails with DeviceFull.
+    let mut err = None;
+    for i in 0..20 {
+        let mut f = fs
+            .create_append(Path::new(&format!("/keep{i}")), WriteLifetime::Extreme)
+            .expect("create");
+        if let Err(e) = f.append(&data).and_then(|()| f.sync()) {
+            err = Some(e);
+            break;
+        }
+    }
+    let err = err.expect("the device fills up");
+    assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    assert!(matches!(fs_error(&err), Some(ZoneFsError::DeviceFull)));
+    assert_eq!(fs.empty_data_zones(), 0);
+}
+
+#[test]
+fn unformatted_device_and_wrong_geometry_are_typed_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g1 = geometry(8, 64 << 10);
+    let g2 = geometry(12, 64 << 10);
+    let d2 = open_dev(&dir.path().join("b"), &g2);
+    assert!(matches!(
+        ZoneFs::mount(d2.clone()),
+        Err(ZoneFsError::NotFormatted)
+    ));
+    let d1 = open_dev(&dir.path().join("a"), &g1);
+    drop(ZoneFs::format(d1.clone(), FormatOptions::default()).expect("format"));
+    // Copy the first metadata zone of a device made for g1 onto one of g2.
+    let mut zone0 = vec![0u8; 8192];
+    d1.read_at(0, &mut zone0).expect("read");
+    d2.write_at(0, &zone0).expect("write");
+    let e = ZoneFs::mount(d2).err().expect("mount must fail");
+    assert!(matches!(e, ZoneFsError::GeometryMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("another geometry"));
+    assert!(matches!(
+        ZoneFs::format(d1, FormatOptions { meta_zones: 1 }),
+        Err(ZoneFsError::InvalidOptions { .. })
+    ));
+}
+
+#[test]
+fn torn_last_metadata_record_is_ignored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let g = geometry(8, 64 << 10);
+    {
+        let dev = open_dev(&path, &g);
+        let fs = ZoneFs::format(dev.clone(), FormatOptions::default()).expect("format");
+        write_file(&fs, "/a", b"hello", WriteLifetime::Medium);
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+        // A torn record after the log: a frame whose CRC fails.
+        let z = dev.zone(0).expect("zone");
+        let mut block = vec![0u8; 4096];
+        block[..4].copy_from_slice(&100u32.to_le_bytes());
+        block[4..8].copy_from_slice(&0xDEAD_BEEFu32.to_le_bytes());
+        block[8] = 2;
+        dev.write_at(z.write_pointer, &block)
+            .expect("write garbage");
+        dev.sync().expect("sync");
+    }
+    {
+        let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
+        assert_eq!(fs.read_all(Path::new("/a")).expect("read"), b"hello");
+        // The log continues (in a new metadata zone) and stays readable.
+        write_file(&fs, "/b", b"world", WriteLifetime::Medium);
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+    }
+    let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
+    assert_eq!(fs.read_all(Path::new("/a")).expect("read"), b"hello");
+    assert_eq!(fs.read_all(Path::new("/b")).expect("read"), b"world");
+}
+
+#[test]
+fn metadata_log_rolls_many_times_and_every_roll_remounts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    // 32 KiB metadata zones: eight blocks, so the log rolls every few syncs.
+    let g = geometry(24, 32 << 10);
+    let mut expected: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut fs =
+        ZoneFs::format(open_dev(&path, &g), FormatOptions { meta_zones: 3 }).expect("format");
+    let mut rng = Rng(11);
+    let mut rolls = 0;
+    for i in 0..200 {
+        let name = format!("/f{}", i % 7);
+        let n = rng.below(3000) as usize + 1;
+        let data = rng.bytes(n);
+        let before = fs.metadata_sequence();
+        write_file(&fs, &name, &data, WriteLifetime::Medium);
+        expected.insert(name, data);
+        if i % 3 == 0 {
+            let victim = format!("/f{}", rng.below(7));
+            if expected.remove(&victim).is_some() {
+                fs.remove(Path::new(&victim)).expect("remove");
+            }
+        }
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+        if fs.metadata_sequence() != before {
+            rolls += 1;
+            drop(fs);
+            fs = ZoneFs::mount(open_dev(&path, &g)).expect("remount after roll");
+            for (name, data) in &expected {
+                assert_eq!(&fs.read_all(Path::new(name)).expect("read"), data, "{name}");
+            }
+            let listed: BTreeSet<String> = fs
+                .list(Path::new("/"))
+                .expect("list")
+                .into_iter()
+                .map(|n| format!("/{n}"))
+                .collect();
+            assert_eq!(listed, expected.keys().cloned().collect());
+        }
+    }
+    assert!(rolls >= 20, "only {rolls} rolls");
+}
+
+#[test]
+fn a_snapshot_larger_than_a_zone_fails_with_metadata_full() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let g = geometry(400, 16 << 10);
+    let fs = ZoneFs::format(
+        open_dev(&dir.path().join("dev"), &g),
+        FormatOptions::default(),
+    )
+    .expect("format");
+    // Each sync of one byte costs an extent: the snapshot outgrows 16 KiB.
+    let mut err = None;
+    'outer: for i in 0..200 {
+        let mut f = fs
+            .create_append(
+                Path::new(&format!("/wal-with-a-long-name-{i:04}")),
+                WriteLifetime::Short,
+            )
+            .expect("create");
+        for _ in 0..50 {
+            if let Err(e) = f.append(b"x").and_then(|()| f.sync()) {
+                err = Some(e);
+                break 'outer;
+            }
+        }
+    }
+    let err = err.expect("the metadata outgrows a zone");
+    assert!(
+        matches!(
+            fs_error(&err),
+            Some(ZoneFsError::MetadataFull { .. }) | Some(ZoneFsError::DeviceFull)
+        ),
+        "{err}"
+    );
+    if let Some(ZoneFsError::MetadataFull { needed, capacity }) = fs_error(&err) {
+        assert!(needed > capacity);
+        assert!(err.to_string().contains("metadata does not fit"));
+        // Later changes fail the same way instead of looping.
+        assert!(matches!(
+            fs.sync_dir(Path::new("/")),
+            Err(e) if matches!(fs_error(&e), Some(ZoneFsError::MetadataFull { .. }))
+        ));
+    } else {
+        panic!("expected MetadataFull before the data zones ran out: {err}");
+    }
+}
+
+/// One file of the model: bytes readers see (synced) and bytes appended
+/// since.
+#[derive(Clone, Default)]
+struct MFile {
+    synced: Vec<u8>,
+    pending: Vec<u8>,
+}
+
+enum W {
+    Append(Box<dyn AppendFile>),
+    Object(Box<dyn ObjectWriter>),
+}
+
+fn run_model(seed: u64, steps: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let g = geometry(40, 128 << 10);
+    let mut rng = Rng(seed);
+    let mut fs =
+        Some(ZoneFs::format(open_dev(&path, &g), FormatOptions { meta_zones: 3 }).expect("format"));
+    let mut live: BTreeMap<String, MFile> = BTreeMap::new();
+    // Names with their synced bytes as of the last full metadata sync.
+    let mut durable: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut touched: BTreeSet<String> = BTreeSet::new();
+    let mut writers: BTreeMap<String, W> = BTreeMap::new();
+    let hints = [
+        WriteLifetime::NotSet,
+        WriteLifetime::Short,
+        WriteLifetime::Medium,
+        WriteLifetime::Long,
+        WriteLifetime::Extreme,
+    ];
+    let sync_point = |live: &BTreeMap<String, MFile>,
+                      durable: &mut BTreeMap<String, Vec<u8>>,
+                      touched: &mut BTreeSet<String>| {
+        *durable = live
+            .iter()
+            .map(|(n, f)| (n.clone(), f.synced.clone()))
+            .collect();
+        touched.clear();
+    };
+    for step in 0..steps {
+        let z = fs.as_ref().expect("mounted");
+        let op = rng.below(100);
+        let name = format!("/d/f{}", rng.below(12));
+        let ctx = format!("seed {seed} step {step} op {op} {name}");
+        match op {
+            0..=9 if !writers.contains_key(&name) => {
+                let hint = hints[rng.below(5) as usize];
+                if rng.below(2) == 0 {
+                    let w = z.create_append(Path::new(&name), hint).expect(&ctx);
+                    writers.insert(name.clone(), W::Append(w));
+                    live.insert(name.clone(), MFile::default());
+                    touched.insert(name);
+                } else if !live.contains_key(&name) {
+                    let w = z.create_object(Path::new(&name), hint).expect(&ctx);
+                    writers.insert(name.clone(), W::Object(w));
+                    live.insert(name.clone(), MFile::default());
+                    touched.insert(name);
+                }
+            }
+            10..=44 => {
+                if let Some(w) = writers.get_mut(&name) {
+                    let n = rng.below(6000) as usize + 1;
+                    let data = rng.bytes(n);
+                    match w {
+                        W::Append(a) => a.append(&data).expect(&ctx),
+                        W::Object(o) => o.write(&data).expect(&ctx),
+                    }
+                    live.get_mut(&name)
+                        .expect("model")
+                        .pending
+                        .extend_from_slice(&data);
+                }
+            }
+            45..=59 => match writers.remove(&name) {
+                Some(W::Append(mut a)) => {
+                    a.sync().expect(&ctx);
+                    let f = live.get_mut(&name).expect("model");
+                    let p = std::mem::take(&mut f.pending);
+                    f.synced.extend_from_slice(&p);
+                    if rng.below(3) == 0 {
+                        writers.insert(name.clone(), W::Append(a));
+                    }
+                    sync_point(&live, &mut durable, &mut touched);
+                }
+                Some(W::Object(o)) => {
+                    if rng.below(5) == 0 {
+                        o.abort().expect(&ctx);
+                        live.remove(&name);
+                        touched.insert(name);
+                    } else {
+                        o.finish().expect(&ctx);
+                        let f = live.get_mut(&name).expect("model");
+                        let p = std::mem::take(&mut f.pending);
+                        f.synced.extend_from_slice(&p);
+                        sync_point(&live, &mut durable, &mut touched);
+                    }
+                }
+                None => {}
+            },
+            60..=64 => {
+                // Close an append file without syncing.
+                if matches!(writers.get(&name), Some(W::Append(_))) {
+                    writers.remove(&name);
+                    live.get_mut(&name).expect("model").pending.clear();
+                }
+            }
+            65..=72 => {
+                let to = format!("/d/f{}", rng.below(12));
+                if to != name
+                    && live.contains_key(&name)
+                    && !writers.contains_key(&name)
+                    && !writers.contains_key(&to)
+                {
+                    z.rename(Path::new(&name), Path::new(&to)).expect(&ctx);
+                    let f = live.remove(&name).expect("model");
+                    live.insert(to.clone(), f);
+                    touched.insert(name);
+                    touched.insert(to);
+                }
+            }
+            73..=79 => {
+                if live.contains_key(&name) && !writers.contains_key(&name) {
+                    z.remove(Path::new(&name)).expect(&ctx);
+                    live.remove(&name);
+                    touched.insert(name);
+                }
+            }
+            80..=86 => {
+                z.sync_dir(Path::new("/d")).expect(&ctx);
+                sync_point(&live, &mut durable, &mut touched);
+            }
+            87..=94 => {
+                if let Some(f) = live.get(&name) {
+                    assert_eq!(z.read_all(Path::new(&name)).expect(&ctx), f.synced, "{ctx}");
+                    assert_eq!(
+                        z.file_size(Path::new(&name)).expect(&ctx),
+                        f.synced.len() as u64
+                    );
+                }
+            }
+            _ => {
+                // Crash: drop everything unsynced, mount again.
+                writers.clear();
+                drop(fs.take());
+                let m = ZoneFs::mount(open_dev(&path, &g)).expect(&ctx);
+                let names: BTreeSet<String> = m
+                    .list(Path::new("/d"))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|n| format!("/d/{n}"))
+                    .collect();
+                for (n, data) in &durable {
+                    if !touched.contains(n) {
+                        assert!(names.contains(n), "{ctx}: durable {n} lost");
+                        assert_eq!(&m.read_all(Path::new(n)).expect(&ctx), data, "{ctx}: {n}");
+                    }
+                }
+                let mut recovered = BTreeMap::new();
+                for n in &names {
+                    let got = m.read_all(Path::new(n)).expect(&ctx);
+                    if touched.contains(n) || !durable.contains_key(n) {
+                        assert!(touched.contains(n), "{ctx}: {n} appeared from nowhere");
+                        // Whatever version it is, it was synced at some point.
+                        let ok = got.is_empty()
+                            || durable.values().any(|d| d == &got)
+                            || live.values().any(|f| f.synced == got);
+                        assert!(ok, "{ctx}: {n} holds bytes never synced");
+                    }
+                    recovered.insert(
+                        n.clone(),
+                        MFile {
+                            synced: got,
+                            pending: Vec::new(),
+                        },
+                    );
+                }
+                live = recovered;
+                sync_point(&live, &mut durable, &mut touched);
+                fs = Some(m);
+            }
+        }
+    }
+}
+
+#[test]
+fn randomized_against_a_model_with_crashes() {
+    for seed in [1, 2, 3, 42, 1234, 99_999] {
+        run_model(seed, 400);
+    }
+}
+
+#[test]
+fn the_engine_runs_on_zonefs() {
+    use shale::{Db, Options};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let g = geometry(64, 1 << 20);
+    let options = |fs: ZoneFs| Options {
+        fs: Arc::new(fs),
+        write_buffer_size: 16 << 10,
+        target_file_size_base: 32 << 10,
+        block_cache_bytes: 64 << 10,
+        max_background_jobs: 1,
+        ..Options::default()
+    };
+    let key = |i: u32| format!("key{:06}", (i * 7919) % 5000);
+    let value = |i: u32| format!("value-{i}-{}", "x".repeat((i % 50) as usize));
+    let mut expected = BTreeMap::new();
+    {
+        let fs = ZoneFs::format(open_dev(&path, &g), FormatOptions::default()).expect("format");
+        let db = Db::open("/db", options(fs)).expect("open");
+        for i in 0..4000u32 {
+            db.put(key(i).as_bytes(), value(i).as_bytes()).expect("put");
+            expected.insert(key(i), value(i));
+        }
+        db.close().expect("close");
+    }
+    let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
+    let db = Db::open("/db", options(fs)).expect("reopen");
+    for (k, v) in &expected {
+        assert_eq!(
+            db.get(k.as_bytes()).expect("get").as_deref(),
+            Some(v.as_bytes()),
+            "{k}"
+        );
+    }
+    db.close().expect("close");
+}
