@@ -113,7 +113,24 @@ fn files_of_one_lifetime_share_zones_and_dead_zones_are_reused() {
         FormatOptions::default(),
     )
     .expect("format");
+    // Same lifetime: same zone; another lifetime: another zone.
+    write_file(&fs, "/m1", b"one", WriteLifetime::Medium);
+    write_file(&fs, "/m2", b"two", WriteLifetime::Medium);
+    write_file(&fs, "/w", b"wal", WriteLifetime::Short);
+    let zones = |n: &str| fs.file_zones(Path::new(n)).expect("zones");
+    assert_eq!(zones("/m1"), zones("/m2"));
+    assert_ne!(zones("/m1"), zones("/w"));
+    for n in ["/m1", "/m2", "/w"] {
+        fs.remove(Path::new(n)).expect("remove");
+    }
     let data = vec![7u8; 60 << 10];
+    // A file removed while open stays readable: its zone is not reset until
+    // the reader is dropped.
+    let kept: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+    write_file(&fs, "/open", &kept, WriteLifetime::Long);
+    let reader = fs.open_random(Path::new("/open")).expect("open");
+    fs.remove(Path::new("/open")).expect("remove");
+    fs.sync_dir(Path::new("/")).expect("sync_dir");
     // 6 data zones: write and delete far more than fits, one file at a time.
     for i in 0..40 {
         let name = format!("/f{i}");
@@ -121,6 +138,12 @@ fn files_of_one_lifetime_share_zones_and_dead_zones_are_reused() {
         fs.remove(Path::new(&name)).expect("remove");
         fs.sync_dir(Path::new("/")).expect("sync_dir");
     }
+    let mut buf = vec![0u8; kept.len()];
+    reader
+        .read_exact_at(0, &mut buf)
+        .expect("read removed file");
+    assert_eq!(buf, kept);
+    drop(reader);
     // Fill the device: then allocation fails with DeviceFull.
     let mut err = None;
     for i in 0..20 {
@@ -298,7 +321,8 @@ enum W {
     Object(Box<dyn ObjectWriter>),
 }
 
-fn run_model(seed: u64, steps: usize) {
+/// Runs one seed; returns how many crashes and sync points it went through.
+fn run_model(seed: u64, steps: usize) -> (usize, usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("dev");
     let g = geometry(40, 128 << 10);
@@ -326,6 +350,7 @@ fn run_model(seed: u64, steps: usize) {
             .collect();
         touched.clear();
     };
+    let (mut crashes, mut syncs) = (0, 0);
     for step in 0..steps {
         let z = fs.as_ref().expect("mounted");
         let op = rng.below(100);
@@ -370,6 +395,7 @@ fn run_model(seed: u64, steps: usize) {
                         writers.insert(name.clone(), W::Append(a));
                     }
                     sync_point(&live, &mut durable, &mut touched);
+                    syncs += 1;
                 }
                 Some(W::Object(o)) => {
                     if rng.below(5) == 0 {
@@ -382,6 +408,7 @@ fn run_model(seed: u64, steps: usize) {
                         let p = std::mem::take(&mut f.pending);
                         f.synced.extend_from_slice(&p);
                         sync_point(&live, &mut durable, &mut touched);
+                        syncs += 1;
                     }
                 }
                 None => {}
@@ -417,6 +444,7 @@ fn run_model(seed: u64, steps: usize) {
             80..=86 => {
                 z.sync_dir(Path::new("/d")).expect(&ctx);
                 sync_point(&live, &mut durable, &mut touched);
+                syncs += 1;
             }
             87..=94 => {
                 if let Some(f) = live.get(&name) {
@@ -465,16 +493,23 @@ fn run_model(seed: u64, steps: usize) {
                 }
                 live = recovered;
                 sync_point(&live, &mut durable, &mut touched);
+                syncs += 1;
                 fs = Some(m);
+                crashes += 1;
             }
         }
     }
+    (crashes, syncs)
 }
 
 #[test]
 fn randomized_against_a_model_with_crashes() {
     for seed in [1, 2, 3, 42, 1234, 99_999] {
-        run_model(seed, 400);
+        let (crashes, syncs) = run_model(seed, 400);
+        assert!(
+            crashes >= 5 && syncs >= 40,
+            "seed {seed}: {crashes} crashes, {syncs} syncs"
+        );
     }
 }
 
@@ -514,4 +549,174 @@ fn the_engine_runs_on_zonefs() {
         );
     }
     db.close().expect("close");
+}
+
+/// A device that can "lose power": once crashed every call fails, so nothing
+/// after the crash point reaches the emulator, whose unsynced writes are then
+/// lost when it is opened again.
+struct CrashDev {
+    dev: EmulatedZoned,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl CrashDev {
+    fn check(&self) -> shale_zoned::Result<()> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(shale_zoned::ZonedError::io(
+                "crash device",
+                io::Error::other("simulated power loss"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl ZonedDevice for CrashDev {
+    fn geometry(&self) -> ZonedGeometry {
+        self.dev.geometry()
+    }
+    fn report_zones(&self, first: u32, count: u32) -> shale_zoned::Result<Vec<shale_zoned::Zone>> {
+        self.check()?;
+        self.dev.report_zones(first, count)
+    }
+    fn open_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        self.check()?;
+        self.dev.open_zone(zone)
+    }
+    fn close_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        self.check()?;
+        self.dev.close_zone(zone)
+    }
+    fn finish_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        self.check()?;
+        self.dev.finish_zone(zone)
+    }
+    fn reset_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        self.check()?;
+        self.dev.reset_zone(zone)
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> shale_zoned::Result<()> {
+        self.check()?;
+        self.dev.write_at(offset, data)
+    }
+    fn append(&self, zone: u32, data: &[u8]) -> shale_zoned::Result<u64> {
+        self.check()?;
+        self.dev.append(zone, data)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> shale_zoned::Result<()> {
+        self.check()?;
+        self.dev.read_at(offset, buf)
+    }
+    fn sync(&self) -> shale_zoned::Result<()> {
+        self.check()?;
+        self.dev.sync()
+    }
+    fn stats(&self) -> shale_zoned::ZonedStats {
+        self.dev.stats()
+    }
+}
+
+#[test]
+fn the_engine_on_zonefs_survives_crashes_against_a_model() {
+    use shale::{Db, Options, WriteBatch, WriteOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    // Limits of 4 open/active zones: three placement slots.
+    let g = ZonedGeometry {
+        max_open_zones: 4,
+        max_active_zones: 4,
+        ..geometry(96, 512 << 10)
+    };
+    let open = || {
+        Arc::new(CrashDev {
+            dev: EmulatedZoned::create(&path, &g, EmulatedOptions::default()).expect("device"),
+            down: std::sync::atomic::AtomicBool::new(false),
+        })
+    };
+    let options = |fs: ZoneFs| Options {
+        fs: Arc::new(fs),
+        write_buffer_size: 8 << 10,
+        target_file_size_base: 16 << 10,
+        block_cache_bytes: 64 << 10,
+        max_background_jobs: 1,
+        ..Options::default()
+    };
+    let read_state = |db: &Db| -> BTreeMap<u32, Vec<u8>> {
+        (0..300u32)
+            .filter_map(|k| {
+                db.get(format!("k{k:04}").as_bytes())
+                    .expect("get")
+                    .map(|v| (k, v))
+            })
+            .collect()
+    };
+    for seed in [5u64, 77] {
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(EmulatedZoned::state_path_of(&path));
+        let mut rng = Rng(seed);
+        let mut dev = open();
+        let fs = ZoneFs::format(dev.clone(), FormatOptions::default()).expect("format");
+        let mut db = Db::open("/db", options(fs)).expect("open");
+        let mut durable: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+        let mut pending: Vec<(u32, Option<Vec<u8>>)> = Vec::new();
+        let mut crashes = 0;
+        for step in 0..2500 {
+            let r = rng.below(1000);
+            if r < 6 {
+                // Power loss.
+                dev.down.store(true, std::sync::atomic::Ordering::SeqCst);
+                drop(db);
+                drop(dev);
+                dev = open();
+                let fs = ZoneFs::mount(dev.clone()).expect("mount after crash");
+                db = Db::open("/db", options(fs)).expect("open after crash");
+                let state = read_state(&db);
+                let mut candidate = durable.clone();
+                let mut matched = state == candidate;
+                for (k, v) in &pending {
+                    if matched {
+                        break;
+                    }
+                    match v {
+                        Some(v) => candidate.insert(*k, v.clone()),
+                        None => candidate.remove(k),
+                    };
+                    matched = state == candidate;
+                }
+                assert!(
+                    matched,
+                    "seed {seed} step {step}: state after crash is not durable + a prefix"
+                );
+                durable = state;
+                pending.clear();
+                crashes += 1;
+                continue;
+            }
+            let k = rng.below(300) as u32;
+            let key = format!("k{k:04}");
+            let sync = rng.below(10) == 0;
+            let mut b = WriteBatch::new();
+            let v = if rng.below(5) == 0 {
+                b.delete(key.as_bytes());
+                None
+            } else {
+                let n = rng.below(200) as usize + 1;
+                let v = rng.bytes(n);
+                b.put(key.as_bytes(), &v);
+                Some(v)
+            };
+            db.write(b, &WriteOptions { sync }).expect("write");
+            pending.push((k, v));
+            if sync {
+                for (k, v) in pending.drain(..) {
+                    match v {
+                        Some(v) => durable.insert(k, v),
+                        None => durable.remove(&k),
+                    };
+                }
+            }
+        }
+        assert!(crashes > 3, "seed {seed}: only {crashes} crashes");
+        db.close().expect("close");
+    }
 }

@@ -184,7 +184,8 @@ struct FileEntry {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct ZoneInfo {
-    /// Extents (recorded or written by an open writer) in the zone.
+    /// Extents in the zone: recorded, written by an open writer, or held by
+    /// an open reader.
     refs: u32,
     /// Written since its last reset.
     used: bool,
@@ -887,6 +888,15 @@ impl ZoneFs {
             .count()
     }
 
+    /// The zones holding a file's extents, in file order (one entry per
+    /// extent).
+    pub fn file_zones(&self, path: &Path) -> io::Result<Vec<u32>> {
+        let key = path_key(path)?;
+        let st = lock(&self.inner.state);
+        let f = st.files.get(&key).ok_or_else(|| not_found(&key))?;
+        Ok(f.extents.iter().map(|x| x.zone).collect())
+    }
+
     /// Makes every metadata change so far durable (what `sync_dir` does).
     pub fn sync_metadata(&self) -> io::Result<()> {
         let mut st = lock(&self.inner.state);
@@ -1061,10 +1071,11 @@ impl ObjectWriter for Writer {
     }
 }
 
-/// A file opened for reads: its extents as of the open.
+/// A file opened for reads: its extents as of the open. It holds a reference
+/// on their zones, so a file removed while open stays readable (its zones are
+/// reset only after the last reader is dropped), as on a POSIX file system.
 struct Reader {
-    dev: Arc<dyn ZonedDevice>,
-    zone_size: u64,
+    inner: Arc<Inner>,
     /// (file offset, extent), in file order.
     extents: Vec<(u64, Extent)>,
     size: u64,
@@ -1099,8 +1110,9 @@ impl RandomAccessFile for Reader {
             let within = pos - start;
             let n = (x.len - within).min(end - pos);
             let dst = &mut buf[(pos - offset) as usize..(pos - offset + n) as usize];
-            self.dev
-                .read_at(u64::from(x.zone) * self.zone_size + x.offset + within, dst)
+            self.inner
+                .dev
+                .read_at(self.inner.zone_start(x.zone) + x.offset + within, dst)
                 .map_err(io::Error::from)?;
             pos += n;
             i += 1;
@@ -1109,6 +1121,13 @@ impl RandomAccessFile for Reader {
     }
     fn size(&self) -> u64 {
         self.size
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let xs: Vec<Extent> = self.extents.iter().map(|(_, x)| *x).collect();
+        lock(&self.inner.state).release(&xs, true);
     }
 }
 
@@ -1181,10 +1200,10 @@ impl FileSystem for ZoneFs {
 
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         let key = path_key(path)?;
-        let st = lock(&self.inner.state);
+        let mut st = lock(&self.inner.state);
         let f = st.files.get(&key).ok_or_else(|| not_found(&key))?;
         let mut start = 0;
-        let extents = f
+        let extents: Vec<(u64, Extent)> = f
             .extents
             .iter()
             .map(|x| {
@@ -1193,11 +1212,14 @@ impl FileSystem for ZoneFs {
                 e
             })
             .collect();
+        let size = f.size.min(start);
+        for (_, x) in &extents {
+            st.zones[x.zone as usize].refs += 1;
+        }
         Ok(Arc::new(Reader {
-            dev: self.inner.dev.clone(),
-            zone_size: self.inner.zone_size,
+            inner: self.inner.clone(),
             extents,
-            size: f.size.min(start),
+            size,
         }))
     }
 
