@@ -534,6 +534,11 @@ impl Inner {
         self.dev.reset_zone(next)?;
         self.dev.write_at(self.zone_start(next), &buf)?;
         self.dev.sync()?;
+        // The superseded zone must not hold an active-zone resource.
+        let old = st.active_meta;
+        if self.dev.zone(old)?.condition.is_active() {
+            self.dev.finish_zone(old)?;
+        }
         st.active_meta = next;
         st.sequence += 1;
         st.meta_wp = self.zone_start(next) + buf.len() as u64;
@@ -860,6 +865,13 @@ impl ZoneFs {
             // Records after a damaged one would be unreadable: start a new
             // metadata zone.
             inner.roll(&mut st)?;
+        }
+        // Other metadata zones (superseded, or a roll cut short by a crash)
+        // must not hold active-zone resources.
+        for i in 0..st.meta_zones {
+            if i != st.active_meta && inner.dev.zone(i)?.condition.is_active() {
+                inner.dev.finish_zone(i)?;
+            }
         }
         inner.dev.sync()?;
         *lock(&inner.state) = st;
