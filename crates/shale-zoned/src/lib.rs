@@ -10,11 +10,14 @@
 //!   `docs/format/zoned-emulator.md`).
 //! * [`linux::LinuxZoned`]: a real zoned block device (an NVMe ZNS
 //!   namespace, `null_blk`, an SMR disk) through the `linux/blkzoned.h` ioctls.
+//! * [`ZoneFs`] (in [`zonefs`]): shale's `FileSystem` on any `ZonedDevice`
+//!   (metadata log in the first zones, files as extents, placement by
+//!   lifetime hint; format in `docs/format/zonefs.md`).
 //! * [`testing::conformance`]: the rules as one test suite, run on any
 //!   `ZonedDevice` (the emulator in `cargo test`; a real device with
 //!   `cargo run -p shale-zoned --example conformance -- /dev/nvme0n2`).
 //!
-//! The crate depends on std and libc only. Its system calls that std does not
+//! The crate depends on std, libc and `shale-env`. Its system calls that std does not
 //! wrap (ioctls, `fallocate`, `flock`) live in one private module, the only
 //! one allowed unsafe code. The crate is for Linux (it uses `O_DIRECT`,
 //! `fallocate` and the kernel's zoned ioctls). See `docs/zoned.md`.
