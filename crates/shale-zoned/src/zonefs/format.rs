@@ -273,3 +273,71 @@ pub(crate) fn read_frames(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn superblock_round_trips_and_rejects_damage() {
+        let sb = Superblock {
+            uuid: [9; 16],
+            nr_zones: 10,
+            zone_size: 1 << 20,
+            zone_capacity: 1 << 19,
+            block_size: 4096,
+            meta_zones: 3,
+            sequence: 77,
+        };
+        let b = sb.encode();
+        assert_eq!(b.len(), SUPERBLOCK_LEN);
+        assert_eq!(Superblock::decode(&b), Ok(sb));
+        let mut bad = b.clone();
+        bad[40] ^= 1;
+        assert_eq!(Superblock::decode(&bad), Err(SuperblockError::Damaged));
+        assert_eq!(
+            Superblock::decode(&vec![0u8; 4096]),
+            Err(SuperblockError::NoMagic)
+        );
+        assert_eq!(
+            Superblock::decode(&b[..SUPERBLOCK_LEN - 1]),
+            Err(SuperblockError::NoMagic)
+        );
+    }
+
+    #[test]
+    fn frames_skip_padding_and_stop_at_a_torn_frame() {
+        let block = 64;
+        let mut log = Vec::new();
+        push_frame(&mut log, &[1, 2, 3], block);
+        pad_to_block(&mut log, block);
+        // 50 bytes of body: the next header would start 6 bytes before the
+        // block's end, so it is pushed to the next block.
+        push_frame(&mut log, &[4; 50], block);
+        push_frame(&mut log, &[5; 5], block);
+        assert_eq!((log.len() - 5 - FRAME_HEADER) % block, 0);
+        let end_of_good = log.len();
+        pad_to_block(&mut log, block);
+        let mut seen = Vec::new();
+        let (end, clean) = read_frames(&log, block, |b| {
+            seen.push(b.to_vec());
+            true
+        });
+        assert_eq!(seen, vec![vec![1, 2, 3], vec![4; 50], vec![5; 5]]);
+        assert_eq!((end, clean), (end_of_good, true));
+        // A torn frame: header present, body cut or CRC wrong.
+        let mut torn = log.clone();
+        torn.truncate(end_of_good - 2);
+        let (end, clean) = read_frames(&torn, block, |_| true);
+        assert!(!clean);
+        assert!(end < end_of_good);
+        let mut flipped = log.clone();
+        flipped[end_of_good - 1] ^= 0xFF;
+        let mut n = 0;
+        let (_, clean) = read_frames(&flipped, block, |_| {
+            n += 1;
+            true
+        });
+        assert_eq!((n, clean), (2, false));
+    }
+}

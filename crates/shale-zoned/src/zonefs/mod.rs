@@ -950,6 +950,7 @@ impl ZoneFs {
             len: 0,
             recorded: 0,
             pending: Vec::new(),
+            failed: false,
         })
     }
 }
@@ -965,13 +966,26 @@ struct Writer {
     recorded: u64,
     /// Extents written but not recorded in the metadata yet.
     pending: Vec<Extent>,
+    /// A device write failed: buffered bytes may be lost, so every later
+    /// write and sync fails rather than record a size its extents lack.
+    failed: bool,
 }
 
 /// Buffered bytes above which whole blocks are written out.
 const WRITE_CHUNK: usize = 64 << 10;
 
 impl Writer {
+    fn check(&self) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::other(
+                "an earlier write of this file failed; it cannot be written or synced",
+            ));
+        }
+        Ok(())
+    }
+
     fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.check()?;
         self.buf.extend_from_slice(data);
         self.len += data.len() as u64;
         if self.buf.len() >= WRITE_CHUNK {
@@ -1005,11 +1019,15 @@ impl Writer {
             .inner
             .write_blocks(&mut st, self.slot, &data, pad, &mut self.pending);
         self.buf = rest;
+        if r.is_err() {
+            self.failed = true;
+        }
         r.map_err(io::Error::from)
     }
 
     /// Data, device sync, extents record, device sync.
     fn sync(&mut self) -> io::Result<()> {
+        self.check()?;
         self.write_out(true)?;
         let mut st = lock(&self.inner.state);
         if !self.pending.is_empty() || self.recorded != self.len {
