@@ -839,3 +839,34 @@ fn power_loss_at_every_device_operation() {
         budget += 1;
     }
 }
+
+/// A file whose bytes look like a newer superblock of the same file system,
+/// claiming more metadata zones, lands at the start of a data zone: mount
+/// must not trust it.
+#[test]
+fn superblock_lookalike_in_file_data_is_ignored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let g = geometry(8, 64 << 10);
+    {
+        let dev = open_dev(&path, &g);
+        let fs = ZoneFs::format(dev.clone(), FormatOptions::default()).expect("format");
+        let mut sb = vec![0u8; 4096];
+        dev.read_at(0, &mut sb).expect("read superblock");
+        sb[52..56].copy_from_slice(&5u32.to_le_bytes()); // meta_zones
+        sb[56..64].copy_from_slice(&1000u64.to_le_bytes()); // sequence
+        let crc = crc32c::crc32c(&sb[..64]);
+        sb[64..68].copy_from_slice(&crc.to_le_bytes());
+        write_file(&fs, "/evil", &sb, WriteLifetime::Extreme);
+        write_file(&fs, "/x", b"data in zone 3", WriteLifetime::Medium);
+        assert_eq!(fs.file_zones(Path::new("/evil")).expect("zones"), [2]);
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+    }
+    let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
+    assert_eq!(
+        fs.read_all(Path::new("/x")).expect("read"),
+        b"data in zone 3"
+    );
+    assert_eq!(fs.read_all(Path::new("/evil")).expect("read").len(), 4096);
+    assert!(fs.metadata_sequence() < 1000);
+}

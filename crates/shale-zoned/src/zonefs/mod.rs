@@ -743,9 +743,20 @@ impl ZoneFs {
                 Err(_) => {}
             }
         }
-        if candidates.is_empty() {
+        // Zones 0 and 1 are metadata zones of every file system, and a roll
+        // resets only one metadata zone at a time, so one of them holds a
+        // superblock: it names the file system (uuid) and its metadata
+        // zones. A superblock-like block in a data zone (file data) is never
+        // trusted.
+        let Some(authority) = candidates
+            .iter()
+            .filter(|(_, zone)| *zone < 2)
+            .max_by_key(|(sb, _)| sb.sequence)
+            .map(|(sb, _)| *sb)
+        else {
             return Err(first_error.unwrap_or(ZoneFsError::NotFormatted));
-        }
+        };
+        candidates.retain(|(sb, zone)| sb.uuid == authority.uuid && *zone < authority.meta_zones);
         candidates.sort_by_key(|(sb, _)| std::cmp::Reverse(sb.sequence));
         let newest = candidates[0].0;
         let found = shape(
