@@ -52,7 +52,11 @@ fn write_file(fs: &ZoneFs, name: &str, data: &[u8], hint: WriteLifetime) {
 fn roundtrip_survives_remount_and_reads_through_extents() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("dev");
-    let g = geometry(16, 256 << 10);
+    // Zone capacity below the zone size, as on ZNS.
+    let g = ZonedGeometry {
+        zone_capacity: 192 << 10,
+        ..geometry(16, 256 << 10)
+    };
     let mut rng = Rng(7);
     let big = rng.bytes(700 << 10); // crosses zones
     let small = rng.bytes(1000);
@@ -306,13 +310,17 @@ fn a_snapshot_larger_than_a_zone_fails_with_metadata_full() {
         ),
         "{err}"
     );
-    if let Some(ZoneFsError::MetadataFull { needed, capacity }) = fs_error(&err) {
+    if let Some(&ZoneFsError::MetadataFull { needed, capacity }) = fs_error(&err) {
         assert!(needed > capacity);
         assert!(err.to_string().contains("metadata does not fit"));
         // Later changes fail the same way instead of looping.
         assert!(matches!(
             fs.sync_dir(Path::new("/")),
-            Err(e) if matches!(fs_error(&e), Some(ZoneFsError::MetadataFull { .. }))
+            Err(e) if matches!(fs_error(&e), Some(ZoneFsError::MetadataFull { needed: n, .. }) if *n == needed)
+        ));
+        assert!(matches!(
+            fs.create_append(Path::new("/more"), WriteLifetime::Short),
+            Err(e) if e.kind() == io::ErrorKind::StorageFull
         ));
     } else {
         panic!("expected MetadataFull before the data zones ran out: {err}");

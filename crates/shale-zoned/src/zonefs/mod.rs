@@ -214,8 +214,9 @@ struct State {
     open: Vec<Option<u32>>,
     /// Zones without live data, reset after the next metadata sync.
     pending_reset: Vec<u32>,
-    /// Set when the metadata no longer fits: every later change fails.
-    broken: bool,
+    /// Set (needed bytes, zone capacity) when the metadata no longer fits:
+    /// every later metadata sync fails with it.
+    broken: Option<(u64, u64)>,
 }
 
 struct Inner {
@@ -517,7 +518,7 @@ impl Inner {
         push_frame(&mut buf, &st.snapshot(), block);
         pad_to_block(&mut buf, block);
         if buf.len() as u64 > cap {
-            st.broken = true;
+            st.broken = Some((buf.len() as u64, cap));
             return Err(ZoneFsError::MetadataFull {
                 needed: buf.len() as u64,
                 capacity: cap,
@@ -549,11 +550,8 @@ impl Inner {
     /// Writes the pending records, syncs the device, then resets the zones
     /// whose data died.
     fn log_sync(&self, st: &mut State) -> FsResult<()> {
-        if st.broken {
-            return Err(ZoneFsError::MetadataFull {
-                needed: 0,
-                capacity: st.zones[0].capacity,
-            });
+        if let Some((needed, capacity)) = st.broken {
+            return Err(ZoneFsError::MetadataFull { needed, capacity });
         }
         if !st.log_buf.is_empty() {
             let block = self.block as usize;
@@ -803,7 +801,7 @@ impl ZoneFs {
                 .collect(),
             open: vec![None; slots],
             pending_reset: Vec::new(),
-            broken: false,
+            broken: None,
         };
         let mut chosen = None;
         for (sb, zone) in candidates {
@@ -929,13 +927,8 @@ impl ZoneFs {
     fn create(&self, path: &Path, hint: WriteLifetime, exclusive: bool) -> io::Result<Writer> {
         let key = path_key(path)?;
         let mut st = lock(&self.inner.state);
-        if st.broken {
-            return Err(self
-                .inner
-                .log_sync(&mut st)
-                .err()
-                .map(io::Error::from)
-                .unwrap_or_else(|| io::Error::other("metadata full")));
+        if let Some((needed, capacity)) = st.broken {
+            return Err(ZoneFsError::MetadataFull { needed, capacity }.into());
         }
         if exclusive && st.files.contains_key(&key) {
             return Err(io::Error::new(
