@@ -10,6 +10,9 @@
 //!   `docs/format/zoned-emulator.md`).
 //! * [`linux::LinuxZoned`]: a real zoned block device (an NVMe ZNS
 //!   namespace, `null_blk`, an SMR disk) through the `linux/blkzoned.h` ioctls.
+//! * [`ZoneFs`] (in [`zonefs`]): shale's `FileSystem` on any `ZonedDevice`
+//!   (metadata log in the first zones, files as extents, placement by
+//!   lifetime hint; format in `docs/format/zonefs.md`).
 //! * [`testing::conformance`]: the rules as one test suite, run on any
 //!   `ZonedDevice` (the emulator in `cargo test`; a real device with
 //!   `cargo run -p shale-zoned --example conformance -- /dev/nvme0n2`).
@@ -18,7 +21,7 @@
 //!   collection, to compare the write amplification of zoned storage with;
 //!   it replays write traces recorded by `shale_env::TraceFs`.
 //!
-//! The crate depends on std, libc and `shale-env` (pure Rust). Its system calls that std does not
+//! The crate depends on std, libc and `shale-env`. Its system calls that std does not
 //! wrap (ioctls, `fallocate`, `flock`) live in one private module, the only
 //! one allowed unsafe code. The crate is for Linux (it uses `O_DIRECT`,
 //! `fallocate` and the kernel's zoned ioctls). See `docs/zoned.md`.
@@ -33,9 +36,11 @@ pub mod linux;
 mod state;
 mod sys;
 pub mod testing;
+pub mod zonefs;
 
 pub use device::{
     Result, Zone, ZoneCondition, ZoneOp, ZoneStats, ZonedDevice, ZonedError, ZonedGeometry,
     ZonedStats,
 };
 pub use emulated::{EmulatedOptions, EmulatedZoned};
+pub use zonefs::{FormatOptions, ZoneFs, ZoneFsError};

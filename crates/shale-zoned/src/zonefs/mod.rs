@@ -1,0 +1,1349 @@
+//! `ZoneFs`: shale's [`FileSystem`] on any [`ZonedDevice`] (format in
+//! `docs/format/zonefs.md`, design in `docs/zoned.md`).
+//!
+//! * The first `meta_zones` zones hold the metadata: a superblock, then a
+//!   log of CRC-framed records starting with a full snapshot. When the active
+//!   metadata zone is full the log rolls to the next metadata zone (reset,
+//!   superblock with sequence + 1, fresh snapshot). A snapshot that does not
+//!   fit in one zone fails with [`ZoneFsError::MetadataFull`].
+//! * The other zones hold file data. A file is a list of extents that never
+//!   cross zones. Files of one lifetime class are appended to one open zone.
+//! * Writes are buffered per file and written in whole blocks; `sync` pads the
+//!   partial last block (the file's size, in the metadata, says where its data
+//!   stops; the next append starts a new block).
+//! * Durability order of `sync`/`finish`: data, device sync, metadata record,
+//!   device sync. `sync_dir` syncs the metadata log (names are durable then).
+//! * Directories are a flat namespace of path prefixes created by
+//!   `create_dir_all` (persisted); locks are in-process only.
+//!
+//! One mutex guards the metadata and the allocator, held across the device
+//! writes it orders; reads go to the device without it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use shale_env::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
+
+use crate::device::{ZoneCondition, ZonedDevice, ZonedError};
+
+mod format;
+
+use format::{
+    pad_to_block, push_frame, read_frames, Dec, Enc, Extent, Superblock, SuperblockError,
+};
+
+/// Most metadata zones a file system may have.
+pub const MAX_META_ZONES: u32 = 16;
+
+/// Options of [`ZoneFs::format`].
+#[derive(Clone, Copy, Debug)]
+pub struct FormatOptions {
+    /// Zones reserved for metadata, from zone 0 (at least 2, at most
+    /// [`MAX_META_ZONES`]; default 2).
+    pub meta_zones: u32,
+}
+
+impl Default for FormatOptions {
+    fn default() -> Self {
+        FormatOptions { meta_zones: 2 }
+    }
+}
+
+/// Every way formatting, mounting or running a [`ZoneFs`] can fail.
+///
+/// Converts into [`io::Error`]: `NotFormatted`, `UnsupportedVersion`,
+/// `GeometryMismatch` and `Corrupt` are `InvalidData`; `MetadataFull` and
+/// `DeviceFull` are `StorageFull`; `InvalidOptions` is `InvalidInput`; device
+/// errors keep their kind.
+#[derive(Debug)]
+pub enum ZoneFsError {
+    /// No metadata zone holds a superblock: the device was never formatted.
+    NotFormatted,
+    /// A superblock of another format version.
+    UnsupportedVersion {
+        /// The version found.
+        found: u32,
+    },
+    /// Formatted for another zone geometry.
+    GeometryMismatch {
+        /// `nr_zones, zone_size, zone_capacity, block_size` of the superblock.
+        formatted: (u32, u64, u64, u32),
+        /// The same of the device.
+        device: (u32, u64, u64, u32),
+    },
+    /// Superblocks exist but none is followed by a valid snapshot.
+    Corrupt {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The metadata snapshot does not fit in one metadata zone.
+    MetadataFull {
+        /// Bytes the superblock and snapshot need.
+        needed: u64,
+        /// Capacity of a metadata zone.
+        capacity: u64,
+    },
+    /// No empty data zone is left (garbage collection is not implemented).
+    DeviceFull,
+    /// Bad format options or a device too small for them.
+    InvalidOptions {
+        /// Why.
+        reason: String,
+    },
+    /// The device failed.
+    Device(ZonedError),
+}
+
+impl fmt::Display for ZoneFsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ZoneFsError::NotFormatted => {
+                f.write_str("not a zone file system: no metadata zone holds a superblock")
+            }
+            ZoneFsError::UnsupportedVersion { found } => write!(
+                f,
+                "zone file system format version {found} is not supported (this build reads {})",
+                format::VERSION
+            ),
+            ZoneFsError::GeometryMismatch { formatted, device } => write!(
+                f,
+                "zone file system made for another geometry: formatted for (zones, zone size, \
+                 capacity, block) {formatted:?}, device has {device:?}"
+            ),
+            ZoneFsError::Corrupt { reason } => write!(f, "zone file system damaged: {reason}"),
+            ZoneFsError::MetadataFull { needed, capacity } => write!(
+                f,
+                "metadata does not fit: the snapshot needs {needed} bytes, a metadata zone holds \
+                 {capacity} (format with larger zones or fewer files)"
+            ),
+            ZoneFsError::DeviceFull => f.write_str(
+                "zone file system full: no empty zone left (garbage collection is not implemented)",
+            ),
+            ZoneFsError::InvalidOptions { reason } => {
+                write!(f, "invalid zone file system: {reason}")
+            }
+            ZoneFsError::Device(e) => write!(f, "zoned device: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ZoneFsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ZoneFsError::Device(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ZonedError> for ZoneFsError {
+    fn from(e: ZonedError) -> Self {
+        ZoneFsError::Device(e)
+    }
+}
+
+impl From<ZoneFsError> for io::Error {
+    fn from(e: ZoneFsError) -> io::Error {
+        let kind = match &e {
+            ZoneFsError::NotFormatted
+            | ZoneFsError::UnsupportedVersion { .. }
+            | ZoneFsError::GeometryMismatch { .. }
+            | ZoneFsError::Corrupt { .. } => io::ErrorKind::InvalidData,
+            ZoneFsError::MetadataFull { .. } | ZoneFsError::DeviceFull => {
+                io::ErrorKind::StorageFull
+            }
+            ZoneFsError::InvalidOptions { .. } => io::ErrorKind::InvalidInput,
+            ZoneFsError::Device(d) => d.kind(),
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+type FsResult<T> = std::result::Result<T, ZoneFsError>;
+
+fn lifetime_code(h: WriteLifetime) -> u8 {
+    match h {
+        WriteLifetime::NotSet => 0,
+        WriteLifetime::Short => 1,
+        WriteLifetime::Medium => 2,
+        WriteLifetime::Long => 3,
+        WriteLifetime::Extreme => 4,
+    }
+}
+
+#[derive(Clone, Debug)]
+struct FileEntry {
+    id: u64,
+    size: u64,
+    lifetime: u8,
+    extents: Vec<Extent>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct ZoneInfo {
+    /// Extents in the zone: recorded, written by an open writer, or held by
+    /// an open reader.
+    refs: u32,
+    /// Written since its last reset.
+    used: bool,
+    /// Offline or read-only: never allocated.
+    unusable: bool,
+    /// Our write pointer, relative to the zone start.
+    wp: u64,
+    capacity: u64,
+}
+
+struct State {
+    meta_zones: u32,
+    uuid: [u8; 16],
+    sequence: u64,
+    active_meta: u32,
+    /// Device offset where the next metadata write goes.
+    meta_wp: u64,
+    /// Encoded records not on the device yet (starts at a block boundary).
+    log_buf: Vec<u8>,
+    files: BTreeMap<String, FileEntry>,
+    ids: HashMap<u64, String>,
+    next_id: u64,
+    dirs: BTreeSet<String>,
+    zones: Vec<ZoneInfo>,
+    /// Open data zone of each placement slot.
+    open: Vec<Option<u32>>,
+    /// Zones without live data, reset after the next metadata sync.
+    pending_reset: Vec<u32>,
+    /// Set (needed bytes, zone capacity) when the metadata no longer fits:
+    /// every later metadata sync fails with it.
+    broken: Option<(u64, u64)>,
+}
+
+struct Inner {
+    dev: Arc<dyn ZonedDevice>,
+    block: u64,
+    zone_size: u64,
+    state: Mutex<State>,
+    locks: Mutex<HashMap<String, usize>>,
+}
+
+/// A zone file system on a [`ZonedDevice`]; see the module documentation.
+/// Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct ZoneFs {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn shape(nr: u32, size: u64, cap: u64, block: u32) -> (u32, u64, u64, u32) {
+    (nr, size, cap, block)
+}
+
+fn new_uuid() -> [u8; 16] {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = [0u8; 16];
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.write_u32(std::process::id());
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    out
+}
+
+/// Number of placement slots for a device: one per lifetime class, at most
+/// the open/active limit minus one (the metadata zone).
+fn slot_count(dev: &dyn ZonedDevice) -> usize {
+    let g = dev.geometry();
+    let limit = [g.max_open_zones, g.max_active_zones]
+        .into_iter()
+        .filter(|&n| n != 0)
+        .min()
+        .unwrap_or(u32::MAX);
+    (limit.saturating_sub(1) as usize).min(5)
+}
+
+/// The slot of a lifetime class: the WAL (`Short`) has its own, the others
+/// share what is left when the device allows fewer than five.
+fn slot_of(lifetime: u8, slots: usize) -> usize {
+    match lifetime {
+        1 => 0,
+        0 => 1.min(slots - 1),
+        l => (l as usize).min(slots - 1),
+    }
+}
+
+fn path_key(path: &Path) -> io::Result<String> {
+    let s = path.to_str().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not UTF-8", path.display()),
+        )
+    })?;
+    let trimmed = s.trim_end_matches('/');
+    let s = if trimmed.is_empty() && s.starts_with('/') {
+        "/"
+    } else {
+        trimmed
+    };
+    if s.len() > 4096 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "path too long"));
+    }
+    Ok(s.to_string())
+}
+
+fn parent_of(key: &str) -> &str {
+    match key.rfind('/') {
+        Some(0) => "/",
+        Some(i) => &key[..i],
+        None => "",
+    }
+}
+
+fn not_found(key: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{key}: no such file"))
+}
+
+impl State {
+    fn release(&mut self, extents: &[Extent], live: bool) {
+        for x in extents {
+            let z = &mut self.zones[x.zone as usize];
+            z.refs = z.refs.saturating_sub(1);
+            if live
+                && z.refs == 0
+                && z.used
+                && !self.open.contains(&Some(x.zone))
+                && !self.pending_reset.contains(&x.zone)
+            {
+                self.pending_reset.push(x.zone);
+            }
+        }
+    }
+
+    fn drop_file(&mut self, name: &str, live: bool) -> bool {
+        match self.files.remove(name) {
+            Some(f) => {
+                self.ids.remove(&f.id);
+                self.release(&f.extents, live);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn apply_create(&mut self, id: u64, name: String, lifetime: u8, live: bool) {
+        self.drop_file(&name, live);
+        self.ids.insert(id, name.clone());
+        self.next_id = self.next_id.max(id + 1);
+        self.files.insert(
+            name,
+            FileEntry {
+                id,
+                size: 0,
+                lifetime,
+                extents: Vec::new(),
+            },
+        );
+    }
+
+    fn apply_extents(&mut self, id: u64, size: u64, extents: &[Extent]) -> bool {
+        let Some(name) = self.ids.get(&id) else {
+            return false;
+        };
+        let Some(f) = self.files.get_mut(name) else {
+            return false;
+        };
+        f.size = size;
+        f.extents.extend_from_slice(extents);
+        true
+    }
+
+    fn apply_rename(&mut self, from: &str, to: String, live: bool) -> bool {
+        let Some(f) = self.files.remove(from) else {
+            return false;
+        };
+        self.drop_file(&to, live);
+        self.ids.insert(f.id, to.clone());
+        self.files.insert(to, f);
+        true
+    }
+
+    /// Applies one record body (replay). False for an unknown or malformed
+    /// record, which ends the replay.
+    fn apply_record(&mut self, body: &[u8]) -> bool {
+        let mut d = Dec::new(body);
+        let ok = (|| {
+            match d.u8()? {
+                format::KIND_CREATE => {
+                    let id = d.u64()?;
+                    let name = d.name()?;
+                    let lt = d.u8()?;
+                    self.apply_create(id, name, lt, false);
+                }
+                format::KIND_EXTENTS => {
+                    let id = d.u64()?;
+                    let size = d.u64()?;
+                    let n = d.u32()?;
+                    let mut xs = Vec::new();
+                    for _ in 0..n {
+                        xs.push(self.check_extent(d.extent()?)?);
+                    }
+                    if self.apply_extents(id, size, &xs) {
+                        for x in &xs {
+                            self.zones[x.zone as usize].refs += 1;
+                        }
+                    }
+                }
+                format::KIND_DELETE => {
+                    let name = d.name()?;
+                    self.drop_file(&name, false);
+                }
+                format::KIND_RENAME => {
+                    let from = d.name()?;
+                    let to = d.name()?;
+                    self.apply_rename(&from, to, false);
+                }
+                format::KIND_MKDIR => {
+                    self.dirs.insert(d.name()?);
+                }
+                _ => return None,
+            }
+            Some(())
+        })();
+        ok.is_some() && d.done()
+    }
+
+    fn check_extent(&self, x: Extent) -> Option<Extent> {
+        let z = self.zones.get(x.zone as usize)?;
+        (x.zone >= self.meta_zones && x.offset.checked_add(x.len)? <= z.capacity).then_some(x)
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut e = Enc::default();
+        e.u8(format::KIND_SNAPSHOT);
+        e.u64(self.next_id);
+        e.u32(self.dirs.len() as u32);
+        for d in &self.dirs {
+            e.name(d);
+        }
+        e.u32(self.files.len() as u32);
+        for (name, f) in &self.files {
+            e.u64(f.id);
+            e.name(name);
+            e.u64(f.size);
+            e.u8(f.lifetime);
+            e.u32(f.extents.len() as u32);
+            for x in &f.extents {
+                e.extent(x);
+            }
+        }
+        e.0
+    }
+
+    fn load_snapshot(&mut self, body: &[u8]) -> bool {
+        let mut d = Dec::new(body);
+        let ok = (|| {
+            if d.u8()? != format::KIND_SNAPSHOT {
+                return None;
+            }
+            self.next_id = d.u64()?;
+            for _ in 0..d.u32()? {
+                self.dirs.insert(d.name()?);
+            }
+            for _ in 0..d.u32()? {
+                let id = d.u64()?;
+                let name = d.name()?;
+                let size = d.u64()?;
+                let lifetime = d.u8()?;
+                let n = d.u32()?;
+                let mut extents = Vec::new();
+                for _ in 0..n {
+                    let x = self.check_extent(d.extent()?)?;
+                    self.zones[x.zone as usize].refs += 1;
+                    extents.push(x);
+                }
+                self.ids.insert(id, name.clone());
+                self.files.insert(
+                    name,
+                    FileEntry {
+                        id,
+                        size,
+                        lifetime,
+                        extents,
+                    },
+                );
+            }
+            Some(())
+        })();
+        ok.is_some() && d.done()
+    }
+
+    fn push_record(&mut self, body: &[u8], block: usize) {
+        push_frame(&mut self.log_buf, body, block);
+    }
+}
+
+impl Inner {
+    fn zone_start(&self, zone: u32) -> u64 {
+        u64::from(zone) * self.zone_size
+    }
+
+    /// Writes the superblock and a snapshot into the next metadata zone and
+    /// makes it the active one (the log's roll). Drops `log_buf`: the
+    /// snapshot holds its effects.
+    fn roll(&self, st: &mut State) -> FsResult<()> {
+        let block = self.block as usize;
+        let next = (st.active_meta + 1) % st.meta_zones;
+        let cap = st.zones[next as usize].capacity;
+        let sb = Superblock {
+            uuid: st.uuid,
+            nr_zones: self.dev.geometry().nr_zones,
+            zone_size: self.zone_size,
+            zone_capacity: self.dev.geometry().zone_capacity,
+            block_size: self.dev.geometry().block_size,
+            meta_zones: st.meta_zones,
+            sequence: st.sequence + 1,
+        };
+        let mut buf = sb.encode();
+        pad_to_block(&mut buf, block);
+        push_frame(&mut buf, &st.snapshot(), block);
+        pad_to_block(&mut buf, block);
+        if buf.len() as u64 > cap {
+            st.broken = Some((buf.len() as u64, cap));
+            return Err(ZoneFsError::MetadataFull {
+                needed: buf.len() as u64,
+                capacity: cap,
+            });
+        }
+        // Seal the current zone if a block is left (informational).
+        let cur_end = self.zone_start(st.active_meta) + st.zones[st.active_meta as usize].capacity;
+        if st.meta_wp + self.block <= cur_end && st.meta_wp > self.zone_start(st.active_meta) {
+            let mut seal = Vec::new();
+            push_frame(&mut seal, &[format::KIND_SEAL], block);
+            pad_to_block(&mut seal, block);
+            self.dev.write_at(st.meta_wp, &seal)?;
+        }
+        self.dev.reset_zone(next)?;
+        self.dev.write_at(self.zone_start(next), &buf)?;
+        self.dev.sync()?;
+        // The superseded zone must not hold an active-zone resource.
+        let old = st.active_meta;
+        if self.dev.zone(old)?.condition.is_active() {
+            self.dev.finish_zone(old)?;
+        }
+        st.active_meta = next;
+        st.sequence += 1;
+        st.meta_wp = self.zone_start(next) + buf.len() as u64;
+        st.log_buf.clear();
+        Ok(())
+    }
+
+    /// Writes the pending records, syncs the device, then resets the zones
+    /// whose data died.
+    fn log_sync(&self, st: &mut State) -> FsResult<()> {
+        if let Some((needed, capacity)) = st.broken {
+            return Err(ZoneFsError::MetadataFull { needed, capacity });
+        }
+        if !st.log_buf.is_empty() {
+            let block = self.block as usize;
+            pad_to_block(&mut st.log_buf, block);
+            let end = self.zone_start(st.active_meta) + st.zones[st.active_meta as usize].capacity;
+            if st.meta_wp + st.log_buf.len() as u64 > end {
+                self.roll(st)?;
+            } else {
+                self.dev.write_at(st.meta_wp, &st.log_buf)?;
+                self.dev.sync()?;
+                st.meta_wp += st.log_buf.len() as u64;
+                st.log_buf.clear();
+            }
+        }
+        if !st.pending_reset.is_empty() {
+            for z in std::mem::take(&mut st.pending_reset) {
+                let info = &mut st.zones[z as usize];
+                if info.refs == 0 && info.used {
+                    self.dev.reset_zone(z)?;
+                    info.used = false;
+                    info.wp = 0;
+                }
+            }
+            self.dev.sync()?;
+        }
+        Ok(())
+    }
+
+    /// The open zone of `slot` with room, taking an empty zone if needed.
+    fn alloc(&self, st: &mut State, slot: usize) -> FsResult<u32> {
+        if let Some(z) = st.open[slot] {
+            let info = st.zones[z as usize];
+            if info.wp < info.capacity {
+                return Ok(z);
+            }
+            st.open[slot] = None;
+            if info.refs == 0 {
+                st.pending_reset.push(z);
+            }
+        }
+        for attempt in 0..2 {
+            let free = (st.meta_zones as usize..st.zones.len())
+                .find(|&i| !st.zones[i].used && !st.zones[i].unusable);
+            if let Some(i) = free {
+                st.zones[i].used = true;
+                st.zones[i].wp = 0;
+                st.open[slot] = Some(i as u32);
+                return Ok(i as u32);
+            }
+            if attempt == 0 && !st.pending_reset.is_empty() {
+                self.log_sync(st)?;
+            } else {
+                break;
+            }
+        }
+        Err(ZoneFsError::DeviceFull)
+    }
+
+    /// Writes `data` (a multiple of the block size; the last `pad` bytes are
+    /// padding, not file data) into `slot`'s zones; adds the extents to
+    /// `out`, merging with the last one where contiguous.
+    fn write_blocks(
+        &self,
+        st: &mut State,
+        slot: usize,
+        data: &[u8],
+        pad: usize,
+        out: &mut Vec<Extent>,
+    ) -> FsResult<()> {
+        let mut done = 0usize;
+        let file_bytes = data.len() - pad;
+        while done < data.len() {
+            let z = self.alloc(st, slot)?;
+            let info = st.zones[z as usize];
+            let take = ((info.capacity - info.wp) as usize).min(data.len() - done);
+            self.dev
+                .write_at(self.zone_start(z) + info.wp, &data[done..done + take])?;
+            st.zones[z as usize].wp += take as u64;
+            let len = (file_bytes.saturating_sub(done)).min(take) as u64;
+            match out.last_mut() {
+                Some(last)
+                    if last.zone == z
+                        && last.offset + last.len == info.wp
+                        && last.len % self.block == 0 =>
+                {
+                    last.len += len;
+                }
+                _ => {
+                    st.zones[z as usize].refs += 1;
+                    out.push(Extent {
+                        zone: z,
+                        offset: info.wp,
+                        len,
+                    });
+                }
+            }
+            done += take;
+        }
+        Ok(())
+    }
+}
+
+impl ZoneFs {
+    /// Formats `dev`: resets every zone, writes a superblock and an empty
+    /// snapshot into zone 0, syncs, and mounts the new file system.
+    ///
+    /// Errors: [`ZoneFsError::InvalidOptions`] when `meta_zones` is outside
+    /// `2..=MAX_META_ZONES`, the device has no data zone, or its open/active
+    /// zone limit is below 3; device errors.
+    pub fn format(dev: Arc<dyn ZonedDevice>, options: FormatOptions) -> FsResult<ZoneFs> {
+        let g = dev.geometry();
+        let bad = |reason: String| Err(ZoneFsError::InvalidOptions { reason });
+        if !(2..=MAX_META_ZONES).contains(&options.meta_zones) {
+            return bad(format!(
+                "{} metadata zones: must be 2 to {MAX_META_ZONES}",
+                options.meta_zones
+            ));
+        }
+        if g.nr_zones <= options.meta_zones {
+            return bad(format!(
+                "the device has {} zones: none left for data after {} metadata zones",
+                g.nr_zones, options.meta_zones
+            ));
+        }
+        if slot_count(dev.as_ref()) < 2 {
+            return bad("the device's open or active zone limit is below 3".into());
+        }
+        for z in dev.report_all()? {
+            if z.condition != ZoneCondition::Empty
+                && z.condition != ZoneCondition::Offline
+                && z.condition != ZoneCondition::ReadOnly
+            {
+                dev.reset_zone(z.index)?;
+            }
+        }
+        let sb = Superblock {
+            uuid: new_uuid(),
+            nr_zones: g.nr_zones,
+            zone_size: g.zone_size,
+            zone_capacity: g.zone_capacity,
+            block_size: g.block_size,
+            meta_zones: options.meta_zones,
+            sequence: 1,
+        };
+        let block = g.block_size as usize;
+        let mut buf = sb.encode();
+        pad_to_block(&mut buf, block);
+        let mut snap = Enc::default();
+        snap.u8(format::KIND_SNAPSHOT);
+        snap.u64(1);
+        snap.u32(0);
+        snap.u32(0);
+        push_frame(&mut buf, &snap.0, block);
+        pad_to_block(&mut buf, block);
+        dev.write_at(0, &buf)?;
+        dev.sync()?;
+        ZoneFs::mount(dev)
+    }
+
+    /// Mounts the file system on `dev`: replays the metadata from the newest
+    /// metadata zone holding a valid superblock and snapshot, then the records
+    /// after it up to the first torn or damaged one. Finishes every partly
+    /// written data zone that holds live data and resets the ones that hold
+    /// none.
+    ///
+    /// Errors: [`ZoneFsError::NotFormatted`], [`ZoneFsError::GeometryMismatch`],
+    /// [`ZoneFsError::UnsupportedVersion`], [`ZoneFsError::Corrupt`]; device
+    /// errors.
+    pub fn mount(dev: Arc<dyn ZonedDevice>) -> FsResult<ZoneFs> {
+        let g = dev.geometry();
+        let block = u64::from(g.block_size);
+        let report = dev.report_all()?;
+        let mut candidates = Vec::new();
+        let mut first_error = None;
+        for z in report.iter().take(MAX_META_ZONES as usize) {
+            if z.condition == ZoneCondition::Offline || z.write_pointer <= z.start {
+                continue;
+            }
+            let mut b = vec![0u8; block as usize];
+            dev.read_at(z.start, &mut b)?;
+            match Superblock::decode(&b) {
+                Ok(sb) if z.index < sb.meta_zones => candidates.push((sb, z.index)),
+                Ok(_) => {}
+                Err(SuperblockError::Version(v)) => {
+                    first_error.get_or_insert(ZoneFsError::UnsupportedVersion { found: v });
+                }
+                Err(_) => {}
+            }
+        }
+        // Zones 0 and 1 are metadata zones of every file system, and a roll
+        // resets only one metadata zone at a time, so one of them holds a
+        // superblock: it names the file system (uuid) and its metadata
+        // zones. A superblock-like block in a data zone (file data) is never
+        // trusted.
+        let Some(authority) = candidates
+            .iter()
+            .filter(|(_, zone)| *zone < 2)
+            .max_by_key(|(sb, _)| sb.sequence)
+            .map(|(sb, _)| *sb)
+        else {
+            return Err(first_error.unwrap_or(ZoneFsError::NotFormatted));
+        };
+        candidates.retain(|(sb, zone)| sb.uuid == authority.uuid && *zone < authority.meta_zones);
+        candidates.sort_by_key(|(sb, _)| std::cmp::Reverse(sb.sequence));
+        let newest = candidates[0].0;
+        let found = shape(
+            newest.nr_zones,
+            newest.zone_size,
+            newest.zone_capacity,
+            newest.block_size,
+        );
+        let device = shape(g.nr_zones, g.zone_size, g.zone_capacity, g.block_size);
+        if found != device {
+            return Err(ZoneFsError::GeometryMismatch {
+                formatted: found,
+                device,
+            });
+        }
+        let meta_zones = newest.meta_zones;
+        let max_seq = newest.sequence;
+        let slots = slot_count(dev.as_ref()).max(1);
+        let fresh = |meta_zones: u32| State {
+            meta_zones,
+            uuid: newest.uuid,
+            sequence: max_seq,
+            active_meta: 0,
+            meta_wp: 0,
+            log_buf: Vec::new(),
+            files: BTreeMap::new(),
+            ids: HashMap::new(),
+            next_id: 1,
+            dirs: BTreeSet::new(),
+            zones: report
+                .iter()
+                .map(|z| ZoneInfo {
+                    refs: 0,
+                    used: z.condition != ZoneCondition::Empty,
+                    unusable: matches!(
+                        z.condition,
+                        ZoneCondition::Offline
+                            | ZoneCondition::ReadOnly
+                            | ZoneCondition::NotWritePointer
+                    ),
+                    wp: z.write_pointer.saturating_sub(z.start).min(z.capacity),
+                    capacity: z.capacity,
+                })
+                .collect(),
+            open: vec![None; slots],
+            pending_reset: Vec::new(),
+            broken: None,
+        };
+        let mut chosen = None;
+        for (sb, zone) in candidates {
+            if zone >= meta_zones || sb.uuid != newest.uuid {
+                continue;
+            }
+            let z = report[zone as usize];
+            let end = z.write_pointer.min(z.start + z.capacity);
+            let mut log = vec![0u8; (end - z.start - block) as usize];
+            dev.read_at(z.start + block, &mut log)?;
+            let mut st = fresh(meta_zones);
+            let mut first = true;
+            let mut snapshot_ok = false;
+            let mut records_ok = true;
+            let (good_end, clean) = read_frames(&log, block as usize, |body| {
+                if first {
+                    first = false;
+                    snapshot_ok = st.load_snapshot(body);
+                    return snapshot_ok;
+                }
+                if body == [format::KIND_SEAL] {
+                    return false;
+                }
+                records_ok = st.apply_record(body);
+                records_ok
+            });
+            if !snapshot_ok {
+                continue;
+            }
+            st.active_meta = zone;
+            st.meta_wp = z.start + block + good_end.div_ceil(block as usize) as u64 * block;
+            let tail_ok = clean && records_ok && st.meta_wp >= end;
+            if !tail_ok {
+                // Later writes go after the damaged bytes (the seal of the roll).
+                st.meta_wp = end;
+            }
+            chosen = Some((st, tail_ok));
+            break;
+        }
+        let Some((mut st, tail_ok)) = chosen else {
+            return Err(ZoneFsError::Corrupt {
+                reason: "no metadata zone holds a valid snapshot after its superblock".into(),
+            });
+        };
+        let inner = Inner {
+            block,
+            zone_size: g.zone_size,
+            state: Mutex::new(fresh(meta_zones)),
+            dev,
+            locks: Mutex::new(HashMap::new()),
+        };
+        // Data zones: reset those without live data, finish partly written
+        // ones (their tail is not reused, see docs/zoned.md).
+        for i in st.meta_zones..g.nr_zones {
+            let info = st.zones[i as usize];
+            let z = report[i as usize];
+            if info.unusable || z.condition == ZoneCondition::Empty {
+                continue;
+            }
+            if info.refs == 0 {
+                inner.dev.reset_zone(i)?;
+                st.zones[i as usize].used = false;
+                st.zones[i as usize].wp = 0;
+            } else if z.condition != ZoneCondition::Full {
+                inner.dev.finish_zone(i)?;
+                st.zones[i as usize].wp = info.capacity;
+            }
+        }
+        if !tail_ok {
+            // Records after a damaged one would be unreadable: start a new
+            // metadata zone.
+            inner.roll(&mut st)?;
+        }
+        // Other metadata zones (superseded, or a roll cut short by a crash)
+        // must not hold active-zone resources.
+        for i in 0..st.meta_zones {
+            if i != st.active_meta && inner.dev.zone(i)?.condition.is_active() {
+                inner.dev.finish_zone(i)?;
+            }
+        }
+        inner.dev.sync()?;
+        *lock(&inner.state) = st;
+        Ok(ZoneFs {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The device the file system is on.
+    pub fn device(&self) -> &Arc<dyn ZonedDevice> {
+        &self.inner.dev
+    }
+
+    /// Sequence number of the active metadata zone's superblock (grows by one
+    /// at every roll of the metadata log).
+    pub fn metadata_sequence(&self) -> u64 {
+        lock(&self.inner.state).sequence
+    }
+
+    /// Data zones that are empty (free for allocation).
+    pub fn empty_data_zones(&self) -> usize {
+        let st = lock(&self.inner.state);
+        st.zones[st.meta_zones as usize..]
+            .iter()
+            .filter(|z| !z.used && !z.unusable)
+            .count()
+    }
+
+    /// The zones holding a file's extents, in file order (one entry per
+    /// extent).
+    pub fn file_zones(&self, path: &Path) -> io::Result<Vec<u32>> {
+        let key = path_key(path)?;
+        let st = lock(&self.inner.state);
+        let f = st.files.get(&key).ok_or_else(|| not_found(&key))?;
+        Ok(f.extents.iter().map(|x| x.zone).collect())
+    }
+
+    /// Makes every metadata change so far durable (what `sync_dir` does).
+    pub fn sync_metadata(&self) -> io::Result<()> {
+        let mut st = lock(&self.inner.state);
+        self.inner.log_sync(&mut st).map_err(io::Error::from)
+    }
+
+    fn create(&self, path: &Path, hint: WriteLifetime, exclusive: bool) -> io::Result<Writer> {
+        let key = path_key(path)?;
+        let mut st = lock(&self.inner.state);
+        if let Some((needed, capacity)) = st.broken {
+            return Err(ZoneFsError::MetadataFull { needed, capacity }.into());
+        }
+        if exclusive && st.files.contains_key(&key) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{key}: exists"),
+            ));
+        }
+        let id = st.next_id;
+        let lt = lifetime_code(hint);
+        st.apply_create(id, key.clone(), lt, true);
+        let mut e = Enc::default();
+        e.u8(format::KIND_CREATE);
+        e.u64(id);
+        e.name(&key);
+        e.u8(lt);
+        st.push_record(&e.0, self.inner.block as usize);
+        let slots = st.open.len();
+        Ok(Writer {
+            inner: self.inner.clone(),
+            id,
+            slot: slot_of(lt, slots),
+            buf: Vec::new(),
+            len: 0,
+            recorded: 0,
+            pending: Vec::new(),
+            failed: false,
+        })
+    }
+}
+
+/// The write side shared by append files and objects.
+struct Writer {
+    inner: Arc<Inner>,
+    id: u64,
+    slot: usize,
+    buf: Vec<u8>,
+    len: u64,
+    /// The size last recorded in the metadata.
+    recorded: u64,
+    /// Extents written but not recorded in the metadata yet.
+    pending: Vec<Extent>,
+    /// A device write failed: buffered bytes may be lost, so every later
+    /// write and sync fails rather than record a size its extents lack.
+    failed: bool,
+}
+
+/// Buffered bytes above which whole blocks are written out.
+const WRITE_CHUNK: usize = 64 << 10;
+
+impl Writer {
+    fn check(&self) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::other(
+                "an earlier write of this file failed; it cannot be written or synced",
+            ));
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.check()?;
+        self.buf.extend_from_slice(data);
+        self.len += data.len() as u64;
+        if self.buf.len() >= WRITE_CHUNK {
+            self.write_out(false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the whole blocks of the buffer (and the padded tail if `all`).
+    fn write_out(&mut self, all: bool) -> io::Result<()> {
+        let block = self.inner.block as usize;
+        let whole = self.buf.len() / block * block;
+        let (n, pad) = if all && whole < self.buf.len() {
+            let n = whole + block;
+            (n, n - self.buf.len())
+        } else {
+            (whole, 0)
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let mut data = std::mem::take(&mut self.buf);
+        let rest = if pad == 0 {
+            data.split_off(n)
+        } else {
+            Vec::new()
+        };
+        data.resize(n, 0);
+        let mut st = lock(&self.inner.state);
+        let r = self
+            .inner
+            .write_blocks(&mut st, self.slot, &data, pad, &mut self.pending);
+        self.buf = rest;
+        if r.is_err() {
+            self.failed = true;
+        }
+        r.map_err(io::Error::from)
+    }
+
+    /// Data, device sync, extents record, device sync.
+    fn sync(&mut self) -> io::Result<()> {
+        self.check()?;
+        self.write_out(true)?;
+        let mut st = lock(&self.inner.state);
+        if !self.pending.is_empty() || self.recorded != self.len {
+            self.inner.dev.sync().map_err(io::Error::from)?;
+            let xs = std::mem::take(&mut self.pending);
+            if st.apply_extents(self.id, self.len, &xs) {
+                let mut e = Enc::default();
+                e.u8(format::KIND_EXTENTS);
+                e.u64(self.id);
+                e.u64(self.len);
+                e.u32(xs.len() as u32);
+                for x in &xs {
+                    e.extent(x);
+                }
+                st.push_record(&e.0, self.inner.block as usize);
+                self.recorded = self.len;
+            } else {
+                st.release(&xs, true);
+            }
+        }
+        self.inner.log_sync(&mut st).map_err(io::Error::from)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            let xs = std::mem::take(&mut self.pending);
+            lock(&self.inner.state).release(&xs, true);
+        }
+    }
+}
+
+impl AppendFile for Writer {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.write(data)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        Writer::sync(self)
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ObjectWriter for Writer {
+    fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        Writer::write(self, data)
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn finish(mut self: Box<Self>) -> io::Result<()> {
+        Writer::sync(&mut self)
+    }
+    fn abort(mut self: Box<Self>) -> io::Result<()> {
+        let xs = std::mem::take(&mut self.pending);
+        let mut st = lock(&self.inner.state);
+        st.release(&xs, true);
+        if let Some(name) = st.ids.get(&self.id).cloned() {
+            st.drop_file(&name, true);
+            let mut e = Enc::default();
+            e.u8(format::KIND_DELETE);
+            e.name(&name);
+            st.push_record(&e.0, self.inner.block as usize);
+        }
+        Ok(())
+    }
+}
+
+/// A file opened for reads: its extents as of the open. It holds a reference
+/// on their zones, so a file removed while open stays readable (its zones are
+/// reset only after the last reader is dropped), as on a POSIX file system.
+struct Reader {
+    inner: Arc<Inner>,
+    /// (file offset, extent), in file order.
+    extents: Vec<(u64, Extent)>,
+    size: u64,
+}
+
+impl RandomAccessFile for Reader {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.size)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "read of {} bytes at {offset} past the end of a {}-byte file",
+                        buf.len(),
+                        self.size
+                    ),
+                )
+            })?;
+        let mut pos = offset;
+        let mut i = self
+            .extents
+            .partition_point(|(start, x)| start + x.len <= pos);
+        while pos < end {
+            let Some(&(start, x)) = self.extents.get(i) else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "file extents end before its size",
+                ));
+            };
+            let within = pos - start;
+            let n = (x.len - within).min(end - pos);
+            let dst = &mut buf[(pos - offset) as usize..(pos - offset + n) as usize];
+            self.inner
+                .dev
+                .read_at(self.inner.zone_start(x.zone) + x.offset + within, dst)
+                .map_err(io::Error::from)?;
+            pos += n;
+            i += 1;
+        }
+        Ok(())
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let xs: Vec<Extent> = self.extents.iter().map(|(_, x)| *x).collect();
+        lock(&self.inner.state).release(&xs, true);
+    }
+}
+
+struct ZLock {
+    inner: Arc<Inner>,
+    key: String,
+}
+
+impl FileLock for ZLock {}
+
+impl Drop for ZLock {
+    fn drop(&mut self) {
+        let mut locks = lock(&self.inner.locks);
+        if let Some(n) = locks.get_mut(&self.key) {
+            // usize::MAX marks the exclusive holder.
+            if *n == usize::MAX || *n <= 1 {
+                locks.remove(&self.key);
+            } else {
+                *n -= 1;
+            }
+        }
+    }
+}
+
+impl ZoneFs {
+    fn take_lock(&self, path: &Path, exclusive: bool) -> io::Result<Box<dyn FileLock>> {
+        let key = path_key(path)?;
+        {
+            let mut locks = lock(&self.inner.locks);
+            let held = locks.get(&key).copied().unwrap_or(0);
+            let busy = if exclusive {
+                held != 0
+            } else {
+                held == usize::MAX
+            };
+            if busy {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{key}: locked"),
+                ));
+            }
+            locks.insert(key.clone(), if exclusive { usize::MAX } else { held + 1 });
+        }
+        let exists = lock(&self.inner.state).files.contains_key(&key);
+        if !exists {
+            // The lock file exists as an empty file, as on a POSIX system.
+            if let Err(e) = self.create(path, WriteLifetime::NotSet, false) {
+                drop(ZLock {
+                    inner: self.inner.clone(),
+                    key,
+                });
+                return Err(e);
+            }
+        }
+        Ok(Box::new(ZLock {
+            inner: self.inner.clone(),
+            key,
+        }))
+    }
+}
+
+impl FileSystem for ZoneFs {
+    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
+        Ok(Box::new(self.create(path, hint, false)?))
+    }
+
+    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
+        Ok(Box::new(self.create(path, hint, true)?))
+    }
+
+    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let key = path_key(path)?;
+        let mut st = lock(&self.inner.state);
+        let f = st.files.get(&key).ok_or_else(|| not_found(&key))?;
+        let mut start = 0;
+        let extents: Vec<(u64, Extent)> = f
+            .extents
+            .iter()
+            .map(|x| {
+                let e = (start, *x);
+                start += x.len;
+                e
+            })
+            .collect();
+        let size = f.size.min(start);
+        for (_, x) in &extents {
+            st.zones[x.zone as usize].refs += 1;
+        }
+        Ok(Arc::new(Reader {
+            inner: self.inner.clone(),
+            extents,
+            size,
+        }))
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let key = path_key(dir)?;
+        let st = lock(&self.inner.state);
+        let mut out = BTreeSet::new();
+        let mut found = st.dirs.contains(&key);
+        for name in st.files.keys().chain(st.dirs.iter()) {
+            if parent_of(name) == key && name != &key {
+                found = true;
+                let base = name.rsplit('/').next().unwrap_or(name);
+                out.insert(base.to_string());
+            }
+        }
+        if !found {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{key}: no such directory"),
+            ));
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (f, t) = (path_key(from)?, path_key(to)?);
+        let mut st = lock(&self.inner.state);
+        if !st.apply_rename(&f, t.clone(), true) {
+            return Err(not_found(&f));
+        }
+        let mut e = Enc::default();
+        e.u8(format::KIND_RENAME);
+        e.name(&f);
+        e.name(&t);
+        st.push_record(&e.0, self.inner.block as usize);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let key = path_key(path)?;
+        let mut st = lock(&self.inner.state);
+        if !st.drop_file(&key, true) {
+            return Err(not_found(&key));
+        }
+        let mut e = Enc::default();
+        e.u8(format::KIND_DELETE);
+        e.name(&key);
+        st.push_record(&e.0, self.inner.block as usize);
+        Ok(())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let key = path_key(dir)?;
+        let mut st = lock(&self.inner.state);
+        let mut cur = key.as_str();
+        while !cur.is_empty() && cur != "/" && !st.dirs.contains(cur) {
+            st.dirs.insert(cur.to_string());
+            let mut e = Enc::default();
+            e.u8(format::KIND_MKDIR);
+            e.name(cur);
+            st.push_record(&e.0, self.inner.block as usize);
+            cur = parent_of(cur);
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        let key = path_key(path)?;
+        let st = lock(&self.inner.state);
+        Ok(key.is_empty() || key == "/" || st.files.contains_key(&key) || st.dirs.contains(&key))
+    }
+
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        let key = path_key(path)?;
+        let st = lock(&self.inner.state);
+        st.files
+            .get(&key)
+            .map(|f| f.size)
+            .ok_or_else(|| not_found(&key))
+    }
+
+    fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
+        self.sync_metadata()
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.take_lock(path, true)
+    }
+
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.take_lock(path, false)
+    }
+}
