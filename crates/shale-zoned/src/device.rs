@@ -234,6 +234,29 @@ impl ZonedGeometry {
         u32::try_from(offset / self.zone_size).ok()
     }
 
+    /// The zone a write of `len` bytes at `offset` starts in, or
+    /// [`ZonedError::OutOfRange`] if `offset` is past the end.
+    pub fn write_zone(&self, offset: u64, len: u64) -> Result<u32> {
+        self.zone_of(offset).ok_or(ZonedError::OutOfRange {
+            offset,
+            len,
+            device_size: self.device_size(),
+        })
+    }
+
+    /// The end of a read of `len` bytes at `offset`, or
+    /// [`ZonedError::OutOfRange`] if it does not lie within the device.
+    pub fn read_end(&self, offset: u64, len: u64) -> Result<u64> {
+        offset
+            .checked_add(len)
+            .filter(|&end| end <= self.device_size())
+            .ok_or(ZonedError::OutOfRange {
+                offset,
+                len,
+                device_size: self.device_size(),
+            })
+    }
+
     /// Checks that the geometry is usable: at least one zone, sizes and
     /// capacity non-zero multiples of a power-of-two block size of at least 512
     /// bytes, capacity within the size.

@@ -741,13 +741,7 @@ impl ZonedDevice for EmulatedZoned {
     }
 
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
-        let Some(zone) = self.geometry.zone_of(offset) else {
-            return Err(ZonedError::OutOfRange {
-                offset,
-                len: data.len() as u64,
-                device_size: self.geometry.device_size(),
-            });
-        };
+        let zone = self.geometry.write_zone(offset, data.len() as u64)?;
         self.write_zone(zone, Some(offset), data).map(|_| ())
     }
 
@@ -758,16 +752,7 @@ impl ZonedDevice for EmulatedZoned {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let g = &self.geometry;
         let len = buf.len() as u64;
-        let end = match offset.checked_add(len) {
-            Some(end) if end <= g.device_size() => end,
-            _ => {
-                return Err(ZonedError::OutOfRange {
-                    offset,
-                    len,
-                    device_size: g.device_size(),
-                })
-            }
-        };
+        let end = g.read_end(offset, len)?;
         let mut pos = offset;
         while pos < end {
             let zone = (pos / g.zone_size) as u32;
