@@ -479,20 +479,20 @@ pub fn conformance(dev: &dyn ZonedDevice) -> std::result::Result<ConformanceRepo
     )?;
 
     let limits_ok = |need: u32| usable.len() > need as usize;
+    // Why the open-limit checks cannot run on this device, if they cannot.
+    let open_limit_skip = if g.max_open_zones == 0 {
+        Some("no open-zone limit".to_string())
+    } else if g.max_active_zones != 0 && g.max_active_zones <= g.max_open_zones {
+        Some("the active limit is not above the open limit: it is reached first".to_string())
+    } else if !limits_ok(g.max_open_zones) {
+        Some(format!("needs {} writable zones", g.max_open_zones + 1))
+    } else {
+        None
+    };
     // Implicit opens close an implicitly open zone at the open limit.
     let name = "open limit: an implicit open closes an implicitly open zone";
-    if g.max_open_zones == 0 {
-        report.skipped.push((name, "no open-zone limit".into()));
-    } else if g.max_active_zones != 0 && g.max_active_zones <= g.max_open_zones {
-        report.skipped.push((
-            name,
-            "the active limit is not above the open limit: it is reached first".into(),
-        ));
-    } else if !limits_ok(g.max_open_zones) {
-        report.skipped.push((
-            name,
-            format!("needs {} writable zones", g.max_open_zones + 1),
-        ));
+    if let Some(why) = &open_limit_skip {
+        report.skipped.push((name, why.clone()));
     } else {
         let zones = &usable[..=g.max_open_zones as usize];
         run(
@@ -528,18 +528,8 @@ pub fn conformance(dev: &dyn ZonedDevice) -> std::result::Result<ConformanceRepo
         )?;
     }
     let name = "open limit: explicit opens fail past it";
-    if g.max_open_zones == 0 {
-        report.skipped.push((name, "no open-zone limit".into()));
-    } else if g.max_active_zones != 0 && g.max_active_zones <= g.max_open_zones {
-        report.skipped.push((
-            name,
-            "the active limit is not above the open limit: it is reached first".into(),
-        ));
-    } else if !limits_ok(g.max_open_zones) {
-        report.skipped.push((
-            name,
-            format!("needs {} writable zones", g.max_open_zones + 1),
-        ));
+    if let Some(why) = &open_limit_skip {
+        report.skipped.push((name, why.clone()));
     } else {
         let zones = &usable[..=g.max_open_zones as usize];
         run(
