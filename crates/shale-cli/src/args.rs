@@ -47,6 +47,10 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Zoned storage: format a zoned device (emulated or real) with the zone
+    /// file system the engine runs on with --zoned, and inspect it.
+    #[command(subcommand)]
+    Zoned(ZonedCommand),
     /// The cache size to configure for a target I/Os per Get, from the
     /// database's inflection points.
     Advise(AdviseArgs),
@@ -77,6 +81,57 @@ pub enum BenchCommand {
     /// and seekrandom at each value of --open_files or --cache_size.
     #[command(name = "db-sweep")]
     DbSweep(DbSweepArgs),
+}
+
+/// `shale zoned ...`.
+#[derive(Debug, Subcommand)]
+pub enum ZonedCommand {
+    /// Format a zoned device with the zone file system: a zoned block device
+    /// (/dev/nvme0n1), or an emulated device file, created with the given
+    /// geometry when it does not exist. Erases everything on the device.
+    Mkfs(ZonedMkfsArgs),
+}
+
+/// The geometry of an emulated zoned device to create.
+#[derive(Clone, Debug, Default, Args)]
+pub struct GeometryArgs {
+    /// Number of zones (default 64).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub zones: Option<u32>,
+    /// Zone size in bytes, with an optional unit: K, M, G (KiB, MiB, GiB) or
+    /// KB, MB, GB (default 64MiB).
+    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    pub zone_size: Option<u64>,
+    /// Writable bytes of every zone, at most the zone size (default: the zone
+    /// size).
+    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    pub zone_capacity: Option<u64>,
+    /// Logical block size in bytes: the write granularity (default 4096).
+    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    pub block_size: Option<u64>,
+    /// Most zones open at once, 0 for no limit (default 14).
+    #[arg(long, value_name = "N")]
+    pub max_open: Option<u32>,
+    /// Most zones active (open or closed) at once, 0 for no limit (default
+    /// 14).
+    #[arg(long, value_name = "N")]
+    pub max_active: Option<u32>,
+}
+
+/// `shale zoned mkfs`.
+#[derive(Debug, Args)]
+pub struct ZonedMkfsArgs {
+    /// The device: a zoned block device, or an emulated device file (created
+    /// when missing; an existing file must be an emulated device).
+    #[arg(long, value_name = "PATH")]
+    pub device: PathBuf,
+    /// Geometry of an emulated device to create (an existing emulated device
+    /// must have it; a block device has its own and takes none).
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+    /// Zones reserved for the zone file system's metadata log (2 to 16).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub meta_zones: u32,
 }
 
 /// A YCSB core workload.
@@ -383,9 +438,15 @@ pub struct BenchCompareArgs {
 #[command(mut_arg("keys", |a| a.default_value(KVDB_DEFAULT_KEYS)))]
 pub struct BenchKvdbArgs {
     /// Database directory (default: ./shale-data/kvdb-<keys>-<scheme>-v<value
-    /// size>). Loaded if it holds no database; reused if it holds this dataset.
+    /// size>; with --zoned, /kvdb-<keys>-<scheme>-v<value size> inside the
+    /// zone file system). Loaded if it holds no database; reused if it holds
+    /// this dataset.
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
+    /// The zoned device the database is on (a missing emulated device is
+    /// created with the default geometry and formatted).
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The dataset and its Gets.
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -500,10 +561,16 @@ pub struct DbBenchDbArgs {
           num_args = 0..=1, default_missing_value = "true", default_value = "false",
           value_parser = parse_flag_bool)]
     pub use_existing_db: bool,
-    /// Database directory. Without --use_existing_db it is removed and
-    /// recreated, but only when it is absent, empty or holds a shale database.
-    #[arg(long, value_name = "DIR", default_value = "shale-data/dbbench")]
-    pub db: PathBuf,
+    /// Database directory (default: shale-data/dbbench; with --zoned, /db
+    /// inside the zone file system). Without --use_existing_db it is removed
+    /// and recreated, but only when it is absent, empty or holds a shale
+    /// database.
+    #[arg(long, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on (a missing emulated device is
+    /// created with the default geometry and formatted).
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Seed of the key generators (each thread and benchmark derives its own).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
@@ -625,9 +692,13 @@ pub struct AdviseArgs {
 /// `shale compact`.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// Database directory (must exist).
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (must exist; with --zoned, inside the zone file
+    /// system, default /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
 }
 
 /// `shale repair`.
@@ -638,12 +709,27 @@ pub struct RepairArgs {
     pub db: PathBuf,
 }
 
+/// `--zoned DEVICE`: run on the zone file system of a zoned device.
+#[derive(Clone, Debug, Default, Args)]
+pub struct ZonedArg {
+    /// Run on the zone file system (ZoneFs) of this zoned device instead of
+    /// the regular file system: an emulated device file or a zoned block
+    /// device (/dev/nvme0n1), formatted by `shale zoned mkfs`. --db then
+    /// names a directory inside it (default /db).
+    #[arg(long, value_name = "DEVICE")]
+    pub zoned: Option<PathBuf>,
+}
+
 /// `shale put`.
 #[derive(Debug, Args)]
 pub struct PutArgs {
-    /// Database directory (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (created if missing; with --zoned, inside the zone
+    /// file system, default /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The key.
     #[arg(value_parser = parse_key, allow_hyphen_values = true)]
     pub key: Bytes,
@@ -655,9 +741,13 @@ pub struct PutArgs {
 /// `shale get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The key.
     #[arg(value_parser = parse_key, allow_hyphen_values = true)]
     pub key: Bytes,
@@ -666,9 +756,13 @@ pub struct GetArgs {
 /// `shale delete`.
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The key.
     #[arg(value_parser = parse_key, allow_hyphen_values = true)]
     pub key: Bytes,
@@ -677,9 +771,13 @@ pub struct DeleteArgs {
 /// `shale scan`.
 #[derive(Debug, Args)]
 pub struct ScanArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// First key to print (inclusive).
     #[arg(long, value_name = "KEY", value_parser = parse_key, allow_hyphen_values = true)]
     pub from: Option<Bytes>,
@@ -694,9 +792,13 @@ pub struct ScanArgs {
 /// `shale load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Database directory (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (created if missing; with --zoned, inside the zone
+    /// file system, default /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Number of keys to load.
     #[arg(long, value_name = "N")]
     pub keys: u64,
@@ -725,14 +827,24 @@ pub struct LoadArgs {
     /// make flushes and compactions frequent, for experiments and tests.
     #[arg(long, value_name = "BYTES")]
     pub write_buffer_size: Option<usize>,
+    /// Write nothing: Get keys start..start + keys and check every value
+    /// against the dataset (run after a load, in another process, to check
+    /// that what was loaded is there); exits 1 at the first key missing or
+    /// different.
+    #[arg(long, conflicts_with_all = ["sync", "no_settle", "write_buffer_size"])]
+    pub verify: bool,
 }
 
 /// `shale stats`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -770,7 +882,7 @@ mod tests {
         let Command::Put(a) = cli.command else {
             panic!("not put: {cli:?}");
         };
-        assert_eq!(a.db, PathBuf::from("d"));
+        assert_eq!(a.db, Some(PathBuf::from("d")));
         assert_eq!(a.key, Bytes(vec![1, 2]));
         assert_eq!(a.value, Bytes(b"-v".to_vec()));
     }
@@ -916,6 +1028,49 @@ mod tests {
             EngineList(vec![YcsbEngine::RocksDb, YcsbEngine::Shale])
         );
         assert!(parse(&["bench", "ycsb", "--threads", "0"]).is_err());
+    }
+
+    #[test]
+    fn zoned_replaces_db_and_mkfs_takes_a_geometry() {
+        let Command::Get(a) = parse(&["get", "--zoned", "z.img", "k"])
+            .expect("parses")
+            .command
+        else {
+            panic!("not get");
+        };
+        assert_eq!(a.db, None);
+        assert_eq!(a.zoned.zoned, Some(PathBuf::from("z.img")));
+        let e = parse(&["scan"]).expect_err("needs --db or --zoned");
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredArgument);
+        let Command::Zoned(ZonedCommand::Mkfs(m)) = parse(&[
+            "zoned",
+            "mkfs",
+            "--device",
+            "z.img",
+            "--zones",
+            "8",
+            "--zone-size",
+            "1M",
+            "--zone-capacity",
+            "768K",
+        ])
+        .expect("parses")
+        .command
+        else {
+            panic!("not zoned mkfs");
+        };
+        assert_eq!(m.meta_zones, 2);
+        let g = m.geometry.geometry().expect("valid");
+        assert_eq!(
+            (g.nr_zones, g.zone_size, g.zone_capacity, g.block_size),
+            (8, 1 << 20, 768 << 10, 4096)
+        );
+        assert!(m.geometry.any());
+        assert!(parse(&["zoned", "mkfs", "--device", "z", "--zones", "0"]).is_err());
+        assert!(parse(&["zoned", "mkfs", "--device", "z", "--zone-size", "1.5M"]).is_err());
+        let e = parse(&["load", "--zoned", "z", "--keys", "1", "--verify", "--sync"])
+            .expect_err("verify writes nothing");
+        assert_eq!(e.kind(), ErrorKind::ArgumentConflict);
     }
 
     #[test]

@@ -6,17 +6,20 @@ use std::io::Write;
 use serde_json::{json, Map, Value};
 use shale::{BlockKind, DbSummary, LevelSummary, Metrics};
 
-use super::open_read_only;
+use super::{open_read_only, storage_for};
 use crate::args::StatsArgs;
 use crate::error::{CliError, CliResult};
 use crate::fmt::{human_bytes, rate_text, ratio};
+use crate::storage::Create;
 
 pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
-    let db = open_read_only(&a.db)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let db = open_read_only(&storage, &dir)?;
     let summary = db.summary()?;
     // Taken after the summary, so the table opens it caused are counted.
     let metrics = db.metrics();
     db.close()?;
+    storage.finish()?;
     let text = if a.json {
         let mut s = serde_json::to_string_pretty(&stats_json(&summary, &metrics))
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;

@@ -1,0 +1,262 @@
+//! End-to-end tests of `shale zoned ...` and of the engine commands with
+//! `--zoned`, on emulated zoned devices in temporary directories.
+
+use std::path::Path;
+
+use serde_json::Value;
+use shale_workload::Dataset;
+use shale_zoned::{EmulatedOptions, EmulatedZoned, ZonedGeometry};
+
+mod common;
+use common::{ok, run, stderr, stdout};
+
+fn path(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("0x{digits}")
+}
+
+/// Formats a small emulated device at `dev`: 24 zones of 1 MiB with 768 KiB
+/// writable (the QEMU namespace's shape), 6 open and active zones.
+fn mkfs_small(dev: &str) -> String {
+    ok(&[
+        "zoned",
+        "mkfs",
+        "--device",
+        dev,
+        "--zones",
+        "24",
+        "--zone-size",
+        "1M",
+        "--zone-capacity",
+        "768K",
+        "--max-open",
+        "6",
+        "--max-active",
+        "6",
+    ])
+}
+
+#[test]
+fn load_get_scan_stats_and_verify_on_an_emulated_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev = path(&dir.path().join("zns.img"));
+    let text = mkfs_small(&dev);
+    assert!(
+        text.contains("emulated device, created")
+            && text.contains("24 zones of 1.00 MiB (capacity 768.00 KiB)")
+            && text.contains("max open zones 6, max active zones 6")
+            && text.contains("2 metadata zones, 22 data zones (16.50 MiB writable)"),
+        "{text}"
+    );
+    assert!(dir.path().join("zns.img.zones").is_file());
+
+    // 3,000 keys with 64 KiB memtables: several flushes and a compaction.
+    let loaded = ok(&[
+        "load",
+        "--zoned",
+        &dev,
+        "--keys",
+        "3000",
+        "--write-buffer-size",
+        "65536",
+    ]);
+    assert!(loaded.starts_with("loaded 3000 keys"), "{loaded}");
+    let d = Dataset::default();
+    for i in [0u64, 1234, 2999] {
+        let got = ok(&["get", "--zoned", &dev, &hex(&d.key(i))]);
+        assert_eq!(got.trim_end(), hex(&d.value(i)), "key {i}");
+    }
+    // --db names the directory inside the zone file system: /db by default.
+    let got = ok(&["get", "--zoned", &dev, "--db", "/db", &hex(&d.key(7))]);
+    assert_eq!(got.trim_end(), hex(&d.value(7)));
+    let o = run(&["get", "--zoned", &dev, "--db", "/other", &hex(&d.key(7))]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+
+    // Settled by load: every entry in a table.
+    let stats: Value =
+        serde_json::from_str(&ok(&["stats", "--zoned", &dev, "--json"])).expect("stats JSON");
+    assert_eq!(stats["entries"].as_u64(), Some(3000), "{stats}");
+    assert!(stats["flushes"].as_u64().is_some_and(|f| f >= 2), "{stats}");
+
+    ok(&["put", "--zoned", &dev, "zz-last", "value"]);
+    assert_eq!(ok(&["get", "--zoned", &dev, "zz-last"]), "value\n");
+    let scanned = ok(&["scan", "--zoned", &dev, "--from", "zz-", "--to", "zz-z"]);
+    assert_eq!(scanned, "zz-last value\n");
+    let all = ok(&["scan", "--zoned", &dev]);
+    assert_eq!(all.lines().count(), 3001);
+    ok(&["delete", "--zoned", &dev, "zz-last"]);
+    let o = run(&["get", "--zoned", &dev, "zz-last"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
+
+    // Every key, in another process (a fresh mount).
+    let verified = ok(&["load", "--zoned", &dev, "--keys", "3000", "--verify"]);
+    assert!(verified.starts_with("verified 3000 keys"), "{verified}");
+    // A key range that was never loaded fails at its first key.
+    let o = run(&[
+        "load", "--zoned", &dev, "--keys", "10", "--start", "3000", "--verify",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("key 3000") && stderr(&o).contains("is missing"),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing of it went to the regular file system.
+    assert!(!Path::new("db").join("CURRENT").exists());
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[test]
+fn mkfs_refuses_a_file_that_is_not_an_emulated_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, b"keep me").expect("write");
+    for args in [
+        &["zoned", "mkfs", "--device", &path(&file)][..],
+        &["zoned", "mkfs", "--device", &path(&file), "--zones", "8"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("not an emulated zoned device") && err.contains("nothing was formatted"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&file).expect("read"), b"keep me");
+    }
+    assert!(!dir.path().join("notes.txt.zones").exists());
+    // A bad geometry is a usage error; nothing is created.
+    let dev = dir.path().join("zns.img");
+    let o = run(&[
+        "zoned",
+        "mkfs",
+        "--device",
+        &path(&dev),
+        "--zone-size",
+        "1M",
+        "--zone-capacity",
+        "2M",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("zone capacity"), "{}", stderr(&o));
+    assert!(!dev.exists());
+    // A device is never resized: another geometry is refused.
+    mkfs_small(&path(&dev));
+    let o = run(&["zoned", "mkfs", "--device", &path(&dev), "--zones", "32"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("another geometry"), "{}", stderr(&o));
+    // Without geometry flags, an existing device is formatted again as it is.
+    let again = ok(&["zoned", "mkfs", "--device", &path(&dev)]);
+    assert!(
+        again.contains("24 zones of 1.00 MiB") && !again.contains("created"),
+        "{again}"
+    );
+}
+
+#[test]
+fn zoned_commands_on_unformatted_or_missing_devices_say_to_run_mkfs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev = dir.path().join("raw.img");
+    let mut g = ZonedGeometry::new(8, 1 << 20);
+    g.max_open_zones = 6;
+    g.max_active_zones = 6;
+    drop(EmulatedZoned::create(&dev, &g, EmulatedOptions::default()).expect("create"));
+    let dev = path(&dev);
+    for args in [
+        &["get", "--zoned", &dev, "k"][..],
+        &["stats", "--zoned", &dev],
+        &["load", "--zoned", &dev, "--keys", "10"],
+        &["put", "--zoned", &dev, "k", "v"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("not formatted")
+                && err.contains(&format!("shale zoned mkfs --device {dev}")),
+            "{args:?}: {err}"
+        );
+    }
+    // A missing device: reading commands name mkfs and create nothing.
+    let missing = path(&dir.path().join("missing.img"));
+    let o = run(&["scan", "--zoned", &missing]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("does not exist") && stderr(&o).contains("shale zoned mkfs"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(&missing).exists());
+}
+
+#[test]
+fn put_creates_a_missing_emulated_device_with_the_default_geometry() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev = path(&dir.path().join("auto.img"));
+    let o = run(&["put", "--zoned", &dev, "k", "v"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("created an emulated zoned device")
+            && stderr(&o).contains("64 zones of 64.00 MiB"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::metadata(&dev).expect("device").len(),
+        64 * (64 << 20)
+    );
+    assert_eq!(ok(&["get", "--zoned", &dev, "k"]), "v\n");
+}
+
+#[test]
+fn bench_db_runs_on_a_zoned_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev = path(&dir.path().join("zns.img"));
+    mkfs_small(&dev);
+    let o = run(&[
+        "bench",
+        "db",
+        "--zoned",
+        &dev,
+        "--benchmarks",
+        "fillrandom,overwrite,readrandom",
+        "--num",
+        "5000",
+        "--write_buffer_size",
+        "65536",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(doc["config"]["db"], "/dbbench", "{doc}");
+    assert!(
+        doc["config"]["storage"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("zoned (emulated) ")),
+        "{doc}"
+    );
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0]["ops"].as_u64(), Some(5000));
+    // fillrandom writes keys drawn with replacement: about 63% are distinct.
+    let found = results[2]["found"].as_u64().expect("found");
+    assert!((3500..=5000).contains(&found), "{found}");
+    // The database is in the zone file system, where stats finds it.
+    let stats: Value = serde_json::from_str(&ok(&[
+        "stats", "--zoned", &dev, "--db", "/dbbench", "--json",
+    ]))
+    .expect("stats JSON");
+    assert!(
+        stats["entries"].as_u64().is_some_and(|e| e >= found),
+        "{stats}"
+    );
+}
