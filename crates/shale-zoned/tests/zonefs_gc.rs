@@ -7,34 +7,18 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{CrashDev, Rng};
 use shale_env::{FileSystem, WriteLifetime};
 use shale_zoned::{
     EmulatedOptions, EmulatedZoned, FormatOptions, GcOptions, MountOptions, ZoneFs, ZonedDevice,
     ZonedGeometry,
 };
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next_u64() as u8).collect()
-    }
-}
 
 fn open_dev(path: &Path, g: &ZonedGeometry) -> Arc<dyn ZonedDevice> {
     Arc::new(EmulatedZoned::create(path, g, EmulatedOptions::default()).expect("device"))
@@ -322,75 +306,6 @@ fn a_version_1_file_system_is_mounted_and_rolled_to_version_2() {
     assert_eq!(fs.metadata_sequence(), 2);
 }
 
-/// A device whose power fails after a budget of changing operations.
-struct CrashDev {
-    dev: EmulatedZoned,
-    down: AtomicBool,
-    budget: AtomicI64,
-}
-
-impl CrashDev {
-    fn spend(&self) -> shale_zoned::Result<()> {
-        if self.down.load(Ordering::SeqCst) || self.budget.fetch_sub(1, Ordering::SeqCst) == 0 {
-            self.down.store(true, Ordering::SeqCst);
-            return Err(shale_zoned::ZonedError::io(
-                "crash device",
-                io::Error::other("simulated power loss"),
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl ZonedDevice for CrashDev {
-    fn geometry(&self) -> ZonedGeometry {
-        self.dev.geometry()
-    }
-    fn report_zones(&self, first: u32, count: u32) -> shale_zoned::Result<Vec<shale_zoned::Zone>> {
-        self.dev.report_zones(first, count)
-    }
-    fn open_zone(&self, zone: u32) -> shale_zoned::Result<()> {
-        self.spend()?;
-        self.dev.open_zone(zone)
-    }
-    fn close_zone(&self, zone: u32) -> shale_zoned::Result<()> {
-        self.spend()?;
-        self.dev.close_zone(zone)
-    }
-    fn finish_zone(&self, zone: u32) -> shale_zoned::Result<()> {
-        self.spend()?;
-        self.dev.finish_zone(zone)
-    }
-    fn reset_zone(&self, zone: u32) -> shale_zoned::Result<()> {
-        self.spend()?;
-        self.dev.reset_zone(zone)
-    }
-    fn write_at(&self, offset: u64, data: &[u8]) -> shale_zoned::Result<()> {
-        self.spend()?;
-        self.dev.write_at(offset, data)
-    }
-    fn append(&self, zone: u32, data: &[u8]) -> shale_zoned::Result<u64> {
-        self.spend()?;
-        self.dev.append(zone, data)
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> shale_zoned::Result<()> {
-        if self.down.load(Ordering::SeqCst) {
-            return Err(shale_zoned::ZonedError::io(
-                "crash device",
-                io::Error::other("simulated power loss"),
-            ));
-        }
-        self.dev.read_at(offset, buf)
-    }
-    fn sync(&self) -> shale_zoned::Result<()> {
-        self.spend()?;
-        self.dev.sync()
-    }
-    fn stats(&self) -> shale_zoned::ZonedStats {
-        self.dev.stats()
-    }
-}
-
 /// The power fails at every changing device operation in turn of a workload
 /// whose writers need collection and that collects explicitly too: every
 /// mount afterwards holds every acknowledged file.
@@ -426,11 +341,10 @@ fn power_loss_at_every_device_operation_during_collection() {
     loop {
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(EmulatedZoned::state_path_of(&path));
-        let dev = Arc::new(CrashDev {
-            dev: EmulatedZoned::create(&path, &g, EmulatedOptions::default()).expect("device"),
-            down: AtomicBool::new(false),
-            budget: AtomicI64::new(-1),
-        });
+        let dev = Arc::new(CrashDev::new(
+            EmulatedZoned::create(&path, &g, EmulatedOptions::default()).expect("device"),
+            -1,
+        ));
         let fs = format(dev.clone(), foreground());
         dev.budget.store(budget, Ordering::SeqCst);
         let mut acked = BTreeMap::new();

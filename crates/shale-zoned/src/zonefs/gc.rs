@@ -223,12 +223,7 @@ impl Inner {
 
     /// Copies the live extents of `victim` (step 2) and records the moves
     /// (step 3, up to the metadata sync).
-    fn evacuate(
-        &self,
-        victim: u32,
-        moves: &[Move],
-        report: &mut GcReport,
-    ) -> FsResult<()> {
+    fn evacuate(&self, victim: u32, moves: &[Move], report: &mut GcReport) -> FsResult<()> {
         let block = self.block;
         let mut copies: Vec<(u64, Extent, Vec<Extent>)> = Vec::new();
         let mut result = Ok(());

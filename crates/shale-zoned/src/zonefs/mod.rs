@@ -248,17 +248,17 @@ fn write_map(m: &FileMap) -> std::sync::RwLockWriteGuard<'_, Vec<(u64, Extent)>>
     m.write().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// `extents` with the file offset of each, the first at `start`.
+fn with_starts(mut start: u64, extents: &[Extent]) -> impl Iterator<Item = (u64, Extent)> + '_ {
+    extents.iter().map(move |x| {
+        let e = (start, *x);
+        start += x.len;
+        e
+    })
+}
+
 fn map_of(extents: &[Extent]) -> Arc<FileMap> {
-    let mut start = 0;
-    let v = extents
-        .iter()
-        .map(|x| {
-            let e = (start, *x);
-            start += x.len;
-            e
-        })
-        .collect();
-    Arc::new(RwLock::new(v))
+    Arc::new(RwLock::new(with_starts(0, extents).collect()))
 }
 
 fn extents_of(m: &FileMap) -> Vec<Extent> {
@@ -487,11 +487,8 @@ impl State {
         };
         f.size = size;
         let mut m = write_map(&f.map);
-        let mut start = m.last().map_or(0, |(s, x)| s + x.len);
-        for x in extents {
-            m.push((start, *x));
-            start += x.len;
-        }
+        let start = m.last().map_or(0, |(s, x)| s + x.len);
+        m.extend(with_starts(start, extents));
         true
     }
 
@@ -505,15 +502,7 @@ impl State {
         let Some(i) = m.iter().position(|(_, x)| *x == old) else {
             return false;
         };
-        let mut start = m[i].0;
-        let moved: Vec<(u64, Extent)> = new
-            .iter()
-            .map(|x| {
-                let e = (start, *x);
-                start += x.len;
-                e
-            })
-            .collect();
+        let moved: Vec<(u64, Extent)> = with_starts(m[i].0, new).collect();
         m.splice(i..=i, moved);
         true
     }
@@ -543,15 +532,9 @@ impl State {
                 format::KIND_EXTENTS => {
                     let id = d.u64()?;
                     let size = d.u64()?;
-                    let n = d.u32()?;
-                    let mut xs = Vec::new();
-                    for _ in 0..n {
-                        xs.push(self.check_extent(d.extent()?)?);
-                    }
+                    let xs = self.extent_list(&mut d)?;
                     if self.apply_extents(id, size, &xs) {
-                        for x in &xs {
-                            self.zones[x.zone as usize].refs += 1;
-                        }
+                        self.add_refs(&xs);
                     }
                 }
                 format::KIND_DELETE => {
@@ -569,15 +552,9 @@ impl State {
                 format::KIND_RELOCATE => {
                     let id = d.u64()?;
                     let old = d.extent()?;
-                    let n = d.u32()?;
-                    let mut xs = Vec::new();
-                    for _ in 0..n {
-                        xs.push(self.check_extent(d.extent()?)?);
-                    }
+                    let xs = self.extent_list(&mut d)?;
                     if self.apply_relocate(id, old, &xs) {
-                        for x in &xs {
-                            self.zones[x.zone as usize].refs += 1;
-                        }
+                        self.add_refs(&xs);
                         self.release(&[old], false);
                     }
                 }
@@ -586,6 +563,19 @@ impl State {
             Some(())
         })();
         ok.is_some() && d.done()
+    }
+
+    /// `n u32 extent{n}`, each checked.
+    fn extent_list(&self, d: &mut Dec<'_>) -> Option<Vec<Extent>> {
+        (0..d.u32()?)
+            .map(|_| self.check_extent(d.extent()?))
+            .collect()
+    }
+
+    fn add_refs(&mut self, extents: &[Extent]) {
+        for x in extents {
+            self.zones[x.zone as usize].refs += 1;
+        }
     }
 
     fn check_extent(&self, x: Extent) -> Option<Extent> {
