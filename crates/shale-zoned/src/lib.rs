@@ -43,4 +43,7 @@ pub use device::{
     ZonedStats,
 };
 pub use emulated::{EmulatedOptions, EmulatedZoned};
-pub use zonefs::{FormatOptions, ZoneFs, ZoneFsError};
+pub use zonefs::{
+    CheckReport, Extent, FileInfo, FormatOptions, GcOptions, GcReport, MountOptions, ZoneFs,
+    ZoneFsError, ZoneFsStats, ZoneRole, ZoneUsage,
+};

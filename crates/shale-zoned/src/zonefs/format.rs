@@ -4,7 +4,7 @@
 //! Grammar (all integers little-endian):
 //!
 //! ```text
-//! superblock := magic "SHZONEFS" (8 bytes) version u32 (= 1) uuid [16]
+//! superblock := magic "SHZONEFS" (8 bytes) version u32 (1 or 2) uuid [16]
 //!               nr_zones u32 zone_size u64 zone_capacity u64 block_size u32
 //!               meta_zones u32 sequence u64 crc u32    ; crc32c of the bytes before it
 //!               zeros up to the end of the first block
@@ -21,6 +21,9 @@
 //! kind 5 rename   := from:name to:name              ; replaces `to`
 //! kind 6 mkdir    := name
 //! kind 7 seal     := (empty)                         ; the log of this zone ends
+//! kind 8 relocate := id u64 old:extent nextents u32 extent{nextents}
+//!                    ; version 2: garbage collection moved extent `old` of file
+//!                    ; `id` to the new extents (same bytes, same total len)
 //! extent   := zone u32 offset u64 len u64   ; offset in the zone, len = file bytes
 //! name     := n u16 utf8[n]
 //! lifetime := 0 not set | 1 short | 2 medium | 3 long | 4 extreme
@@ -32,8 +35,12 @@ use crate::state::crc32c;
 
 /// Magic of a superblock.
 pub(crate) const MAGIC: &[u8; 8] = b"SHZONEFS";
-/// Format version written and accepted.
-pub(crate) const VERSION: u32 = 1;
+/// Format version written. Version 2 added the relocate record; a version 1
+/// file system is read and rolled to version 2 at mount, before any record
+/// of version 2 is written.
+pub(crate) const VERSION: u32 = 2;
+/// Oldest format version read.
+pub(crate) const MIN_VERSION: u32 = 1;
 /// Encoded superblock length (before the padding to a block).
 pub(crate) const SUPERBLOCK_LEN: usize = 8 + 4 + 16 + 4 + 8 + 8 + 4 + 4 + 8 + 4;
 /// Frame header: length and CRC.
@@ -46,15 +53,19 @@ pub(crate) const KIND_DELETE: u8 = 4;
 pub(crate) const KIND_RENAME: u8 = 5;
 pub(crate) const KIND_MKDIR: u8 = 6;
 pub(crate) const KIND_SEAL: u8 = 7;
+pub(crate) const KIND_RELOCATE: u8 = 8;
 
 /// A piece of a file: `len` file bytes at `offset` inside `zone` (never
 /// crossing the zone's end). On the device the piece occupies `len` rounded
 /// up to the block size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Extent {
-    pub(crate) zone: u32,
-    pub(crate) offset: u64,
-    pub(crate) len: u64,
+pub struct Extent {
+    /// The data zone.
+    pub zone: u32,
+    /// Byte offset inside the zone (a multiple of the block size).
+    pub offset: u64,
+    /// File bytes in the extent.
+    pub len: u64,
 }
 
 /// The superblock of a metadata zone.
@@ -67,6 +78,8 @@ pub(crate) struct Superblock {
     pub(crate) block_size: u32,
     pub(crate) meta_zones: u32,
     pub(crate) sequence: u64,
+    /// Format version: what `decode` read; `encode` always writes [`VERSION`].
+    pub(crate) version: u32,
 }
 
 /// Why a block is not a superblock.
@@ -112,7 +125,7 @@ impl Superblock {
         if crc32c(&b[..SUPERBLOCK_LEN - 4]) != stored {
             return Err(SuperblockError::Damaged);
         }
-        if version != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&version) {
             return Err(SuperblockError::Version(version));
         }
         let mut uuid = [0u8; 16];
@@ -126,6 +139,7 @@ impl Superblock {
                 block_size: d.u32()?,
                 meta_zones: d.u32()?,
                 sequence: d.u64()?,
+                version,
             })
         })();
         sb.ok_or(SuperblockError::Damaged)
@@ -288,6 +302,7 @@ mod tests {
             block_size: 4096,
             meta_zones: 3,
             sequence: 77,
+            version: VERSION,
         };
         let b = sb.encode();
         assert_eq!(b.len(), SUPERBLOCK_LEN);
@@ -302,6 +317,43 @@ mod tests {
         assert_eq!(
             Superblock::decode(&b[..SUPERBLOCK_LEN - 1]),
             Err(SuperblockError::NoMagic)
+        );
+    }
+
+    #[test]
+    fn versions_1_and_2_are_read_and_others_refused() {
+        let sb = Superblock {
+            uuid: [1; 16],
+            nr_zones: 4,
+            zone_size: 1 << 20,
+            zone_capacity: 1 << 20,
+            block_size: 4096,
+            meta_zones: 2,
+            sequence: 3,
+            version: VERSION,
+        };
+        let with_version = |v: u32| {
+            let mut b = sb.encode();
+            b[8..12].copy_from_slice(&v.to_le_bytes());
+            let crc = crc32c(&b[..SUPERBLOCK_LEN - 4]);
+            b[SUPERBLOCK_LEN - 4..].copy_from_slice(&crc.to_le_bytes());
+            b
+        };
+        assert_eq!(
+            Superblock::decode(&with_version(1)).map(|s| s.version),
+            Ok(1)
+        );
+        assert_eq!(
+            Superblock::decode(&with_version(2)).map(|s| s.version),
+            Ok(2)
+        );
+        assert_eq!(
+            Superblock::decode(&with_version(3)),
+            Err(SuperblockError::Version(3))
+        );
+        assert_eq!(
+            Superblock::decode(&with_version(0)),
+            Err(SuperblockError::Version(0))
         );
     }
 

@@ -16,24 +16,43 @@
 //! * Directories are a flat namespace of path prefixes created by
 //!   `create_dir_all` (persisted); locks are in-process only.
 //!
-//! One mutex guards the metadata and the allocator, held across the device
-//! writes it orders; reads go to the device without it.
+//! * Garbage collection ([`gc`]) relocates the live extents of the zones with
+//!   the most garbage into zones of the same lifetime and resets them, from a
+//!   background thread and, when an allocation finds no free zone, from the
+//!   writer itself (writers wait for space rather than fail while it can be
+//!   freed).
+//!
+//! # Concurrency
+//!
+//! One mutex (`Inner::state`) guards the metadata and the allocator and is
+//! held across the device writes it orders. Each file's extent map is behind
+//! its own `RwLock`, shared with the file's open readers: a read holds the
+//! map's read lock across its device reads and takes no other lock; the
+//! collector swaps moved extents under the write lock (with `state` held), so
+//! no read sees a zone that is reset after the swap. Lock order: `gc_lock`,
+//! then `state`, then a file map. Every clone and drop of a map's `Arc`
+//! happens under `state`, so its strong count says whether readers remain.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
 
 use shale_env::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
 
 use crate::device::{ZoneCondition, ZonedDevice, ZonedError};
 
 mod format;
+pub mod gc;
+mod inspect;
 
-use format::{
-    pad_to_block, push_frame, read_frames, Dec, Enc, Extent, Superblock, SuperblockError,
-};
+use format::{pad_to_block, push_frame, read_frames, Dec, Enc, Superblock, SuperblockError};
+
+pub use format::Extent;
+pub use gc::GcReport;
+pub use inspect::{CheckReport, FileInfo, ZoneFsStats, ZoneRole, ZoneUsage};
 
 /// Most metadata zones a file system may have.
 pub const MAX_META_ZONES: u32 = 16;
@@ -44,11 +63,53 @@ pub struct FormatOptions {
     /// Zones reserved for metadata, from zone 0 (at least 2, at most
     /// [`MAX_META_ZONES`]; default 2).
     pub meta_zones: u32,
+    /// How the new file system is mounted.
+    pub mount: MountOptions,
 }
 
 impl Default for FormatOptions {
     fn default() -> Self {
-        FormatOptions { meta_zones: 2 }
+        FormatOptions {
+            meta_zones: 2,
+            mount: MountOptions::default(),
+        }
+    }
+}
+
+/// Options of [`ZoneFs::mount_with`] (not persisted: each mount chooses).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MountOptions {
+    /// Garbage collection.
+    pub gc: GcOptions,
+}
+
+/// When and how much garbage collection runs.
+#[derive(Clone, Copy, Debug)]
+pub struct GcOptions {
+    /// Run a collector thread that wakes every `interval`, and at once when
+    /// an allocation leaves fewer empty data zones than the low-water mark
+    /// (default true). Without it, collection runs only in writers that find
+    /// no free zone and in [`ZoneFs::collect_garbage`].
+    pub background: bool,
+    /// The collector thread's timer (default 10 s).
+    pub interval: Duration,
+    /// The low-water mark, as a percentage of the data zones (default 10):
+    /// collection reclaims zones until at least this many are empty (and
+    /// always at least `reserve_zones + 1`).
+    pub low_water_percent: u32,
+    /// Empty zones that only the collector may take (default 1): the room it
+    /// needs to move live data out of a zone before resetting it.
+    pub reserve_zones: u32,
+}
+
+impl Default for GcOptions {
+    fn default() -> Self {
+        GcOptions {
+            background: true,
+            interval: Duration::from_secs(10),
+            low_water_percent: 10,
+            reserve_zones: 1,
+        }
     }
 }
 
@@ -86,7 +147,8 @@ pub enum ZoneFsError {
         /// Capacity of a metadata zone.
         capacity: u64,
     },
-    /// No empty data zone is left (garbage collection is not implemented).
+    /// No empty data zone is left and garbage collection cannot free one
+    /// (every zone with room to win holds only live data).
     DeviceFull,
     /// Bad format options or a device too small for them.
     InvalidOptions {
@@ -120,7 +182,7 @@ impl fmt::Display for ZoneFsError {
                  {capacity} (format with larger zones or fewer files)"
             ),
             ZoneFsError::DeviceFull => f.write_str(
-                "zone file system full: no empty zone left (garbage collection is not implemented)",
+                "zone file system full: no empty zone left and no zone holds garbage to collect",
             ),
             ZoneFsError::InvalidOptions { reason } => {
                 write!(f, "invalid zone file system: {reason}")
@@ -174,18 +236,48 @@ fn lifetime_code(h: WriteLifetime) -> u8 {
     }
 }
 
-#[derive(Clone, Debug)]
+/// A file's extents with the file offset each starts at, in file order.
+/// Shared by the file's entry and its open readers (see "Concurrency").
+type FileMap = RwLock<Vec<(u64, Extent)>>;
+
+fn read_map(m: &FileMap) -> std::sync::RwLockReadGuard<'_, Vec<(u64, Extent)>> {
+    m.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write_map(m: &FileMap) -> std::sync::RwLockWriteGuard<'_, Vec<(u64, Extent)>> {
+    m.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `extents` with the file offset of each, the first at `start`.
+fn with_starts(mut start: u64, extents: &[Extent]) -> impl Iterator<Item = (u64, Extent)> + '_ {
+    extents.iter().map(move |x| {
+        let e = (start, *x);
+        start += x.len;
+        e
+    })
+}
+
+fn map_of(extents: &[Extent]) -> Arc<FileMap> {
+    Arc::new(RwLock::new(with_starts(0, extents).collect()))
+}
+
+fn extents_of(m: &FileMap) -> Vec<Extent> {
+    read_map(m).iter().map(|(_, x)| *x).collect()
+}
+
+#[derive(Debug)]
 struct FileEntry {
     id: u64,
     size: u64,
     lifetime: u8,
-    extents: Vec<Extent>,
+    map: Arc<FileMap>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
 struct ZoneInfo {
-    /// Extents in the zone: recorded, written by an open writer, or held by
-    /// an open reader.
+    /// Extents in the zone: recorded in a file (or a removed file that open
+    /// readers still hold), written by an open writer and not recorded yet,
+    /// or a hold of the collector on the zone it empties.
     refs: u32,
     /// Written since its last reset.
     used: bool,
@@ -217,21 +309,42 @@ struct State {
     /// Set (needed bytes, zone capacity) when the metadata no longer fits:
     /// every later metadata sync fails with it.
     broken: Option<(u64, u64)>,
+    /// Removed files that open readers still hold, by id: their extents keep
+    /// their zones until the last reader is dropped.
+    zombies: HashMap<u64, Arc<FileMap>>,
+    /// Counters since mount (the gauges of `ZoneFsStats` are filled in by
+    /// `stats`).
+    counters: ZoneFsStats,
 }
 
 struct Inner {
     dev: Arc<dyn ZonedDevice>,
     block: u64,
     zone_size: u64,
+    gc: GcOptions,
     state: Mutex<State>,
+    /// Serializes collection rounds (the thread's and writers').
+    gc_lock: Mutex<()>,
+    /// Wakes the collector thread.
+    gc_signal: Arc<gc::Signal>,
     locks: Mutex<HashMap<String, usize>>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.gc_signal.stop();
+    }
+}
+
 /// A zone file system on a [`ZonedDevice`]; see the module documentation.
-/// Cheap to clone (shared state).
+/// Cheap to clone (shared state). Dropping the last handle stops the
+/// collector thread, waiting for a round under way to end; it writes nothing
+/// else (call `sync_dir` first). Open files keep the device open until they
+/// are dropped too.
 #[derive(Clone)]
 pub struct ZoneFs {
     inner: Arc<Inner>,
+    _collector: Arc<gc::Collector>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -329,15 +442,25 @@ impl State {
         }
     }
 
+    /// Removes a file. Its extents are released now, or when the last of
+    /// its open readers is dropped.
     fn drop_file(&mut self, name: &str, live: bool) -> bool {
         match self.files.remove(name) {
             Some(f) => {
                 self.ids.remove(&f.id);
-                self.release(&f.extents, live);
+                if Arc::strong_count(&f.map) > 1 {
+                    self.zombies.insert(f.id, f.map);
+                } else {
+                    self.release(&extents_of(&f.map), live);
+                }
                 true
             }
             None => false,
         }
+    }
+
+    fn file_by_id(&self, id: u64) -> Option<&FileEntry> {
+        self.files.get(self.ids.get(&id)?)
     }
 
     fn apply_create(&mut self, id: u64, name: String, lifetime: u8, live: bool) {
@@ -350,7 +473,7 @@ impl State {
                 id,
                 size: 0,
                 lifetime,
-                extents: Vec::new(),
+                map: map_of(&[]),
             },
         );
     }
@@ -363,7 +486,24 @@ impl State {
             return false;
         };
         f.size = size;
-        f.extents.extend_from_slice(extents);
+        let mut m = write_map(&f.map);
+        let start = m.last().map_or(0, |(s, x)| s + x.len);
+        m.extend(with_starts(start, extents));
+        true
+    }
+
+    /// Replaces extent `old` of file `id` by `new` (the same bytes moved by
+    /// the collector). False when the file or the extent is gone.
+    fn apply_relocate(&mut self, id: u64, old: Extent, new: &[Extent]) -> bool {
+        let Some(f) = self.file_by_id(id) else {
+            return false;
+        };
+        let mut m = write_map(&f.map);
+        let Some(i) = m.iter().position(|(_, x)| *x == old) else {
+            return false;
+        };
+        let moved: Vec<(u64, Extent)> = with_starts(m[i].0, new).collect();
+        m.splice(i..=i, moved);
         true
     }
 
@@ -392,15 +532,9 @@ impl State {
                 format::KIND_EXTENTS => {
                     let id = d.u64()?;
                     let size = d.u64()?;
-                    let n = d.u32()?;
-                    let mut xs = Vec::new();
-                    for _ in 0..n {
-                        xs.push(self.check_extent(d.extent()?)?);
-                    }
+                    let xs = self.extent_list(&mut d)?;
                     if self.apply_extents(id, size, &xs) {
-                        for x in &xs {
-                            self.zones[x.zone as usize].refs += 1;
-                        }
+                        self.add_refs(&xs);
                     }
                 }
                 format::KIND_DELETE => {
@@ -415,11 +549,33 @@ impl State {
                 format::KIND_MKDIR => {
                     self.dirs.insert(d.name()?);
                 }
+                format::KIND_RELOCATE => {
+                    let id = d.u64()?;
+                    let old = d.extent()?;
+                    let xs = self.extent_list(&mut d)?;
+                    if self.apply_relocate(id, old, &xs) {
+                        self.add_refs(&xs);
+                        self.release(&[old], false);
+                    }
+                }
                 _ => return None,
             }
             Some(())
         })();
         ok.is_some() && d.done()
+    }
+
+    /// `n u32 extent{n}`, each checked.
+    fn extent_list(&self, d: &mut Dec<'_>) -> Option<Vec<Extent>> {
+        (0..d.u32()?)
+            .map(|_| self.check_extent(d.extent()?))
+            .collect()
+    }
+
+    fn add_refs(&mut self, extents: &[Extent]) {
+        for x in extents {
+            self.zones[x.zone as usize].refs += 1;
+        }
     }
 
     fn check_extent(&self, x: Extent) -> Option<Extent> {
@@ -441,8 +597,9 @@ impl State {
             e.name(name);
             e.u64(f.size);
             e.u8(f.lifetime);
-            e.u32(f.extents.len() as u32);
-            for x in &f.extents {
+            let m = read_map(&f.map);
+            e.u32(m.len() as u32);
+            for (_, x) in m.iter() {
                 e.extent(x);
             }
         }
@@ -478,7 +635,7 @@ impl State {
                         id,
                         size,
                         lifetime,
-                        extents,
+                        map: map_of(&extents),
                     },
                 );
             }
@@ -489,6 +646,18 @@ impl State {
 
     fn push_record(&mut self, body: &[u8], block: usize) {
         push_frame(&mut self.log_buf, body, block);
+    }
+
+    /// Empty data zones that allocation may take.
+    fn free_zones(&self) -> usize {
+        self.zones[self.meta_zones as usize..]
+            .iter()
+            .filter(|z| !z.used && !z.unusable)
+            .count()
+    }
+
+    fn data_zones(&self) -> usize {
+        self.zones.len() - self.meta_zones as usize
     }
 }
 
@@ -512,6 +681,7 @@ impl Inner {
             block_size: self.dev.geometry().block_size,
             meta_zones: st.meta_zones,
             sequence: st.sequence + 1,
+            version: format::VERSION,
         };
         let mut buf = sb.encode();
         pad_to_block(&mut buf, block);
@@ -531,14 +701,18 @@ impl Inner {
             push_frame(&mut seal, &[format::KIND_SEAL], block);
             pad_to_block(&mut seal, block);
             self.dev.write_at(st.meta_wp, &seal)?;
+            st.counters.metadata_bytes += seal.len() as u64;
         }
         self.dev.reset_zone(next)?;
+        st.counters.resets += 1;
         self.dev.write_at(self.zone_start(next), &buf)?;
+        st.counters.metadata_bytes += buf.len() as u64;
         self.dev.sync()?;
         // The superseded zone must not hold an active-zone resource.
         let old = st.active_meta;
         if self.dev.zone(old)?.condition.is_active() {
             self.dev.finish_zone(old)?;
+            st.counters.finishes += 1;
         }
         st.active_meta = next;
         st.sequence += 1;
@@ -562,6 +736,7 @@ impl Inner {
             } else {
                 self.dev.write_at(st.meta_wp, &st.log_buf)?;
                 self.dev.sync()?;
+                st.counters.metadata_bytes += st.log_buf.len() as u64;
                 st.meta_wp += st.log_buf.len() as u64;
                 st.log_buf.clear();
             }
@@ -573,6 +748,7 @@ impl Inner {
                     self.dev.reset_zone(z)?;
                     info.used = false;
                     info.wp = 0;
+                    st.counters.resets += 1;
                 }
             }
             self.dev.sync()?;
@@ -580,8 +756,16 @@ impl Inner {
         Ok(())
     }
 
+    /// Empty zones a collection round leaves at least (the low-water mark).
+    fn low_water(&self, st: &State) -> usize {
+        let pct = st.data_zones() * self.gc.low_water_percent as usize;
+        pct.div_ceil(100).max(self.gc.reserve_zones as usize + 1)
+    }
+
     /// The open zone of `slot` with room, taking an empty zone if needed.
-    fn alloc(&self, st: &mut State, slot: usize) -> FsResult<u32> {
+    /// Host writes (`gc` false) never take the last `reserve_zones` empty
+    /// zones: `DeviceFull` then means "collect garbage and try again".
+    fn alloc(&self, st: &mut State, slot: usize, gc: bool) -> FsResult<u32> {
         if let Some(z) = st.open[slot] {
             let info = st.zones[z as usize];
             if info.wp < info.capacity {
@@ -592,13 +776,21 @@ impl Inner {
                 st.pending_reset.push(z);
             }
         }
+        let reserve = if gc {
+            0
+        } else {
+            self.gc.reserve_zones as usize
+        };
         for attempt in 0..2 {
             let free = (st.meta_zones as usize..st.zones.len())
                 .find(|&i| !st.zones[i].used && !st.zones[i].unusable);
-            if let Some(i) = free {
+            if let Some(i) = free.filter(|_| st.free_zones() > reserve) {
                 st.zones[i].used = true;
                 st.zones[i].wp = 0;
                 st.open[slot] = Some(i as u32);
+                if st.free_zones() < self.low_water(st) {
+                    self.gc_signal.wake();
+                }
                 return Ok(i as u32);
             }
             if attempt == 0 && !st.pending_reset.is_empty() {
@@ -607,30 +799,43 @@ impl Inner {
                 break;
             }
         }
+        self.gc_signal.wake();
         Err(ZoneFsError::DeviceFull)
     }
 
-    /// Writes `data` (a multiple of the block size; the last `pad` bytes are
-    /// padding, not file data) into `slot`'s zones; adds the extents to
-    /// `out`, merging with the last one where contiguous.
+    /// Writes `data[*done..]` (`data` a multiple of the block size; its
+    /// last `pad` bytes are padding, not file data) into `slot`'s zones,
+    /// advancing `*done`; adds the extents to `out`, merging with the last
+    /// one where contiguous. `lifetime` and `gc` say whose bytes they are
+    /// (counters; only the collector may take reserved zones). On an error
+    /// `*done` says how far it got, so a writer can collect garbage and go on.
+    #[allow(clippy::too_many_arguments)]
     fn write_blocks(
         &self,
         st: &mut State,
         slot: usize,
+        lifetime: u8,
+        gc: bool,
         data: &[u8],
         pad: usize,
         out: &mut Vec<Extent>,
+        done: &mut usize,
     ) -> FsResult<()> {
-        let mut done = 0usize;
         let file_bytes = data.len() - pad;
-        while done < data.len() {
-            let z = self.alloc(st, slot)?;
+        while *done < data.len() {
+            let z = self.alloc(st, slot, gc)?;
             let info = st.zones[z as usize];
-            let take = ((info.capacity - info.wp) as usize).min(data.len() - done);
+            let take = ((info.capacity - info.wp) as usize).min(data.len() - *done);
             self.dev
-                .write_at(self.zone_start(z) + info.wp, &data[done..done + take])?;
+                .write_at(self.zone_start(z) + info.wp, &data[*done..*done + take])?;
             st.zones[z as usize].wp += take as u64;
-            let len = (file_bytes.saturating_sub(done)).min(take) as u64;
+            let len = (file_bytes.saturating_sub(*done)).min(take) as u64;
+            if gc {
+                st.counters.gc_bytes += take as u64;
+            } else {
+                st.counters.host_bytes[usize::from(lifetime).min(4)] += len;
+                st.counters.padding_bytes += take as u64 - len;
+            }
             match out.last_mut() {
                 Some(last)
                     if last.zone == z
@@ -648,7 +853,7 @@ impl Inner {
                     });
                 }
             }
-            done += take;
+            *done += take;
         }
         Ok(())
     }
@@ -695,6 +900,7 @@ impl ZoneFs {
             block_size: g.block_size,
             meta_zones: options.meta_zones,
             sequence: 1,
+            version: format::VERSION,
         };
         let block = g.block_size as usize;
         let mut buf = sb.encode();
@@ -708,19 +914,27 @@ impl ZoneFs {
         pad_to_block(&mut buf, block);
         dev.write_at(0, &buf)?;
         dev.sync()?;
-        ZoneFs::mount(dev)
+        ZoneFs::mount_with(dev, options.mount)
+    }
+
+    /// Mounts the file system on `dev` with the default [`MountOptions`]
+    /// (a garbage collector thread); see [`ZoneFs::mount_with`].
+    pub fn mount(dev: Arc<dyn ZonedDevice>) -> FsResult<ZoneFs> {
+        ZoneFs::mount_with(dev, MountOptions::default())
     }
 
     /// Mounts the file system on `dev`: replays the metadata from the newest
     /// metadata zone holding a valid superblock and snapshot, then the records
-    /// after it up to the first torn or damaged one. Finishes every partly
-    /// written data zone that holds live data and resets the ones that hold
-    /// none.
+    /// after it up to the first torn or damaged one. A partly written data
+    /// zone that holds live data becomes again the open zone of its files'
+    /// lifetime class (the first such zone of each class; the others are
+    /// finished); data zones that hold none are reset. Starts the collector
+    /// thread when `options.gc.background`.
     ///
     /// Errors: [`ZoneFsError::NotFormatted`], [`ZoneFsError::GeometryMismatch`],
     /// [`ZoneFsError::UnsupportedVersion`], [`ZoneFsError::Corrupt`]; device
     /// errors.
-    pub fn mount(dev: Arc<dyn ZonedDevice>) -> FsResult<ZoneFs> {
+    pub fn mount_with(dev: Arc<dyn ZonedDevice>, options: MountOptions) -> FsResult<ZoneFs> {
         let g = dev.geometry();
         let block = u64::from(g.block_size);
         let report = dev.report_all()?;
@@ -802,6 +1016,8 @@ impl ZoneFs {
             open: vec![None; slots],
             pending_reset: Vec::new(),
             broken: None,
+            zombies: HashMap::new(),
+            counters: ZoneFsStats::default(),
         };
         let mut chosen = None;
         for (sb, zone) in candidates {
@@ -849,12 +1065,26 @@ impl ZoneFs {
         let inner = Inner {
             block,
             zone_size: g.zone_size,
+            gc: options.gc,
             state: Mutex::new(fresh(meta_zones)),
+            gc_lock: Mutex::new(()),
+            gc_signal: Arc::new(gc::Signal::default()),
             dev,
             locks: Mutex::new(HashMap::new()),
         };
-        // Data zones: reset those without live data, finish partly written
-        // ones (their tail is not reused, see docs/zoned.md).
+        // The lifetime class of each data zone's files (placement keeps one
+        // class per zone; the first file found decides).
+        let mut zone_slot: HashMap<u32, usize> = HashMap::new();
+        for f in st.files.values() {
+            for x in extents_of(&f.map) {
+                zone_slot
+                    .entry(x.zone)
+                    .or_insert(slot_of(f.lifetime, slots));
+            }
+        }
+        // Data zones: reset those without live data; a partly written one
+        // becomes its class's open zone again (writes go on at its write
+        // pointer), or is finished when the class has one already.
         for i in st.meta_zones..g.nr_zones {
             let info = st.zones[i as usize];
             let z = report[i as usize];
@@ -865,13 +1095,23 @@ impl ZoneFs {
                 inner.dev.reset_zone(i)?;
                 st.zones[i as usize].used = false;
                 st.zones[i as usize].wp = 0;
+                st.counters.resets += 1;
             } else if z.condition != ZoneCondition::Full {
-                inner.dev.finish_zone(i)?;
-                st.zones[i as usize].wp = info.capacity;
+                match zone_slot.get(&i) {
+                    Some(&slot) if st.open[slot].is_none() && info.wp < info.capacity => {
+                        st.open[slot] = Some(i);
+                    }
+                    _ => {
+                        inner.dev.finish_zone(i)?;
+                        st.zones[i as usize].wp = info.capacity;
+                        st.counters.finishes += 1;
+                    }
+                }
             }
         }
-        if !tail_ok {
-            // Records after a damaged one would be unreadable: start a new
+        if !tail_ok || newest.version < format::VERSION {
+            // Records after a damaged one would be unreadable, and records of
+            // this version must not follow an older superblock: start a new
             // metadata zone.
             inner.roll(&mut st)?;
         }
@@ -884,8 +1124,20 @@ impl ZoneFs {
         }
         inner.dev.sync()?;
         *lock(&inner.state) = st;
+        let inner = Arc::new(inner);
+        let collector = if options.gc.background {
+            gc::Collector::spawn(&inner).map_err(|source| {
+                ZoneFsError::Device(ZonedError::Io {
+                    context: "starting the garbage collector thread".into(),
+                    source,
+                })
+            })?
+        } else {
+            gc::Collector::none(&inner)
+        };
         Ok(ZoneFs {
-            inner: Arc::new(inner),
+            inner,
+            _collector: Arc::new(collector),
         })
     }
 
@@ -915,7 +1167,14 @@ impl ZoneFs {
         let key = path_key(path)?;
         let st = lock(&self.inner.state);
         let f = st.files.get(&key).ok_or_else(|| not_found(&key))?;
-        Ok(f.extents.iter().map(|x| x.zone).collect())
+        Ok(extents_of(&f.map).iter().map(|x| x.zone).collect())
+    }
+
+    /// Runs garbage collection now, until no zone holds garbage to win (its
+    /// written bytes above its live extents' by a block or more), waiting
+    /// for a round of the collector thread to end first.
+    pub fn collect_garbage(&self) -> io::Result<gc::GcReport> {
+        self.inner.collect(usize::MAX).map_err(io::Error::from)
     }
 
     /// Makes every metadata change so far durable (what `sync_dir` does).
@@ -949,6 +1208,7 @@ impl ZoneFs {
         Ok(Writer {
             inner: self.inner.clone(),
             id,
+            lifetime: lt,
             slot: slot_of(lt, slots),
             buf: Vec::new(),
             len: 0,
@@ -963,6 +1223,7 @@ impl ZoneFs {
 struct Writer {
     inner: Arc<Inner>,
     id: u64,
+    lifetime: u8,
     slot: usize,
     buf: Vec<u8>,
     len: u64,
@@ -1018,10 +1279,34 @@ impl Writer {
             Vec::new()
         };
         data.resize(n, 0);
+        let mut done = 0;
         let mut st = lock(&self.inner.state);
-        let r = self
-            .inner
-            .write_blocks(&mut st, self.slot, &data, pad, &mut self.pending);
+        let r = loop {
+            let r = self.inner.write_blocks(
+                &mut st,
+                self.slot,
+                self.lifetime,
+                false,
+                &data,
+                pad,
+                &mut self.pending,
+                &mut done,
+            );
+            if !matches!(r, Err(ZoneFsError::DeviceFull)) {
+                break r;
+            }
+            // No zone for host writes: wait for (or run) a collection
+            // round, and go on if it left more than the reserve free.
+            let target = self.inner.low_water(&st);
+            drop(st);
+            let collected = self.inner.collect(target);
+            st = lock(&self.inner.state);
+            match collected {
+                Ok(_) if st.free_zones() > self.inner.gc.reserve_zones as usize => {}
+                Ok(_) => break r,
+                Err(e) => break Err(e),
+            }
+        };
         self.buf = rest;
         if r.is_err() {
             self.failed = true;
@@ -1110,8 +1395,10 @@ impl ObjectWriter for Writer {
 /// reset only after the last reader is dropped), as on a POSIX file system.
 struct Reader {
     inner: Arc<Inner>,
-    /// (file offset, extent), in file order.
-    extents: Vec<(u64, Extent)>,
+    id: u64,
+    /// The file's extent map, shared with its entry (taken out in `drop`,
+    /// under the state lock).
+    map: Option<Arc<FileMap>>,
     size: u64,
 }
 
@@ -1130,12 +1417,16 @@ impl RandomAccessFile for Reader {
                     ),
                 )
             })?;
+        let Some(map) = &self.map else {
+            return Err(io::Error::other("file handle closed"));
+        };
+        // Held across the device reads: the collector cannot reset a zone
+        // this read is in (it swaps extents under the write lock first).
+        let extents = read_map(map);
         let mut pos = offset;
-        let mut i = self
-            .extents
-            .partition_point(|(start, x)| start + x.len <= pos);
+        let mut i = extents.partition_point(|(start, x)| start + x.len <= pos);
         while pos < end {
-            let Some(&(start, x)) = self.extents.get(i) else {
+            let Some(&(start, x)) = extents.get(i) else {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     "file extents end before its size",
@@ -1160,8 +1451,18 @@ impl RandomAccessFile for Reader {
 
 impl Drop for Reader {
     fn drop(&mut self) {
-        let xs: Vec<Extent> = self.extents.iter().map(|(_, x)| *x).collect();
-        lock(&self.inner.state).release(&xs, true);
+        let mut st = lock(&self.inner.state);
+        drop(self.map.take());
+        // The last reader of a removed file releases its extents.
+        if st
+            .zombies
+            .get(&self.id)
+            .is_some_and(|m| Arc::strong_count(m) == 1)
+        {
+            if let Some(m) = st.zombies.remove(&self.id) {
+                st.release(&extents_of(&m), true);
+            }
+        }
     }
 }
 
@@ -1234,26 +1535,14 @@ impl FileSystem for ZoneFs {
 
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         let key = path_key(path)?;
-        let mut st = lock(&self.inner.state);
+        let st = lock(&self.inner.state);
         let f = st.files.get(&key).ok_or_else(|| not_found(&key))?;
-        let mut start = 0;
-        let extents: Vec<(u64, Extent)> = f
-            .extents
-            .iter()
-            .map(|x| {
-                let e = (start, *x);
-                start += x.len;
-                e
-            })
-            .collect();
-        let size = f.size.min(start);
-        for (_, x) in &extents {
-            st.zones[x.zone as usize].refs += 1;
-        }
+        let mapped = read_map(&f.map).last().map_or(0, |(s, x)| s + x.len);
         Ok(Arc::new(Reader {
             inner: self.inner.clone(),
-            extents,
-            size,
+            id: f.id,
+            map: Some(f.map.clone()),
+            size: f.size.min(mapped),
         }))
     }
 
