@@ -8,10 +8,11 @@
 # (`shale` built static; see docs/zoned.md, "Command line"). Formats the
 # namespace with the zone file system, loads KEYS keys of the dataset with
 # small memtables (so that flushes and compactions write, remove and reuse
-# zones), checks the file system, then reads every key back in another
-# process, which mounts the file system again (a remount recovers from the
-# metadata log); one more write and a last check after that. Stops at the
-# first failing step with its status.
+# zones), prints its space and files and checks it (metadata against the
+# zones' write pointers, every byte of every file read), then reads every key
+# back in another process, which mounts the file system again (a remount
+# recovers from the metadata log); one more write, every key again and a last
+# check after that. Stops at the first failing step with its status.
 set -e
 dev=${1:-/dev/nvme0n1}
 keys=${2:-50000}
@@ -42,10 +43,16 @@ grep -q "\"entries\": $keys," /tmp/stats.json || {
     grep '"entries"' /tmp/stats.json
     exit 1
 }
+step shale zoned df --device "$dev"
+step shale zoned ls --device "$dev" > /tmp/ls.txt
+tail -n 1 /tmp/ls.txt
+# Metadata against the zones' write pointers, and every byte of every file.
+step shale zoned check --device "$dev"
 # Another process: the file system is mounted again from the device.
 step shale load --zoned "$dev" --keys "$keys" --verify --threads 1
 step shale put --zoned "$dev" after-remount yes
 step shale get --zoned "$dev" after-remount > /tmp/got
 test "$(cat /tmp/got)" = yes || { echo "shale.sh: get after-remount printed $(cat /tmp/got)"; exit 1; }
 step shale load --zoned "$dev" --keys "$keys" --verify --threads 1
+step shale zoned check --device "$dev"
 echo "shale.sh: all steps passed"

@@ -90,6 +90,16 @@ pub enum ZonedCommand {
     /// (/dev/nvme0n1), or an emulated device file, created with the given
     /// geometry when it does not exist. Erases everything on the device.
     Mkfs(ZonedMkfsArgs),
+    /// List the files of the zone file system: size, lifetime hint and
+    /// extents (zone, offset, length).
+    Ls(ZonedInspectArgs),
+    /// Space of the zone file system: zones empty and used, live and written
+    /// bytes, space amplification, and the write counters since mount.
+    Df(ZonedInspectArgs),
+    /// Mount (recovering), check the metadata (every extent inside its
+    /// zone's written area, no two overlapping) and read every byte of every
+    /// file; exits 1 on any problem.
+    Check(ZonedInspectArgs),
 }
 
 /// The geometry of an emulated zoned device to create.
@@ -132,6 +142,17 @@ pub struct ZonedMkfsArgs {
     /// Zones reserved for the zone file system's metadata log (2 to 16).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub meta_zones: u32,
+}
+
+/// `shale zoned ls`, `df` and `check`.
+#[derive(Debug, Args)]
+pub struct ZonedInspectArgs {
+    /// The formatted zoned device (block device or emulated device file).
+    #[arg(long, value_name = "PATH")]
+    pub device: PathBuf,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A YCSB core workload.

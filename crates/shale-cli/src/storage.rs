@@ -19,8 +19,8 @@ use shale::env::FileSystem;
 use shale::Options;
 use shale_zoned::linux::LinuxZoned;
 use shale_zoned::{
-    EmulatedOptions, EmulatedZoned, FormatOptions, ZoneFs, ZoneFsError, ZonedDevice, ZonedError,
-    ZonedGeometry,
+    EmulatedOptions, EmulatedZoned, FormatOptions, MountOptions, ZoneFs, ZoneFsError, ZonedDevice,
+    ZonedError, ZonedGeometry,
 };
 
 use crate::error::{CliError, CliResult};
@@ -171,16 +171,25 @@ pub struct ZonedHandle {
     pub fs: ZoneFs,
 }
 
-/// Mounts the zone file system of `device`.
-pub fn mount(device: OpenedDevice) -> CliResult<ZonedHandle> {
-    let fs = ZoneFs::mount(device.dev.clone()).map_err(|e| zonefs_error(&device.path, e))?;
+/// Mounts the zone file system of `device` (recovering from its metadata
+/// log), with the garbage collector's background thread when `background_gc`
+/// (the engine commands; the inspection commands look without it).
+pub fn mount(device: OpenedDevice, background_gc: bool) -> CliResult<ZonedHandle> {
+    let mut options = MountOptions::default();
+    options.gc.background = background_gc;
+    let fs = ZoneFs::mount_with(device.dev.clone(), options)
+        .map_err(|e| zonefs_error(&device.path, e))?;
     Ok(ZonedHandle { device, fs })
 }
 
 /// Formats `device` with `meta_zones` metadata zones and returns it mounted.
 pub fn format(device: OpenedDevice, meta_zones: u32) -> CliResult<ZonedHandle> {
-    let fs = ZoneFs::format(device.dev.clone(), FormatOptions { meta_zones })
-        .map_err(|e| zonefs_error(&device.path, e))?;
+    let options = FormatOptions {
+        meta_zones,
+        ..FormatOptions::default()
+    };
+    let fs =
+        ZoneFs::format(device.dev.clone(), options).map_err(|e| zonefs_error(&device.path, e))?;
     Ok(ZonedHandle { device, fs })
 }
 
@@ -243,7 +252,7 @@ impl Storage {
             );
             format(device, FormatOptions::default().meta_zones)?
         } else {
-            mount(open_device(path, None)?)?
+            mount(open_device(path, None)?, true)?
         };
         Ok(Storage::on_zoned(handle))
     }

@@ -93,6 +93,77 @@ fn load_get_scan_stats_and_verify_on_an_emulated_device() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
 
+    // The file system, as ls, df and check see it.
+    let ls: Value =
+        serde_json::from_str(&ok(&["zoned", "ls", "--device", &dev, "--json"])).expect("ls JSON");
+    let files = ls["files"].as_array().expect("files");
+    let tables: Vec<&Value> = files
+        .iter()
+        .filter(|f| f["path"].as_str().is_some_and(|p| p.ends_with(".sst")))
+        .collect();
+    assert!(!tables.is_empty(), "{ls}");
+    for f in files {
+        let path = f["path"].as_str().expect("path");
+        assert!(path.starts_with("/db/"), "{path}");
+        let size = f["size"].as_u64().expect("size");
+        let in_extents: u64 = f["extents"]
+            .as_array()
+            .expect("extents")
+            .iter()
+            .map(|x| x["len"].as_u64().expect("len"))
+            .sum();
+        assert_eq!(in_extents, size, "{f}");
+        for x in f["extents"].as_array().expect("extents") {
+            let zone = x["zone"].as_u64().expect("zone");
+            assert!((2..24).contains(&zone), "{f}");
+            assert!(
+                x["offset"].as_u64().expect("offset") + x["len"].as_u64().expect("len")
+                    <= 768 << 10,
+                "{f}"
+            );
+        }
+    }
+    assert!(
+        files
+            .iter()
+            .any(|f| f["path"] == "/db/CURRENT" && f["lifetime"] == "not-set"),
+        "{ls}"
+    );
+    let text = ok(&["zoned", "ls", "--device", &dev]);
+    assert!(
+        text.lines()
+            .last()
+            .is_some_and(|l| l.starts_with(&format!("{} files, ", files.len()))),
+        "{text}"
+    );
+    let df: Value =
+        serde_json::from_str(&ok(&["zoned", "df", "--device", &dev, "--json"])).expect("df JSON");
+    assert_eq!(df["zones"]["total"], 24, "{df}");
+    assert_eq!(df["zones"]["metadata"], 2, "{df}");
+    let live: u64 = files
+        .iter()
+        .map(|f| f["size"].as_u64().expect("size"))
+        .sum();
+    assert_eq!(df["live_bytes"].as_u64(), Some(live), "{df}");
+    let written = df["written_bytes"].as_u64().expect("written");
+    assert!(written >= live, "{df}");
+    let used = df["zones"]["used"].as_u64().expect("used");
+    let empty = df["zones"]["empty"].as_u64().expect("empty");
+    assert_eq!(used + empty, 22, "{df}");
+    assert_eq!(df["free_bytes"].as_u64(), Some(empty * (768 << 10)), "{df}");
+    assert!(
+        df["space_amplification"].as_f64().is_some_and(|a| a >= 1.0),
+        "{df}"
+    );
+    let checked = ok(&["zoned", "check", "--device", &dev]);
+    assert!(
+        checked.contains(&format!("{} files", files.len())) && checked.contains("no problem"),
+        "{checked}"
+    );
+    let stats: Value =
+        serde_json::from_str(&ok(&["stats", "--zoned", &dev, "--json"])).expect("stats JSON");
+    assert_eq!(stats["zoned"]["live_bytes"].as_u64(), Some(live), "{stats}");
+
     // Every key, in another process (a fresh mount).
     let verified = ok(&["load", "--zoned", &dev, "--keys", "3000", "--verify"]);
     assert!(verified.starts_with("verified 3000 keys"), "{verified}");
@@ -258,5 +329,51 @@ fn bench_db_runs_on_a_zoned_device() {
     assert!(
         stats["entries"].as_u64().is_some_and(|e| e >= found),
         "{stats}"
+    );
+}
+
+#[test]
+fn check_reports_a_file_it_cannot_read_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev_path = dir.path().join("zns.img");
+    let dev = path(&dev_path);
+    mkfs_small(&dev);
+    ok(&["load", "--zoned", &dev, "--keys", "2000"]);
+    let ls: Value =
+        serde_json::from_str(&ok(&["zoned", "ls", "--device", &dev, "--json"])).expect("ls JSON");
+    let table = ls["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|f| f["path"].as_str().is_some_and(|p| p.ends_with(".sst")))
+        .expect("a table")
+        .clone();
+    let zone = table["extents"][0]["zone"].as_u64().expect("zone") as u32;
+    // The zone holding the table's first extent goes offline.
+    let d = EmulatedZoned::open(&dev_path, EmulatedOptions::default()).expect("open");
+    d.set_zone_offline(zone).expect("offline");
+    drop(d);
+    let o = run(&["zoned", "check", "--device", &dev]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let table_path = table["path"].as_str().expect("path");
+    assert!(
+        stdout(&o)
+            .lines()
+            .any(|l| l.starts_with("problem: ") && l.contains(table_path)),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("the zone file system has") && stderr(&o).contains("problem"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["zoned", "check", "--device", &dev, "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("check JSON");
+    assert_eq!(doc["ok"], false);
+    assert!(
+        doc["problems"].as_array().is_some_and(|p| !p.is_empty()),
+        "{doc}"
     );
 }

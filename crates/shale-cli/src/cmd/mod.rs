@@ -44,6 +44,9 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Bench(crate::args::BenchCommand::DbSweep(a)) => dbbench::sweep::run(&a, out),
         Command::Advise(a) => advise::advise(&a, out),
         Command::Zoned(ZonedCommand::Mkfs(a)) => zoned::mkfs(&a, out),
+        Command::Zoned(ZonedCommand::Ls(a)) => zoned::ls(&a, out),
+        Command::Zoned(ZonedCommand::Df(a)) => zoned::df(&a, out),
+        Command::Zoned(ZonedCommand::Check(a)) => zoned::check(&a, out),
         Command::Harness => harness::run(out),
     }?;
     out.flush().map_err(CliError::output)
