@@ -81,6 +81,11 @@ pub enum BenchCommand {
     /// and seekrandom at each value of --open_files or --cache_size.
     #[command(name = "db-sweep")]
     DbSweep(DbSweepArgs),
+    /// db_bench's fillrandom then overwrite on the regular file system and on
+    /// a zoned device, with each backend's device write amplification: the
+    /// zone file system's, and a conventional SSD's from the posix run's
+    /// write trace replayed on the FTL model; see docs/bench-zns.md.
+    Zns(BenchZnsArgs),
 }
 
 /// `shale zoned ...`.
@@ -637,6 +642,71 @@ pub struct BenchDbArgs {
     /// The time-series sampler (with --out).
     #[command(flatten)]
     pub sample: SampleArgs,
+}
+
+/// `shale bench zns`.
+#[derive(Debug, Args)]
+// The zoned device's default size follows --num (docs/bench-zns.md).
+#[command(mut_arg("zones", |a| a.help(
+    "Number of zones of the emulated device (default: enough for 8 times the bytes one \
+     benchmark writes, at least 16)")))]
+pub struct BenchZnsArgs {
+    /// Entries each benchmark writes (default: 500 MB of keys and values,
+    /// num x (16 + value_size) = 500,000,000, which is 4,310,345 entries of
+    /// 100 bytes).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub num: Option<u64>,
+    /// Value size in bytes (values are half compressible, as db_bench's).
+    #[arg(
+        long = "value_size",
+        alias = "value-size",
+        value_name = "BYTES",
+        default_value_t = 100
+    )]
+    pub value_size: usize,
+    /// Memtable size in bytes (default: shale's, 64 MiB).
+    #[arg(
+        long = "write_buffer_size",
+        alias = "write-buffer-size",
+        value_name = "BYTES"
+    )]
+    pub write_buffer_size: Option<usize>,
+    /// Database directory of the posix run, on the regular file system
+    /// (removed and recreated, but only when it is absent, empty or holds a
+    /// shale database).
+    #[arg(long, value_name = "DIR", default_value = "shale-data/zns/posix")]
+    pub db: PathBuf,
+    /// The zoned device of the zoned run, formatted afresh: an emulated
+    /// device file (created; an emulated device of another geometry there is
+    /// replaced) or a zoned block device (erased).
+    #[arg(long, value_name = "PATH", default_value = "shale-data/zns/zns.img")]
+    pub device: PathBuf,
+    /// Geometry of the emulated device (default: 64 MiB zones, capacity = size,
+    /// 4 KiB blocks, 14 open and 14 active zones).
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+    /// Over-provisioning levels of the conventional-SSD model, comma-separated
+    /// fractions of its logical capacity.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "0.07,0.28"
+    )]
+    pub op: Vec<f64>,
+    /// The conventional SSD's logical capacity is the posix run's peak live
+    /// data over this fraction (docs/zoned.md, "The conventional-SSD model").
+    #[arg(long, value_name = "F", default_value_t = 0.9)]
+    pub utilisation: f64,
+    /// Seed of the key generators.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print the results as one JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write results.json into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `shale bench db-sweep`.

@@ -377,3 +377,119 @@ fn check_reports_a_file_it_cannot_read_and_exits_1() {
         "{doc}"
     );
 }
+
+#[test]
+fn a_tiny_bench_zns_reports_both_backends_with_their_device_waf() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let device = dir.path().join("zns.img");
+    let o = run(&[
+        "bench",
+        "zns",
+        "--num",
+        "20000",
+        "--write_buffer_size",
+        "262144",
+        "--zone-size",
+        "1M",
+        "--db",
+        &path(&dir.path().join("posix")),
+        "--device",
+        &path(&device),
+        "--out",
+        &path(&out),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).expect("results.json"))
+            .expect("results.json is JSON");
+    assert_eq!(saved, doc);
+    assert_eq!(doc["config"]["num"], 20000);
+    assert_eq!(doc["config"]["user_bytes_per_benchmark"], 20000 * 116);
+    assert_eq!(doc["config"]["zoned_geometry"]["zone_size"], 1 << 20);
+    assert!(doc["config"]["trace_events"]
+        .as_u64()
+        .is_some_and(|n| n > 20000));
+    let runs = doc["runs"].as_array().expect("runs");
+    let order: Vec<(String, String)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["benchmark"].as_str().expect("benchmark").to_string(),
+                r["backend"].as_str().expect("backend").to_string(),
+            )
+        })
+        .collect();
+    let pair = |b: &str, k: &str| (b.to_string(), k.to_string());
+    assert_eq!(
+        order,
+        [
+            pair("fillrandom", "posix"),
+            pair("fillrandom", "zoned"),
+            pair("overwrite", "posix"),
+            pair("overwrite", "zoned"),
+        ]
+    );
+    for r in runs {
+        assert_eq!(r["ops"], 20000, "{r}");
+        assert!(r["mb_per_sec"].as_f64().is_some_and(|m| m > 0.0), "{r}");
+        assert!(r["micros_per_op"].as_f64().is_some_and(|m| m > 0.0), "{r}");
+        // The engine counts its batches' bytes: keys, values and framing.
+        assert!(
+            r["engine"]["user_bytes"]
+                .as_u64()
+                .is_some_and(|b| b >= 20000 * 116),
+            "{r}"
+        );
+        // Flushes and compactions: the engine writes more than the user.
+        assert!(
+            r["engine"]["write_amplification"]
+                .as_f64()
+                .is_some_and(|w| w > 1.0),
+            "{r}"
+        );
+        let host = r["device_host_bytes"].as_u64().expect("device host bytes");
+        assert!(host >= 20000 * 116, "{r}");
+        let waf = r["waf"].as_array().expect("waf");
+        match r["backend"].as_str() {
+            Some("posix") => {
+                let ops: Vec<f64> = waf
+                    .iter()
+                    .map(|w| w["over_provisioning"].as_f64().expect("op"))
+                    .collect();
+                assert_eq!(ops, [0.07, 0.28], "{r}");
+                assert!(waf.iter().all(|w| w["model"] == "ftl"), "{r}");
+                let ftl = r["ftl"].as_array().expect("ftl");
+                assert_eq!(ftl.len(), 2);
+                assert!(ftl
+                    .iter()
+                    .all(|f| f["host_pages"].as_u64() == Some(host / 4096)));
+                // One erase block size for every level, so that they compare.
+                assert_eq!(ftl[0]["pages_per_block"], ftl[1]["pages_per_block"], "{r}");
+            }
+            Some("zoned") => {
+                assert_eq!(waf.len(), 1, "{r}");
+                assert_eq!(waf[0]["model"], "zonefs");
+                let z = &r["zonefs"];
+                assert_eq!(z["fs_bytes"].as_u64(), Some(host), "{r}");
+                assert!(
+                    z["host_bytes"]["short"].as_u64().is_some_and(|b| b > 0),
+                    "{r}"
+                );
+            }
+            other => panic!("unknown backend {other:?}"),
+        }
+        for w in waf {
+            assert!(w["waf"].as_f64().is_some_and(|x| x >= 1.0), "{r}");
+        }
+    }
+    // Both backends ran the same writes: the engine wrote the same user bytes
+    // and about the same table bytes.
+    let tables = |i: usize| runs[i]["engine"]["table_bytes"].as_f64().expect("tables");
+    assert!((tables(0) / tables(1) - 1.0).abs() < 0.2, "{runs:?}");
+    // The device was formatted for the run: the zone file system is there.
+    let checked = ok(&["zoned", "check", "--device", &path(&device)]);
+    assert!(checked.contains("no problem"), "{checked}");
+}

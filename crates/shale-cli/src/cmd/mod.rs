@@ -12,6 +12,7 @@ mod load;
 mod sst;
 mod stats;
 mod ycsb;
+mod zns;
 mod zoned;
 
 pub use advise::parse_key_count;
@@ -42,6 +43,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Bench(crate::args::BenchCommand::Ycsb(a)) => ycsb::run(&a, out),
         Command::Bench(crate::args::BenchCommand::Db(a)) => dbbench::run(&a, out),
         Command::Bench(crate::args::BenchCommand::DbSweep(a)) => dbbench::sweep::run(&a, out),
+        Command::Bench(crate::args::BenchCommand::Zns(a)) => zns::run(&a, out),
         Command::Advise(a) => advise::advise(&a, out),
         Command::Zoned(ZonedCommand::Mkfs(a)) => zoned::mkfs(&a, out),
         Command::Zoned(ZonedCommand::Ls(a)) => zoned::ls(&a, out),
