@@ -232,9 +232,14 @@ pub struct BenchYcsbArgs {
     /// (DIR/fuse9 for shale's defaults, DIR/nofilter for baseline,
     /// DIR/bloom10 for the other presets); each is loaded once and reused
     /// while its record count and field layout match (default:
-    /// shale-data/ycsb-<records>-<fields>x<length>).
+    /// shale-data/ycsb-<records>-<fields>x<length>; with --zoned, the same
+    /// name at the root of the zone file system).
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
+    /// The zoned device shale's databases are on (a missing emulated device
+    /// is created with the default geometry and formatted; shale only).
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Run with one preset's options (default: shale's defaults).
     #[arg(long, value_enum, value_name = "PRESET", conflicts_with = "presets")]
     pub preset: Option<YcsbPreset>,

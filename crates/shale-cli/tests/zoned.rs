@@ -493,3 +493,131 @@ fn a_tiny_bench_zns_reports_both_backends_with_their_device_waf() {
     let checked = ok(&["zoned", "check", "--device", &path(&device)]);
     assert!(checked.contains("no problem"), "{checked}");
 }
+
+#[test]
+fn bench_kvdb_ycsb_and_db_sweep_run_on_a_zoned_device() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev = path(&dir.path().join("zns.img"));
+    ok(&[
+        "zoned",
+        "mkfs",
+        "--device",
+        &dev,
+        "--zones",
+        "48",
+        "--zone-size",
+        "1M",
+    ]);
+    let kvdb_out = dir.path().join("kvdb");
+    let o = run(&[
+        "bench",
+        "kvdb",
+        "--zoned",
+        &dev,
+        "--keys",
+        "5000",
+        "--reads",
+        "1000",
+        "--cache",
+        "0,1MiB",
+        "--device-limit-seconds",
+        "0.1",
+        "--sample-interval",
+        "0.2",
+        "--out",
+        &path(&kvdb_out),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: Value = serde_json::from_str(&stdout(&o)).expect("kvdb JSON");
+    let runs = r["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{r}");
+    assert!(
+        runs.iter().all(|x| x["gets"] == 1000 && x["found"] == 1000),
+        "{r}"
+    );
+    // The time series says where its device columns come from.
+    let samples: Value = serde_json::from_slice(
+        &std::fs::read(kvdb_out.join("samples.json")).expect("samples.json"),
+    )
+    .expect("samples JSON");
+    assert!(
+        samples["notes"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|t| t
+                .as_str()
+                .is_some_and(|t| t.contains("emulated zoned device")))),
+        "{samples}"
+    );
+
+    let o = run(&[
+        "bench",
+        "ycsb",
+        "--zoned",
+        &dev,
+        "--records",
+        "1000",
+        "--operations",
+        "1000",
+        "--threads",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let y: Value = serde_json::from_str(&stdout(&o)).expect("ycsb JSON");
+    assert_eq!(y["runs"][0]["operations"], 1000, "{y}");
+
+    let sweep_out = dir.path().join("sweep");
+    let o = run(&[
+        "bench",
+        "db-sweep",
+        "--zoned",
+        &dev,
+        "--param",
+        "open_files",
+        "--values",
+        "0,100",
+        "--num",
+        "2000",
+        "--reads",
+        "200",
+        "--out",
+        &path(&sweep_out),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: Value = serde_json::from_str(&stdout(&o)).expect("sweep JSON");
+    assert_eq!(s["points"].as_array().map(Vec::len), Some(2 * 3), "{s}");
+    let o = run(&[
+        "bench",
+        "db-sweep",
+        "--zoned",
+        &dev,
+        "--param",
+        "open_files",
+        "--engines",
+        "shale,leveldb",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--zoned runs shale only"),
+        "{}",
+        stderr(&o)
+    );
+
+    // All three databases are in the one zone file system.
+    let ls: Value =
+        serde_json::from_str(&ok(&["zoned", "ls", "--device", &dev, "--json"])).expect("ls JSON");
+    let dirs: std::collections::BTreeSet<String> = ls["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .filter_map(|p| p.split('/').nth(1).map(str::to_string))
+        .collect();
+    assert_eq!(
+        dirs.into_iter().collect::<Vec<_>>(),
+        ["dbbench", "kvdb-5000-hash-v110", "ycsb-1000-10x100"],
+    );
+    assert!(ok(&["zoned", "check", "--device", &dev]).contains("no problem"));
+}
