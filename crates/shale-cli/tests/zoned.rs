@@ -65,6 +65,14 @@ fn load_get_scan_stats_and_verify_on_an_emulated_device() {
         "65536",
     ]);
     assert!(loaded.starts_with("loaded 3000 keys"), "{loaded}");
+    let zoned_line = loaded
+        .lines()
+        .find(|l| l.starts_with("zone file system: "))
+        .expect("the zone file system's counters");
+    assert!(
+        zoned_line.contains("device WAF 1.") && zoned_line.contains("of 22 data zones empty"),
+        "{zoned_line}"
+    );
     let d = Dataset::default();
     for i in [0u64, 1234, 2999] {
         let got = ok(&["get", "--zoned", &dev, &hex(&d.key(i))]);

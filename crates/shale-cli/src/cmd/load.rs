@@ -79,6 +79,8 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     let settled = started.elapsed();
     let wamp = db.metrics().write_amplification();
     db.close()?;
+    storage.sync()?;
+    let zoned = storage.zoned().map(|z| zoned_line(&z.fs.stats()));
     storage.finish()?;
     let line = summary_line(a.keys, a.value_size, loaded);
     writeln!(out, "{line}").map_err(CliError::output)?;
@@ -91,7 +93,29 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         )
         .map_err(CliError::output)?;
     }
+    if let Some(line) = zoned {
+        writeln!(out, "{line}").map_err(CliError::output)?;
+    }
     Ok(())
+}
+
+/// What a load did to the zone file system, from its counters since mount.
+fn zoned_line(s: &shale_zoned::ZoneFsStats) -> String {
+    use crate::fmt::human_bytes;
+    format!(
+        "zone file system: {} of files written ({} WAL), {} padding, {} metadata, {} moved by \
+         the collector ({} zones emptied), {} resets; device WAF {:.3}; {} of {} data zones empty",
+        human_bytes(s.host_total()),
+        human_bytes(s.host_bytes[1]),
+        human_bytes(s.padding_bytes),
+        human_bytes(s.metadata_bytes),
+        human_bytes(s.gc_bytes),
+        s.gc_zones,
+        s.resets,
+        s.waf(),
+        s.empty_zones,
+        s.data_zones
+    )
 }
 
 /// `load --verify`: Gets keys `a.start..end` on `a.threads` threads and
