@@ -172,6 +172,9 @@ fn load_get_scan_stats_and_verify_on_an_emulated_device() {
         serde_json::from_str(&ok(&["stats", "--zoned", &dev, "--json"])).expect("stats JSON");
     assert_eq!(stats["zoned"]["live_bytes"].as_u64(), Some(live), "{stats}");
 
+    let compacted = ok(&["compact", "--zoned", &dev]);
+    assert!(compacted.contains("in L6"), "{compacted}");
+
     // Every key, in another process (a fresh mount).
     let verified = ok(&["load", "--zoned", &dev, "--keys", "3000", "--verify"]);
     assert!(verified.starts_with("verified 3000 keys"), "{verified}");
