@@ -47,6 +47,10 @@ pub enum Command {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Zoned storage: format a zoned device (emulated or real) with the zone
+    /// file system the engine runs on with --zoned, and inspect it.
+    #[command(subcommand)]
+    Zoned(ZonedCommand),
     /// The cache size to configure for a target I/Os per Get, from the
     /// database's inflection points.
     Advise(AdviseArgs),
@@ -77,6 +81,83 @@ pub enum BenchCommand {
     /// and seekrandom at each value of --open_files or --cache_size.
     #[command(name = "db-sweep")]
     DbSweep(DbSweepArgs),
+    /// db_bench's fillrandom then overwrite on the regular file system and on
+    /// a zoned device, with each backend's device write amplification: the
+    /// zone file system's, and a conventional SSD's from the posix run's
+    /// write trace replayed on the FTL model; see docs/bench-zns.md.
+    Zns(BenchZnsArgs),
+}
+
+/// `shale zoned ...`.
+#[derive(Debug, Subcommand)]
+pub enum ZonedCommand {
+    /// Format a zoned device with the zone file system: a zoned block device
+    /// (/dev/nvme0n1), or an emulated device file, created with the given
+    /// geometry when it does not exist. Erases everything on the device.
+    Mkfs(ZonedMkfsArgs),
+    /// List the files of the zone file system: size, lifetime hint and
+    /// extents (zone, offset, length).
+    Ls(ZonedInspectArgs),
+    /// Space of the zone file system: zones empty and used, live and written
+    /// bytes, space amplification, and the write counters since mount.
+    Df(ZonedInspectArgs),
+    /// Mount (recovering), check the metadata (every extent inside its
+    /// zone's written area, no two overlapping) and read every byte of every
+    /// file; exits 1 on any problem.
+    Check(ZonedInspectArgs),
+}
+
+/// The geometry of an emulated zoned device to create.
+#[derive(Clone, Debug, Default, Args)]
+pub struct GeometryArgs {
+    /// Number of zones (default 64).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub zones: Option<u32>,
+    /// Zone size in bytes, with an optional unit: K, M, G (KiB, MiB, GiB) or
+    /// KB, MB, GB (default 64MiB).
+    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    pub zone_size: Option<u64>,
+    /// Writable bytes of every zone, at most the zone size (default: the zone
+    /// size).
+    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    pub zone_capacity: Option<u64>,
+    /// Logical block size in bytes: the write granularity (default 4096).
+    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    pub block_size: Option<u64>,
+    /// Most zones open at once, 0 for no limit (default 14).
+    #[arg(long, value_name = "N")]
+    pub max_open: Option<u32>,
+    /// Most zones active (open or closed) at once, 0 for no limit (default
+    /// 14).
+    #[arg(long, value_name = "N")]
+    pub max_active: Option<u32>,
+}
+
+/// `shale zoned mkfs`.
+#[derive(Debug, Args)]
+pub struct ZonedMkfsArgs {
+    /// The device: a zoned block device, or an emulated device file (created
+    /// when missing; an existing file must be an emulated device).
+    #[arg(long, value_name = "PATH")]
+    pub device: PathBuf,
+    /// Geometry of an emulated device to create (an existing emulated device
+    /// must have it; a block device has its own and takes none).
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+    /// Zones reserved for the zone file system's metadata log (2 to 16).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub meta_zones: u32,
+}
+
+/// `shale zoned ls`, `df` and `check`.
+#[derive(Debug, Args)]
+pub struct ZonedInspectArgs {
+    /// The formatted zoned device (block device or emulated device file).
+    #[arg(long, value_name = "PATH")]
+    pub device: PathBuf,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A YCSB core workload.
@@ -151,9 +232,14 @@ pub struct BenchYcsbArgs {
     /// (DIR/fuse9 for shale's defaults, DIR/nofilter for baseline,
     /// DIR/bloom10 for the other presets); each is loaded once and reused
     /// while its record count and field layout match (default:
-    /// shale-data/ycsb-<records>-<fields>x<length>).
+    /// shale-data/ycsb-<records>-<fields>x<length>; with --zoned, the same
+    /// name at the root of the zone file system).
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
+    /// The zoned device shale's databases are on (a missing emulated device
+    /// is created with the default geometry and formatted; shale only).
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Run with one preset's options (default: shale's defaults).
     #[arg(long, value_enum, value_name = "PRESET", conflicts_with = "presets")]
     pub preset: Option<YcsbPreset>,
@@ -383,9 +469,15 @@ pub struct BenchCompareArgs {
 #[command(mut_arg("keys", |a| a.default_value(KVDB_DEFAULT_KEYS)))]
 pub struct BenchKvdbArgs {
     /// Database directory (default: ./shale-data/kvdb-<keys>-<scheme>-v<value
-    /// size>). Loaded if it holds no database; reused if it holds this dataset.
+    /// size>; with --zoned, /kvdb-<keys>-<scheme>-v<value size> inside the
+    /// zone file system). Loaded if it holds no database; reused if it holds
+    /// this dataset.
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
+    /// The zoned device the database is on (a missing emulated device is
+    /// created with the default geometry and formatted).
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The dataset and its Gets.
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -500,10 +592,16 @@ pub struct DbBenchDbArgs {
           num_args = 0..=1, default_missing_value = "true", default_value = "false",
           value_parser = parse_flag_bool)]
     pub use_existing_db: bool,
-    /// Database directory. Without --use_existing_db it is removed and
-    /// recreated, but only when it is absent, empty or holds a shale database.
-    #[arg(long, value_name = "DIR", default_value = "shale-data/dbbench")]
-    pub db: PathBuf,
+    /// Database directory (default: shale-data/dbbench; with --zoned, /db
+    /// inside the zone file system). Without --use_existing_db it is removed
+    /// and recreated, but only when it is absent, empty or holds a shale
+    /// database.
+    #[arg(long, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on (a missing emulated device is
+    /// created with the default geometry and formatted).
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Seed of the key generators (each thread and benchmark derives its own).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
@@ -549,6 +647,71 @@ pub struct BenchDbArgs {
     /// The time-series sampler (with --out).
     #[command(flatten)]
     pub sample: SampleArgs,
+}
+
+/// `shale bench zns`.
+#[derive(Debug, Args)]
+// The zoned device's default size follows --num (docs/bench-zns.md).
+#[command(mut_arg("zones", |a| a.help(
+    "Number of zones of the emulated device (default: enough for 8 times the bytes one \
+     benchmark writes, at least 16)")))]
+pub struct BenchZnsArgs {
+    /// Entries each benchmark writes (default: 500 MB of keys and values,
+    /// num x (16 + value_size) = 500,000,000, which is 4,310,345 entries of
+    /// 100 bytes).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub num: Option<u64>,
+    /// Value size in bytes (values are half compressible, as db_bench's).
+    #[arg(
+        long = "value_size",
+        alias = "value-size",
+        value_name = "BYTES",
+        default_value_t = 100
+    )]
+    pub value_size: usize,
+    /// Memtable size in bytes (default: shale's, 64 MiB).
+    #[arg(
+        long = "write_buffer_size",
+        alias = "write-buffer-size",
+        value_name = "BYTES"
+    )]
+    pub write_buffer_size: Option<usize>,
+    /// Database directory of the posix run, on the regular file system
+    /// (removed and recreated, but only when it is absent, empty or holds a
+    /// shale database).
+    #[arg(long, value_name = "DIR", default_value = "shale-data/zns/posix")]
+    pub db: PathBuf,
+    /// The zoned device of the zoned run, formatted afresh: an emulated
+    /// device file (created; an emulated device of another geometry there is
+    /// replaced) or a zoned block device (erased).
+    #[arg(long, value_name = "PATH", default_value = "shale-data/zns/zns.img")]
+    pub device: PathBuf,
+    /// Geometry of the emulated device (default: 64 MiB zones, capacity = size,
+    /// 4 KiB blocks, 14 open and 14 active zones).
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+    /// Over-provisioning levels of the conventional-SSD model, comma-separated
+    /// fractions of its logical capacity.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "0.07,0.28"
+    )]
+    pub op: Vec<f64>,
+    /// The conventional SSD's logical capacity is the posix run's peak live
+    /// data over this fraction (docs/zoned.md, "The conventional-SSD model").
+    #[arg(long, value_name = "F", default_value_t = 0.9)]
+    pub utilisation: f64,
+    /// Seed of the key generators.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print the results as one JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write results.json into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `shale bench db-sweep`.
@@ -625,9 +788,13 @@ pub struct AdviseArgs {
 /// `shale compact`.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// Database directory (must exist).
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (must exist; with --zoned, inside the zone file
+    /// system, default /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
 }
 
 /// `shale repair`.
@@ -638,12 +805,27 @@ pub struct RepairArgs {
     pub db: PathBuf,
 }
 
+/// `--zoned DEVICE`: run on the zone file system of a zoned device.
+#[derive(Clone, Debug, Default, Args)]
+pub struct ZonedArg {
+    /// Run on the zone file system (ZoneFs) of this zoned device instead of
+    /// the regular file system: an emulated device file or a zoned block
+    /// device (/dev/nvme0n1), formatted by `shale zoned mkfs`. --db then
+    /// names a directory inside it (default /db).
+    #[arg(long, value_name = "DEVICE")]
+    pub zoned: Option<PathBuf>,
+}
+
 /// `shale put`.
 #[derive(Debug, Args)]
 pub struct PutArgs {
-    /// Database directory (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (created if missing; with --zoned, inside the zone
+    /// file system, default /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The key.
     #[arg(value_parser = parse_key, allow_hyphen_values = true)]
     pub key: Bytes,
@@ -655,9 +837,13 @@ pub struct PutArgs {
 /// `shale get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The key.
     #[arg(value_parser = parse_key, allow_hyphen_values = true)]
     pub key: Bytes,
@@ -666,9 +852,13 @@ pub struct GetArgs {
 /// `shale delete`.
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// The key.
     #[arg(value_parser = parse_key, allow_hyphen_values = true)]
     pub key: Bytes,
@@ -677,9 +867,13 @@ pub struct DeleteArgs {
 /// `shale scan`.
 #[derive(Debug, Args)]
 pub struct ScanArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// First key to print (inclusive).
     #[arg(long, value_name = "KEY", value_parser = parse_key, allow_hyphen_values = true)]
     pub from: Option<Bytes>,
@@ -694,9 +888,13 @@ pub struct ScanArgs {
 /// `shale load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// Database directory (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (created if missing; with --zoned, inside the zone
+    /// file system, default /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Number of keys to load.
     #[arg(long, value_name = "N")]
     pub keys: u64,
@@ -725,14 +923,24 @@ pub struct LoadArgs {
     /// make flushes and compactions frequent, for experiments and tests.
     #[arg(long, value_name = "BYTES")]
     pub write_buffer_size: Option<usize>,
+    /// Write nothing: Get keys start..start + keys and check every value
+    /// against the dataset (run after a load, in another process, to check
+    /// that what was loaded is there); exits 1 at the first key missing or
+    /// different.
+    #[arg(long, conflicts_with_all = ["sync", "no_settle", "write_buffer_size"])]
+    pub verify: bool,
 }
 
 /// `shale stats`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// Database directory.
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -770,7 +978,7 @@ mod tests {
         let Command::Put(a) = cli.command else {
             panic!("not put: {cli:?}");
         };
-        assert_eq!(a.db, PathBuf::from("d"));
+        assert_eq!(a.db, Some(PathBuf::from("d")));
         assert_eq!(a.key, Bytes(vec![1, 2]));
         assert_eq!(a.value, Bytes(b"-v".to_vec()));
     }
@@ -916,6 +1124,49 @@ mod tests {
             EngineList(vec![YcsbEngine::RocksDb, YcsbEngine::Shale])
         );
         assert!(parse(&["bench", "ycsb", "--threads", "0"]).is_err());
+    }
+
+    #[test]
+    fn zoned_replaces_db_and_mkfs_takes_a_geometry() {
+        let Command::Get(a) = parse(&["get", "--zoned", "z.img", "k"])
+            .expect("parses")
+            .command
+        else {
+            panic!("not get");
+        };
+        assert_eq!(a.db, None);
+        assert_eq!(a.zoned.zoned, Some(PathBuf::from("z.img")));
+        let e = parse(&["scan"]).expect_err("needs --db or --zoned");
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredArgument);
+        let Command::Zoned(ZonedCommand::Mkfs(m)) = parse(&[
+            "zoned",
+            "mkfs",
+            "--device",
+            "z.img",
+            "--zones",
+            "8",
+            "--zone-size",
+            "1M",
+            "--zone-capacity",
+            "768K",
+        ])
+        .expect("parses")
+        .command
+        else {
+            panic!("not zoned mkfs");
+        };
+        assert_eq!(m.meta_zones, 2);
+        let g = m.geometry.geometry().expect("valid");
+        assert_eq!(
+            (g.nr_zones, g.zone_size, g.zone_capacity, g.block_size),
+            (8, 1 << 20, 768 << 10, 4096)
+        );
+        assert!(m.geometry.any());
+        assert!(parse(&["zoned", "mkfs", "--device", "z", "--zones", "0"]).is_err());
+        assert!(parse(&["zoned", "mkfs", "--device", "z", "--zone-size", "1.5M"]).is_err());
+        let e = parse(&["load", "--zoned", "z", "--keys", "1", "--verify", "--sync"])
+            .expect_err("verify writes nothing");
+        assert_eq!(e.kind(), ErrorKind::ArgumentConflict);
     }
 
     #[test]

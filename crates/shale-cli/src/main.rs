@@ -16,6 +16,7 @@ mod interrupt;
 mod live;
 mod report;
 mod sampler;
+mod storage;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};

@@ -221,16 +221,44 @@ impl EngineOpener for ShaleOpener {
             direct_io: self.direct_io,
             ..Default::default()
         });
-        let opts = Options {
-            fs: Arc::new(fs),
-            create_if_missing: create,
-            block_cache_bytes: cache_bytes,
-            max_open_files: table_cache_files(),
-            ..Options::default()
-        };
-        let db = Db::open(dir, opts).map_err(|e| e.to_string())?;
-        Ok(Box::new(ShaleEngine { db }))
+        open_shale(Arc::new(fs), dir, cache_bytes, create)
     }
+}
+
+/// Opens shale databases on a given file system (a zone file system, a
+/// traced one), with the bench options of [`ShaleOpener`].
+#[derive(Clone)]
+pub struct ShaleFsOpener {
+    /// The file system the databases are on.
+    pub fs: shale::env::FsRef,
+}
+
+impl EngineOpener for ShaleFsOpener {
+    fn open(
+        &self,
+        dir: &Path,
+        cache_bytes: u64,
+        create: bool,
+    ) -> Result<Box<dyn KvEngine>, String> {
+        open_shale(self.fs.clone(), dir, cache_bytes, create)
+    }
+}
+
+fn open_shale(
+    fs: shale::env::FsRef,
+    dir: &Path,
+    cache_bytes: u64,
+    create: bool,
+) -> Result<Box<dyn KvEngine>, String> {
+    let opts = Options {
+        fs,
+        create_if_missing: create,
+        block_cache_bytes: cache_bytes,
+        max_open_files: table_cache_files(),
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts).map_err(|e| e.to_string())?;
+    Ok(Box::new(ShaleEngine { db }))
 }
 
 /// The table cache of a bench: every table open, as the study assumes (a

@@ -701,6 +701,7 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
         let keys = comp.entries;
         let args = BenchKvdbArgs {
             db: Some(a.db.clone()),
+            zoned: crate::args::ZonedArg::default(),
             workload: WorkloadArgs {
                 keys,
                 reads: a.reads,

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleOpener};
+use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleFsOpener, ShaleOpener};
 use shale_workload::results::{phase, BenchResults, DeviceLimit, HitRates, Run};
 use shale_workload::{
     Dataset, Distribution, KeyChooser, KeyGen, KeyScheme, MEASURE_SEED, WARMUP_SEED,
@@ -25,6 +25,7 @@ use crate::args::{BenchKvdbArgs, WorkloadArgs};
 use crate::error::{CliError, CliResult};
 use crate::live::LiveStats;
 use crate::sampler::Sampler;
+use crate::storage::{Create, Storage};
 
 const MIB: f64 = 1024.0 * 1024.0;
 /// Keys per load batch.
@@ -51,7 +52,8 @@ pub(super) struct Workload {
 pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     let (scheme, distribution) = check_workload(&a.workload)?;
     let threads = a.workload.threads.unwrap_or_else(cores).max(1);
-    let dir = a.db.clone().unwrap_or_else(|| default_db_dir(a));
+    let storage = Storage::open(a.zoned.zoned.as_deref(), Create::IfMissing)?;
+    let dir = storage.db_dir(a.db.as_deref(), Some(&default_db_dir(a)))?;
     let dataset = Dataset::with_value_size(a.workload.value_size);
     let w = Workload {
         keygen: KeyGen::new(scheme),
@@ -60,9 +62,23 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
         distribution,
         missing: a.workload.missing,
     };
-    let opener = ShaleOpener {
-        direct_io: a.workload.direct_io,
-    };
+    // On a zone file system every read goes to the device: with O_DIRECT
+    // on a block device, and on an emulated one where its host allows it.
+    let (opener, setup_opener, direct_io): (Box<dyn EngineOpener>, Box<dyn EngineOpener>, bool) =
+        match storage.zoned() {
+            Some(z) => (
+                Box::new(ShaleFsOpener { fs: storage.fs() }),
+                Box::new(ShaleFsOpener { fs: storage.fs() }),
+                z.device.direct_io,
+            ),
+            None => (
+                Box::new(ShaleOpener {
+                    direct_io: a.workload.direct_io,
+                }),
+                Box::new(ShaleOpener { direct_io: false }),
+                a.workload.direct_io,
+            ),
+        };
     std::fs::create_dir_all(&a.out).map_err(|e| {
         CliError::msg(format!(
             "cannot create --out {}: {e}; pass a writable directory",
@@ -72,7 +88,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     // Loading and checking read through the page cache: compactions read whole
     // tables, which O_DIRECT would turn into one synchronous 4 KiB read per
     // block. Only the measured runs use `--direct-io`.
-    prepare(&ShaleOpener { direct_io: false }, &dir, &w, threads)?;
+    prepare(&*setup_opener, &storage, &dir, &w, threads)?;
     let (engine_name, comp) = {
         let e = opener.open(&dir, SETUP_CACHE, false).map_err(err)?;
         let c = e.composition().map_err(err)?;
@@ -82,6 +98,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     };
     let sizes = plan_sizes(a.cache.as_deref(), a.sweep, &comp).map_err(err)?;
     let mut results = header(&engine_name, a, &w, threads, &comp);
+    results.direct_io = direct_io;
     if !(a.device_limit_seconds.is_finite() && a.device_limit_seconds >= 0.0) {
         return Err(CliError::msg(
             "--device-limit-seconds must be a number of seconds, 0 or more",
@@ -89,7 +106,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     }
     if a.device_limit_seconds > 0.0 {
         let seconds = std::time::Duration::from_secs_f64(a.device_limit_seconds);
-        match device_limit(&dir, threads, seconds) {
+        match device_limit(&storage, &dir, threads, seconds) {
             Ok(limit) => results.device_limit = Some(limit),
             // Not every file system supports O_DIRECT (tmpfs does not): the
             // bench goes on without the limit and says so.
@@ -99,8 +116,14 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     crate::interrupt::install();
     let live = Arc::new(LiveStats::new(threads));
     let interval = a.sample.interval().map_err(err)?;
-    let sampler = Sampler::start(interval, &dir, Some(&a.out), Some(live.clone()), None)
-        .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
+    let sampler = Sampler::start(
+        interval,
+        &storage.sample_path(&dir),
+        Some(&a.out),
+        Some(live.clone()),
+        None,
+    )
+    .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
     for (i, &cache) in sizes.iter().enumerate() {
         let label = format!(
             "run {}/{}: cache {}",
@@ -108,7 +131,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             sizes.len(),
             size_text(cache, &comp)
         );
-        let mut run = run_one(&opener, &dir, a, &w, threads, cache, &comp, &label, &live)?;
+        let mut run = run_one(&*opener, &dir, a, &w, threads, cache, &comp, &label, &live)?;
         run.device_limit_share = results
             .device_limit
             .as_ref()
@@ -121,7 +144,11 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
         }
     }
     let title = format!("bench kvdb: {engine_name}, {} keys", a.workload.keys);
-    crate::sampler::write_files(&sampler.finish(), &a.out, &title).map_err(CliError::msg)?;
+    let mut series = sampler.finish();
+    series.notes.extend(storage.sampler_notes());
+    crate::sampler::write_files(&series, &a.out, &title).map_err(CliError::msg)?;
+    let on = storage.label();
+    storage.finish()?;
 
     if a.json {
         let s = serde_json::to_string_pretty(&results)
@@ -135,6 +162,9 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
                 "interrupted: the last run was cut short; the runs after it were not run"
             )
             .map_err(CliError::output)?;
+        }
+        if on != "posix" {
+            writeln!(out, "database {} on {on}", dir.display()).map_err(CliError::output)?;
         }
         writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
     }
@@ -177,9 +207,15 @@ fn default_db_dir(a: &BenchKvdbArgs) -> PathBuf {
 
 /// Reuses the database in `dir` if it holds exactly this dataset, loads it if
 /// there is none, and refuses anything else.
-fn prepare(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) -> CliResult {
+fn prepare(
+    opener: &dyn EngineOpener,
+    storage: &Storage,
+    dir: &Path,
+    w: &Workload,
+    threads: usize,
+) -> CliResult {
     let (keys, dataset) = (w.keys, &w.dataset);
-    if dir.join("CURRENT").exists() {
+    if storage.has_db(dir)? {
         let e = opener.open(dir, SETUP_CACHE, false).map_err(err)?;
         let c = e.composition().map_err(err)?;
         let wanted_values = keys * dataset.value_size as u64;
@@ -408,17 +444,29 @@ const PAGE: u64 = 4096;
 /// The device's random-read rate over the table files of `dir`: `threads`
 /// threads read one page each at random page offsets (files chosen in
 /// proportion to their pages) with `O_DIRECT` for `duration`, through the
-/// same file system shale reads with.
+/// same file system shale reads with (on a zone file system, its reads go
+/// to the zoned device; an emulated device read through the page cache is
+/// not measured).
 fn device_limit(
+    storage: &Storage,
     dir: &Path,
     threads: usize,
     duration: std::time::Duration,
 ) -> Result<DeviceLimit, String> {
     use shale::env::{FileSystem, PosixFs, PosixOptions, RandomAccessFile};
-    let fs = PosixFs::new(PosixOptions {
-        direct_io: true,
-        ..PosixOptions::default()
-    });
+    let fs: std::sync::Arc<dyn FileSystem> = match storage.zoned() {
+        Some(z) if !z.device.direct_io => {
+            return Err(format!(
+                "{} reads through the page cache (its host file system refused O_DIRECT)",
+                z.device.label()
+            ))
+        }
+        Some(_) => storage.fs(),
+        None => std::sync::Arc::new(PosixFs::new(PosixOptions {
+            direct_io: true,
+            ..PosixOptions::default()
+        })),
+    };
     let mut files: Vec<(std::sync::Arc<dyn RandomAccessFile>, u64)> = Vec::new();
     let names = fs
         .list(dir)

@@ -4,33 +4,40 @@ use std::io::Write;
 
 use shale::{ReadOptions, WriteBatch, WriteOptions};
 
-use super::{open, open_read_only};
+use super::{open, open_read_only, storage_for};
 use crate::args::{DeleteArgs, GetArgs, PutArgs, ScanArgs};
 use crate::bytes::{display_key, display_value};
 use crate::error::{CliError, CliResult};
+use crate::storage::Create;
 
 const SYNC: WriteOptions = WriteOptions { sync: true };
 
 pub fn put(a: &PutArgs) -> CliResult {
-    let db = open(&a.db, true)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::IfMissing)?;
+    let db = open(&storage, &dir, true)?;
     let mut batch = WriteBatch::new();
     batch.put(&a.key.0, &a.value.0);
     db.write(batch, &SYNC)?;
-    Ok(db.close()?)
+    db.close()?;
+    storage.finish()
 }
 
 pub fn delete(a: &DeleteArgs) -> CliResult {
-    let db = open(&a.db, false)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let db = open(&storage, &dir, false)?;
     let mut batch = WriteBatch::new();
     batch.delete(&a.key.0);
     db.write(batch, &SYNC)?;
-    Ok(db.close()?)
+    db.close()?;
+    storage.finish()
 }
 
 pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
-    let db = open_read_only(&a.db)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let db = open_read_only(&storage, &dir)?;
     let value = db.get(&a.key.0)?;
     db.close()?;
+    storage.finish()?;
     match value {
         Some(v) => writeln!(out, "{}", display_value(&v)).map_err(CliError::output),
         None => Err(CliError::msg(format!(
@@ -41,7 +48,8 @@ pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
 }
 
 pub fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
-    let db = open_read_only(&a.db)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let db = open_read_only(&storage, &dir)?;
     let opts = ReadOptions {
         lower_bound: a.from.as_ref().map(|k| k.0.clone()),
         upper_bound: a.to.as_ref().map(|k| k.0.clone()),
@@ -64,5 +72,6 @@ pub fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
     }
     it.status()?;
     drop(it);
-    Ok(db.close()?)
+    db.close()?;
+    storage.finish()
 }

@@ -11,6 +11,7 @@ use shale_workload::{Dataset, KEY_LEN};
 
 use crate::args::LoadArgs;
 use crate::error::{CliError, CliResult};
+use crate::storage::Create;
 
 pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     let end = a.start.checked_add(a.keys).ok_or_else(|| {
@@ -19,11 +20,32 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
             a.start, a.keys
         ))
     })?;
+    let create = if a.verify {
+        Create::No
+    } else {
+        Create::IfMissing
+    };
+    let (storage, dir) = super::storage_for(a.db.as_deref(), &a.zoned, create)?;
+    if a.verify {
+        let db = super::open_read_only(&storage, &dir)?;
+        let started = Instant::now();
+        let checked = verify(&db, a, end);
+        db.close()?;
+        storage.finish()?;
+        let n = checked?;
+        return writeln!(
+            out,
+            "verified {n} keys in {:.3} s: every value is the dataset's ({}-byte values)",
+            started.elapsed().as_secs_f64(),
+            a.value_size
+        )
+        .map_err(CliError::output);
+    }
     let mut opts = shale::Options::default();
     if let Some(n) = a.write_buffer_size {
         opts.write_buffer_size = n;
     }
-    let db = super::open_with(&a.db, opts)?;
+    let db = super::open_with(&storage, &dir, opts)?;
     let job = Job {
         db: &db,
         dataset: Dataset::with_value_size(a.value_size),
@@ -57,6 +79,9 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     let settled = started.elapsed();
     let wamp = db.metrics().write_amplification();
     db.close()?;
+    storage.sync()?;
+    let zoned = storage.zoned().map(|z| zoned_line(&z.fs.stats()));
+    storage.finish()?;
     let line = summary_line(a.keys, a.value_size, loaded);
     writeln!(out, "{line}").map_err(CliError::output)?;
     if !a.no_settle {
@@ -68,7 +93,91 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         )
         .map_err(CliError::output)?;
     }
+    if let Some(line) = zoned {
+        writeln!(out, "{line}").map_err(CliError::output)?;
+    }
     Ok(())
+}
+
+/// What a load did to the zone file system, from its counters since mount.
+fn zoned_line(s: &shale_zoned::ZoneFsStats) -> String {
+    use crate::fmt::human_bytes;
+    format!(
+        "zone file system: {} of files written ({} WAL), {} padding, {} metadata, {} moved by \
+         the collector ({} zones emptied), {} resets; device WAF {:.3}; {} of {} data zones empty",
+        human_bytes(s.host_total()),
+        human_bytes(s.host_bytes[1]),
+        human_bytes(s.padding_bytes),
+        human_bytes(s.metadata_bytes),
+        human_bytes(s.gc_bytes),
+        s.gc_zones,
+        s.resets,
+        s.waf(),
+        s.empty_zones,
+        s.data_zones
+    )
+}
+
+/// `load --verify`: Gets keys `a.start..end` on `a.threads` threads and
+/// compares every value with the dataset's; returns the keys checked, or the
+/// first key missing or different.
+fn verify(db: &Db, a: &LoadArgs, end: u64) -> CliResult<u64> {
+    let dataset = Dataset::with_value_size(a.value_size);
+    let next = AtomicU64::new(a.start);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<CliError>> = Mutex::new(None);
+    let progress = progress_bar(a.keys);
+    let fail = |e: CliError| {
+        failed.store(true, Ordering::Relaxed);
+        let mut first = match first_error.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        first.get_or_insert(e);
+    };
+    std::thread::scope(|s| {
+        for _ in 0..a.threads {
+            s.spawn(|| {
+                let mut want = vec![0u8; dataset.value_size];
+                while !failed.load(Ordering::Relaxed) {
+                    let Some((lo, hi)) = take_chunk(&next, a.batch, end) else {
+                        return;
+                    };
+                    for i in lo..hi {
+                        let key = dataset.key(i);
+                        dataset.fill_value(i, &mut want);
+                        match db.get(&key) {
+                            Ok(Some(v)) if v == want => {}
+                            Ok(got) => {
+                                return fail(CliError::msg(format!(
+                                    "verify: key {i} ({}) {}",
+                                    crate::bytes::display_key(&key),
+                                    match got {
+                                        None => "is missing".to_string(),
+                                        Some(v) => format!(
+                                            "holds {} bytes that are not the dataset's value",
+                                            v.len()
+                                        ),
+                                    }
+                                )))
+                            }
+                            Err(e) => return fail(e.into()),
+                        }
+                    }
+                    progress.inc(hi - lo);
+                }
+            });
+        }
+    });
+    progress.finish_and_clear();
+    let error = match first_error.into_inner() {
+        Ok(e) => e,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    match error {
+        Some(e) => Err(e),
+        None => Ok(end - a.start),
+    }
 }
 
 /// The state the writer threads share.

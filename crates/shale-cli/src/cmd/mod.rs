@@ -12,16 +12,19 @@ mod load;
 mod sst;
 mod stats;
 mod ycsb;
+mod zns;
+mod zoned;
 
 pub use advise::parse_key_count;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use shale::{Db, Options};
 
-use crate::args::Command;
+use crate::args::{Command, ZonedArg, ZonedCommand};
 use crate::error::{CliError, CliResult};
+use crate::storage::{Create, Storage};
 
 /// Runs one subcommand, writing its output to `out`.
 pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
@@ -40,7 +43,12 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Bench(crate::args::BenchCommand::Ycsb(a)) => ycsb::run(&a, out),
         Command::Bench(crate::args::BenchCommand::Db(a)) => dbbench::run(&a, out),
         Command::Bench(crate::args::BenchCommand::DbSweep(a)) => dbbench::sweep::run(&a, out),
+        Command::Bench(crate::args::BenchCommand::Zns(a)) => zns::run(&a, out),
         Command::Advise(a) => advise::advise(&a, out),
+        Command::Zoned(ZonedCommand::Mkfs(a)) => zoned::mkfs(&a, out),
+        Command::Zoned(ZonedCommand::Ls(a)) => zoned::ls(&a, out),
+        Command::Zoned(ZonedCommand::Df(a)) => zoned::df(&a, out),
+        Command::Zoned(ZonedCommand::Check(a)) => zoned::check(&a, out),
         Command::Harness => harness::run(out),
     }?;
     out.flush().map_err(CliError::output)
@@ -48,11 +56,13 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
 
 /// `compact`: a full manual compaction, then one line with the new shape.
 fn compact(a: &crate::args::CompactArgs, out: &mut dyn Write) -> CliResult {
-    let db = open(&a.db, false)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let db = open(&storage, &dir, false)?;
     let started = std::time::Instant::now();
     db.compact_all()?;
     let summary = db.summary()?;
     db.close()?;
+    storage.finish()?;
     let total = summary.total();
     let levels: Vec<String> = summary
         .levels
@@ -99,22 +109,38 @@ fn repair(a: &crate::args::RepairArgs, out: &mut dyn Write) -> CliResult {
     .map_err(CliError::output)
 }
 
+/// The storage of a command's `--zoned` and its database directory (`--db`,
+/// or the zone file system's default).
+fn storage_for(
+    db: Option<&Path>,
+    zoned: &ZonedArg,
+    create: Create,
+) -> CliResult<(Storage, PathBuf)> {
+    let storage = Storage::open(zoned.zoned.as_deref(), create)?;
+    let dir = storage.db_dir(db, None)?;
+    Ok((storage, dir))
+}
+
 /// Opens the database in `dir` for reading only: writes nothing, so it works
 /// on a full file system and next to other readers.
-fn open_read_only(dir: &Path) -> CliResult<Db> {
-    Ok(Db::open_read_only(dir, Options::default())?)
+fn open_read_only(storage: &Storage, dir: &Path) -> CliResult<Db> {
+    Ok(Db::open_read_only(
+        dir,
+        storage.options(Options::default()),
+    )?)
 }
 
 /// Opens the database in `dir` with default options.
-fn open(dir: &Path, create_if_missing: bool) -> CliResult<Db> {
+fn open(storage: &Storage, dir: &Path, create_if_missing: bool) -> CliResult<Db> {
     let opts = Options {
         create_if_missing,
         ..Options::default()
     };
-    Ok(Db::open(dir, opts)?)
+    Ok(Db::open(dir, storage.options(opts))?)
 }
 
-/// Opens (or creates) the database in `dir` with `opts`.
-fn open_with(dir: &Path, opts: Options) -> CliResult<Db> {
-    Ok(Db::open(dir, opts)?)
+/// Opens (or creates) the database in `dir` with `opts` (on `storage`'s
+/// file system).
+fn open_with(storage: &Storage, dir: &Path, opts: Options) -> CliResult<Db> {
+    Ok(Db::open(dir, storage.options(opts))?)
 }

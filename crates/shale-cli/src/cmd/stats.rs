@@ -6,24 +6,41 @@ use std::io::Write;
 use serde_json::{json, Map, Value};
 use shale::{BlockKind, DbSummary, LevelSummary, Metrics};
 
-use super::open_read_only;
+use super::{open_read_only, storage_for};
 use crate::args::StatsArgs;
 use crate::error::{CliError, CliResult};
 use crate::fmt::{human_bytes, rate_text, ratio};
+use crate::storage::Create;
 
 pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
-    let db = open_read_only(&a.db)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let db = open_read_only(&storage, &dir)?;
     let summary = db.summary()?;
     // Taken after the summary, so the table opens it caused are counted.
     let metrics = db.metrics();
     db.close()?;
+    // On a zone file system, its space next to the database's.
+    let zoned = match storage.zoned() {
+        Some(z) => Some(super::zoned::space(z)?),
+        None => None,
+    };
+    storage.finish()?;
     let text = if a.json {
-        let mut s = serde_json::to_string_pretty(&stats_json(&summary, &metrics))
+        let mut doc = stats_json(&summary, &metrics);
+        if let (Some(space), Value::Object(m)) = (&zoned, &mut doc) {
+            m.insert("zoned".into(), space.json());
+        }
+        let mut s = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
         s.push('\n');
         s
     } else {
-        stats_text(&summary, &metrics)
+        let mut s = stats_text(&summary, &metrics);
+        if let Some(space) = &zoned {
+            s.push('\n');
+            s.push_str(&space.text());
+        }
+        s
     };
     out.write_all(text.as_bytes()).map_err(CliError::output)
 }

@@ -30,6 +30,7 @@ use crate::args::{BenchYcsbArgs, YcsbEngine, YcsbPreset, YcsbWorkloadArg};
 use crate::error::{CliError, CliResult};
 use crate::live::{LiveStats, OpStats};
 use crate::sampler::{DbSlot, Sampler, Timeline};
+use crate::storage::{Create, Storage};
 
 /// The key of the marker record: it sorts before every `user` key, so no
 /// scan meets it.
@@ -400,14 +401,21 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         (Some(list), _) => list.0.iter().copied().map(Some).collect(),
         (None, p) => vec![p],
     };
-    let base = a.db.clone().unwrap_or_else(|| {
-        PathBuf::from("shale-data").join(format!(
-            "ycsb-{}-{}x{}",
-            a.records, a.field_count, a.field_length
-        ))
-    });
     let threads = a.threads as usize;
     let engines = &a.engines.0;
+    if a.zoned.zoned.is_some() && engines.contains(&YcsbEngine::RocksDb) {
+        return Err(CliError::Usage(
+            "--zoned runs shale only: RocksDB's harness uses the regular file system \
+             (pass --engines shale)"
+                .into(),
+        ));
+    }
+    let storage = Storage::open(a.zoned.zoned.as_deref(), Create::IfMissing)?;
+    let default_base = PathBuf::from("shale-data").join(format!(
+        "ycsb-{}-{}x{}",
+        a.records, a.field_count, a.field_length
+    ));
+    let base = storage.db_dir(a.db.as_deref(), Some(&default_base))?;
     if engines.contains(&YcsbEngine::RocksDb) && configs.contains(&None) {
         return Err(CliError::msg(
             "rocksdb runs only under --preset or --presets (shale's default filter layout has \
@@ -431,7 +439,9 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
             }
             let dir = db_dir(&base, engine, layout);
             match (engine, &rocksdb) {
-                (YcsbEngine::Shale, _) => prepare(&dir, layout, a.records, &values, threads)?,
+                (YcsbEngine::Shale, _) => {
+                    prepare(&storage, &dir, layout, a.records, &values, threads)?
+                }
                 (YcsbEngine::RocksDb, Some(h)) => {
                     if !dir.join("CURRENT").exists() {
                         let preset = configs
@@ -498,7 +508,9 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
                             Err(e) => return Err(e),
                         }
                     }
-                    _ => run_one(a, workload, &values, &dir, s, rep, &label, run_dir)?,
+                    _ => run_one(
+                        a, &storage, workload, &values, &dir, s, rep, &label, run_dir,
+                    )?,
                 };
                 if !a.json {
                     write_run(out, &label, &r).map_err(CliError::output)?;
@@ -518,6 +530,7 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         })
         .filter(|s| s.runs > 0)
         .collect();
+    storage.finish()?;
     let json = serde_json::to_string_pretty(&results)
         .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
     if let Some(o) = &a.out {
@@ -674,13 +687,13 @@ fn start_sampler(
         .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))
 }
 
-fn load_options(filters: Filters, create: bool) -> Options {
-    Options {
+fn load_options(storage: &Storage, filters: Filters, create: bool) -> Options {
+    storage.options(Options {
         create_if_missing: create,
         block_cache_bytes: LOAD_CACHE,
         filter_policy: filters.policy(),
         ..Options::default()
-    }
+    })
 }
 
 fn read_marker(db: &Db) -> CliResult<Option<Marker>> {
@@ -701,14 +714,15 @@ fn write_marker(db: &Db, m: &Marker) -> CliResult {
 /// Reuses the database in `dir` if its marker matches, loads it if there is
 /// none, refuses anything else.
 fn prepare(
+    storage: &Storage,
     dir: &Path,
     filters: Filters,
     records: u64,
     values: &Values,
     threads: usize,
 ) -> CliResult {
-    if dir.join("CURRENT").exists() {
-        let db = Db::open(dir, load_options(filters, false))?;
+    if storage.has_db(dir)? {
+        let db = Db::open(dir, load_options(storage, filters, false))?;
         let marker = read_marker(&db)?;
         let mut key = Vec::new();
         key_into(0, &mut key);
@@ -743,15 +757,24 @@ fn prepare(
         }
         return Ok(());
     }
-    load(dir, filters, records, values, threads)
+    load(storage, dir, filters, records, values, threads)
 }
 
 /// Loads records `0..records` with `threads` writers, settles, then writes
 /// the marker.
-fn load(dir: &Path, filters: Filters, records: u64, values: &Values, threads: usize) -> CliResult {
-    std::fs::create_dir_all(dir)
+fn load(
+    storage: &Storage,
+    dir: &Path,
+    filters: Filters,
+    records: u64,
+    values: &Values,
+    threads: usize,
+) -> CliResult {
+    storage
+        .fs()
+        .create_dir_all(dir)
         .map_err(|e| CliError::msg(format!("cannot create {}: {e}", dir.display())))?;
-    let db = Db::open(dir, load_options(filters, true))?;
+    let db = Db::open(dir, load_options(storage, filters, true))?;
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<String>> = Mutex::new(None);
@@ -814,14 +837,19 @@ fn load(dir: &Path, filters: Filters, records: u64, values: &Values, threads: us
     Ok(())
 }
 
-fn run_options(a: &BenchYcsbArgs, s: &Settings, filters: Filters) -> Options {
-    let fs = shale::env::PosixFs::new(shale::env::PosixOptions {
-        direct_io: a.direct_io,
-        ..Default::default()
-    });
+fn run_options(a: &BenchYcsbArgs, storage: &Storage, s: &Settings, filters: Filters) -> Options {
+    // On a zone file system every read goes to the device (--direct-io is
+    // the posix file system's).
+    let fs: Arc<dyn shale::env::FileSystem> = match storage.zoned() {
+        Some(_) => storage.fs(),
+        None => Arc::new(shale::env::PosixFs::new(shale::env::PosixOptions {
+            direct_io: a.direct_io,
+            ..Default::default()
+        })),
+    };
     let open_files = shale::env::raise_open_files_limit().unwrap_or(1024);
     Options {
-        fs: Arc::new(fs),
+        fs,
         create_if_missing: false,
         block_cache_bytes: s.block_cache_bytes,
         filter_policy: filters.policy(),
@@ -841,6 +869,7 @@ fn run_options(a: &BenchYcsbArgs, s: &Settings, filters: Filters) -> Options {
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     a: &BenchYcsbArgs,
+    storage: &Storage,
     workload: Workload,
     values: &Values,
     dir: &Path,
@@ -855,13 +884,13 @@ fn run_one(
     let slot = Arc::new(DbSlot::default());
     let sampler = start_sampler(
         a,
-        dir,
+        &storage.sample_path(dir),
         run_dir,
         Some(live.clone()),
         Some(slot.metrics_source()),
     )?;
     let timeline = Arc::new(Timeline::new(sampler.started_at()));
-    let mut opts = run_options(a, &settings, filters);
+    let mut opts = run_options(a, storage, &settings, filters);
     opts.listeners.push(timeline.clone());
     let db = slot.open(Db::open(dir, opts)?);
     let marker = read_marker(&db)?
@@ -928,6 +957,7 @@ fn run_one(
     // The time series covers the operations, not the settling below.
     let mut series = sampler.finish();
     series.spans = timeline.spans();
+    series.notes.extend(storage.sampler_notes());
     if let Some(d) = run_dir {
         let title = format!(
             "bench ycsb: shale {}, repetition {repetition}",

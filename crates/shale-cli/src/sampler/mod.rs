@@ -368,15 +368,21 @@ fn read_cpu(notes: &mut Vec<String>) -> Option<CpuTimes> {
 }
 
 /// The `/proc/diskstats` counters of the device holding `dir` (or its
-/// nearest existing ancestor).
+/// nearest existing ancestor), or of `dir` itself when it is a block device
+/// (a zoned device the database is on).
 fn find_disk(dir: &Path, notes: &mut Vec<String>) -> Option<(u32, u32, DiskCounters)> {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let meta = dir.ancestors().find_map(|p| std::fs::metadata(p).ok());
     let Some(meta) = meta else {
         notes.push(format!("device: cannot stat {}", dir.display()));
         return None;
     };
-    let (major, minor) = proc::split_dev(meta.dev());
+    let dev = if meta.file_type().is_block_device() {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let (major, minor) = proc::split_dev(dev);
     let text = match std::fs::read_to_string("/proc/diskstats") {
         Ok(t) => t,
         Err(e) => {

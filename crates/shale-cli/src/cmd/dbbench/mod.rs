@@ -35,6 +35,10 @@ use crate::args::{BenchDbArgs, DbBenchDbArgs};
 use crate::error::{CliError, CliResult};
 use crate::live::{self, LiveSlot, LiveStats, OpStats};
 use crate::sampler::{DbSlot, Sampler, Timeline};
+use crate::storage::{Create, Storage};
+
+/// The database directory of `bench db` and `bench db-sweep` without `--db`.
+pub const DEFAULT_DB: &str = "shale-data/dbbench";
 
 /// The benchmarks `bench db` knows, in the order of `--help`.
 pub const BENCHMARK_NAMES: [&str; 15] = [
@@ -916,7 +920,7 @@ fn is_shale_file(name: &str, is_dir: bool) -> bool {
 
 /// True for the names of the files a database of `engine` (shale, or
 /// leveldb, which adds `LOG`, `LOG.old` and `*.ldb`) holds.
-fn is_db_file(engine: &str, name: &str, is_dir: bool) -> bool {
+pub fn is_db_file(engine: &str, name: &str, is_dir: bool) -> bool {
     if is_dir {
         return engine == "shale" && name == shale::LOST_DIR;
     }
@@ -932,51 +936,15 @@ fn is_db_file(engine: &str, name: &str, is_dir: bool) -> bool {
         || name.strip_suffix(".sst").is_some_and(numbered)
 }
 
-/// Removes `dir` for a fresh database, but only when it is absent, empty or
-/// holds a database of `engine` (`shale`, `leveldb`) and nothing else.
-pub fn remove_db_dir(dir: &Path, engine: &str) -> CliResult {
-    let refuse = |why: String| {
-        CliError::msg(format!(
-            "refusing to remove {}: {why}; pass another --db (or --use_existing_db)",
-            dir.display()
-        ))
-    };
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory || dir.is_file() => {
-            return Err(refuse("it is not a directory".into()))
-        }
-        Err(e) => return Err(CliError::msg(format!("reading {}: {e}", dir.display()))),
-    };
-    let mut names = Vec::new();
-    for e in entries {
-        let e = e.map_err(|e| CliError::msg(format!("reading {}: {e}", dir.display())))?;
-        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !is_db_file(engine, &name, is_dir) {
-            return Err(refuse(format!(
-                "it holds {name:?}, which is not a {engine} file"
-            )));
-        }
-        names.push(name);
-    }
-    if names.is_empty() {
-        return Ok(());
-    }
-    if !names.iter().any(|n| n == "CURRENT") {
-        return Err(refuse(format!(
-            "it holds files but no {engine} database (no CURRENT)"
-        )));
-    }
-    std::fs::remove_dir_all(dir)
-        .map_err(|e| CliError::msg(format!("removing {}: {e}", dir.display())))
-}
-
 /// Opens the database of `--use_existing_db` after checking that it holds
 /// db_bench keys of `key_size` (its first and last keys).
-pub fn open_existing(dir: &Path, opts: Options, key_size: usize) -> CliResult<Db> {
-    if !dir.join("CURRENT").exists() {
+pub fn open_existing(
+    storage: &Storage,
+    dir: &Path,
+    opts: Options,
+    key_size: usize,
+) -> CliResult<Db> {
+    if !storage.has_db(dir)? {
         return Err(CliError::msg(format!(
             "--use_existing_db: {} holds no database; run a fill benchmark without --use_existing_db first",
             dir.display()
@@ -984,10 +952,10 @@ pub fn open_existing(dir: &Path, opts: Options, key_size: usize) -> CliResult<Db
     }
     let db = Db::open(
         dir,
-        Options {
+        storage.options(Options {
             create_if_missing: false,
             ..opts
-        },
+        }),
     )?;
     let bad = {
         let mut it = db.iter(&ReadOptions::default())?;
@@ -1025,7 +993,7 @@ struct RunDoc<'a> {
     interrupted: bool,
 }
 
-fn config_json(a: &BenchDbArgs, cfg: &Config) -> Value {
+fn config_json(a: &BenchDbArgs, cfg: &Config, dir: &Path, storage: &str) -> Value {
     serde_json::json!({
         "benchmarks": a.benchmarks,
         "num": cfg.num,
@@ -1039,7 +1007,8 @@ fn config_json(a: &BenchDbArgs, cfg: &Config) -> Value {
         "compression_type": a.db.compression_type,
         "write_buffer_size": a.db.write_buffer_size,
         "use_existing_db": a.db.use_existing_db,
-        "db": a.db.db,
+        "db": dir,
+        "storage": storage,
         "seed": cfg.seed,
         "readwritepercent": cfg.readwritepercent,
         "histogram": a.histogram,
@@ -1062,7 +1031,8 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
         .collect::<CliResult<_>>()?;
     let key_size = a.db.key_size as usize;
     check_key_size(a.db.num, key_size)?;
-    let opts = db_options(&a.db)?;
+    let storage = Storage::open(a.db.zoned.zoned.as_deref(), Create::IfMissing)?;
+    let opts = storage.options(db_options(&a.db)?);
     let cfg = Config {
         num: a.db.num,
         reads: a.reads.unwrap_or(a.db.num),
@@ -1076,7 +1046,8 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::msg(format!("cannot create --out {}: {e}", dir.display())))?;
     }
-    let dir = &a.db.db;
+    let dir = &storage.db_dir(a.db.db.as_deref(), Some(Path::new(DEFAULT_DB)))?;
+    let label = storage.label();
     let mut opts = opts;
     // With --out, the time-series sampler: operations of whichever benchmark
     // runs, gauges of whichever database is open, flushes and compactions.
@@ -1087,7 +1058,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             let interval = a.sample.interval().map_err(CliError::Usage)?;
             let sampler = Sampler::start(
                 interval,
-                dir,
+                &storage.sample_path(dir),
                 Some(out_dir),
                 Some(ops.clone()),
                 Some(slot.metrics_source()),
@@ -1100,9 +1071,9 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
         None => None,
     };
     let mut db = slot.open(if a.db.use_existing_db {
-        open_existing(dir, opts.clone(), key_size)?
+        open_existing(&storage, dir, opts.clone(), key_size)?
     } else {
-        remove_db_dir(dir, "shale")?;
+        storage.remove_db_dir(dir, "shale")?;
         Db::open(dir, opts.clone())?
     });
     crate::interrupt::install();
@@ -1112,7 +1083,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
         if let Some(o) = &a.out {
             let doc = RunDoc {
                 engine: "shale",
-                config: config_json(a, &cfg),
+                config: config_json(a, &cfg, dir, &label),
                 results,
                 interrupted: interrupted(),
             };
@@ -1127,13 +1098,18 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     if !a.json {
         writeln!(
             out,
-            "shale bench db: keys {} bytes each, values {} bytes, {} entries, {} threads, cache {} bytes, db {}",
+            "shale bench db: keys {} bytes each, values {} bytes, {} entries, {} threads, cache {} bytes, db {}{}",
             key_size,
             cfg.value_size,
             cfg.num,
             cfg.threads,
             a.db.cache_size,
-            dir.display()
+            dir.display(),
+            if storage.zoned().is_some() {
+                format!(" on {label}")
+            } else {
+                String::new()
+            }
         )
         .map_err(CliError::output)?;
         writeln!(out, "{}", "-".repeat(48)).map_err(CliError::output)?;
@@ -1154,7 +1130,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             }
             if dirty {
                 slot.close(db)?;
-                remove_db_dir(dir, "shale")?;
+                storage.remove_db_dir(dir, "shale")?;
                 db = slot.open(Db::open(dir, opts.clone())?);
                 dirty = false;
             }
@@ -1198,13 +1174,15 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     if let Some((sampler, timeline, out_dir)) = sampling {
         let mut series = sampler.finish();
         series.spans = timeline.spans();
+        series.notes.extend(storage.sampler_notes());
         let title = format!("bench db: {}", a.benchmarks.join(","));
         crate::sampler::write_files(&series, out_dir, &title).map_err(CliError::msg)?;
     }
+    storage.finish()?;
     if a.json {
         let doc = RunDoc {
             engine: "shale",
-            config: config_json(a, &cfg),
+            config: config_json(a, &cfg, dir, &label),
             results: &results,
             interrupted: interrupted(),
         };
@@ -1287,6 +1265,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("db");
         // Absent, then empty: nothing to remove.
+        let storage = Storage::posix();
+        let remove_db_dir = |d: &Path, engine: &str| storage.remove_db_dir(d, engine);
         remove_db_dir(&db, "shale").expect("absent");
         std::fs::create_dir(&db).expect("mkdir");
         remove_db_dir(&db, "shale").expect("empty");

@@ -19,13 +19,12 @@ use shale_workload::protocol::{
     DbBenchReply, DbBenchRequest, DbBenchStep, ErrorReply, Op, Request, PROTOCOL_VERSION,
 };
 
-use super::{
-    check_key_size, db_options, interrupted, open_existing, remove_db_dir, run_bench, Bench, Config,
-};
+use super::{check_key_size, db_options, interrupted, open_existing, run_bench, Bench, Config};
 use crate::args::DbSweepArgs;
 use crate::error::{CliError, CliResult};
 use crate::live::LiveSlot;
 use crate::sampler::{DbSlot, Sampler, Timeline};
+use crate::storage::{Create, Storage};
 
 /// Default values of `--param open_files`.
 pub const OPEN_FILES_VALUES: [u64; 5] = [0, 10, 100, 1000, 10_000];
@@ -371,6 +370,9 @@ struct SweepCtx<'a> {
     /// The sampler's view: shale's running benchmark and open database.
     ops: &'a LiveSlot,
     db: &'a DbSlot,
+    /// Where shale's database is (`base` has its file system); the peers'
+    /// are on the regular file system.
+    storage: &'a Storage,
 }
 
 fn rate(hits: Option<u64>, misses: Option<u64>) -> Option<f64> {
@@ -388,9 +390,9 @@ fn sweep_shale(
 ) -> CliResult {
     let (a, cfg) = (c.a, c.cfg);
     if a.db.use_existing_db {
-        open_existing(dir, c.base.clone(), cfg.key_size)?.close()?;
+        open_existing(c.storage, dir, c.base.clone(), cfg.key_size)?.close()?;
     } else {
-        remove_db_dir(dir, "shale")?;
+        c.storage.remove_db_dir(dir, "shale")?;
         let db = c.db.open(Db::open(dir, c.base.clone())?);
         let fill_cfg = Config {
             threads: 1,
@@ -524,7 +526,7 @@ fn sweep_peer(
             )));
         }
     } else {
-        remove_db_dir(&dir, engine)?;
+        Storage::posix().remove_db_dir(&dir, engine)?;
         let steps = vec![DbBenchStep {
             name: "fillrandom".into(),
             seed: super::bench_seed(cfg.seed, "fillrandom", 0),
@@ -618,7 +620,16 @@ fn sweep_peer(
 pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
     let key_size = a.db.key_size as usize;
     check_key_size(a.db.num, key_size)?;
-    let base = db_options(&a.db)?;
+    if a.db.zoned.zoned.is_some() && a.engines.iter().any(|e| e != "shale") {
+        return Err(CliError::Usage(
+            "--zoned runs shale only: the peers' harnesses use the regular file system \
+             (pass --engines shale)"
+                .into(),
+        ));
+    }
+    let storage = Storage::open(a.db.zoned.zoned.as_deref(), Create::IfMissing)?;
+    let base = storage.options(db_options(&a.db)?);
+    let db_dir = storage.db_dir(a.db.db.as_deref(), Some(Path::new(super::DEFAULT_DB)))?;
     let values = match (&a.values, a.param.as_str()) {
         (Some(list), _) => parse_values(list)?,
         (None, "open_files") => OPEN_FILES_VALUES.to_vec(),
@@ -685,7 +696,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
     let interval = a.sample.interval().map_err(CliError::Usage)?;
     let sampler = Sampler::start(
         interval,
-        &a.db.db,
+        &storage.sample_path(&db_dir),
         Some(&a.out),
         Some(ops.clone()),
         Some(db_slot.metrics_source()),
@@ -702,12 +713,13 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
         benches: &benches,
         ops: &ops,
         db: &db_slot,
+        storage: &storage,
     };
     for engine in &engines {
         if interrupted() {
             break;
         }
-        let dir = engine_dir(&a.db.db, engine);
+        let dir = engine_dir(&db_dir, engine);
         if engine == "shale" {
             sweep_shale(&c, &dir, &mut results, out)?;
         } else {
@@ -718,6 +730,8 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
     write_files(&results, &a.out)?;
     let mut series = sampler.finish();
     series.spans = timeline.spans();
+    series.notes.extend(storage.sampler_notes());
+    storage.finish()?;
     let title = format!("bench db-sweep: {} on {}", a.param, engines.join(", "));
     crate::sampler::write_files(&series, &a.out, &title).map_err(CliError::msg)?;
     if a.json {

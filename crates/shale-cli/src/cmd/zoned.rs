@@ -1,0 +1,562 @@
+//! `shale zoned ...`: format a zoned device with the zone file system
+//! (`mkfs`) and inspect it. Every command opens its device through
+//! [`crate::storage::open_device`].
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+use shale::env::WriteLifetime;
+use shale_zoned::{FileInfo, ZoneFsStats, ZoneRole, ZoneUsage, ZonedGeometry};
+
+use crate::args::{GeometryArgs, ZonedInspectArgs, ZonedMkfsArgs};
+use crate::error::{CliError, CliResult};
+use crate::fmt::human_bytes;
+use crate::storage::{
+    self, default_geometry, geometry_line, open_device, Backend, OpenedDevice, ZonedHandle,
+};
+
+impl GeometryArgs {
+    /// True if any geometry flag was given.
+    pub fn any(&self) -> bool {
+        self.zones.is_some()
+            || self.zone_size.is_some()
+            || self.zone_capacity.is_some()
+            || self.block_size.is_some()
+            || self.max_open.is_some()
+            || self.max_active.is_some()
+    }
+
+    /// The geometry asked for: [`default_geometry`] with the flags given;
+    /// the capacity follows the zone size unless given.
+    pub fn geometry(&self) -> CliResult<ZonedGeometry> {
+        let d = default_geometry();
+        let zone_size = self.zone_size.unwrap_or(d.zone_size);
+        let block_size = match self.block_size {
+            None => d.block_size,
+            Some(b) => u32::try_from(b)
+                .map_err(|_| CliError::Usage(format!("--block-size {b} is too large")))?,
+        };
+        let g = ZonedGeometry {
+            nr_zones: self.zones.unwrap_or(d.nr_zones),
+            zone_size,
+            zone_capacity: self.zone_capacity.unwrap_or(zone_size),
+            block_size,
+            max_open_zones: self.max_open.unwrap_or(d.max_open_zones),
+            max_active_zones: self.max_active.unwrap_or(d.max_active_zones),
+        };
+        g.validate()
+            .map_err(|e| CliError::Usage(format!("bad device geometry: {e}")))?;
+        Ok(g)
+    }
+}
+
+/// `shale zoned mkfs`.
+pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
+    let path = &a.device;
+    let backend = Backend::of(path);
+    if backend == Backend::Block && a.geometry.any() {
+        return Err(CliError::Usage(format!(
+            "{} is a block device: it has its own geometry; the geometry flags (--zones, \
+             --zone-size, ...) are for emulated devices",
+            path.display()
+        )));
+    }
+    let exists = path
+        .try_exists()
+        .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
+    // An existing emulated device keeps its geometry unless flags ask for one
+    // (then it must match: a device is never resized).
+    let create = (backend == Backend::Emulated && (!exists || a.geometry.any()))
+        .then(|| a.geometry.geometry())
+        .transpose()?;
+    let device = open_device(path, create).map_err(|e| match e {
+        CliError::Msg(m) if exists => CliError::Msg(format!(
+            "{m}; nothing was formatted (mkfs formats zoned block devices and emulated \
+             device files only)"
+        )),
+        other => other,
+    })?;
+    let g = device.dev.geometry();
+    let how = match (device.backend, device.created) {
+        (Backend::Block, _) => "zoned block device".to_string(),
+        (Backend::Emulated, created) => format!(
+            "emulated device{}, {}",
+            if created { ", created" } else { "" },
+            if device.direct_io {
+                "O_DIRECT"
+            } else {
+                "through the page cache (the host file system refused O_DIRECT)"
+            }
+        ),
+    };
+    let label = device.path.display().to_string();
+    let handle = storage::format(device, a.meta_zones)?;
+    let data_zones = g.nr_zones.saturating_sub(a.meta_zones);
+    let lines = [
+        format!("device: {label} ({how})"),
+        format!("geometry: {}", geometry_line(&g)),
+        format!(
+            "formatted: {} metadata zones, {data_zones} data zones ({} writable)",
+            a.meta_zones,
+            human_bytes(u64::from(data_zones) * g.zone_capacity)
+        ),
+    ];
+    drop(handle);
+    for l in lines {
+        writeln!(out, "{l}").map_err(CliError::output)?;
+    }
+    Ok(())
+}
+
+/// Mounts the file system of `a.device` for looking at it: recovery runs
+/// (the metadata log is replayed), the collector's thread does not.
+fn mount_for_inspection(a: &ZonedInspectArgs) -> CliResult<ZonedHandle> {
+    storage::mount(open_device(&a.device, None)?, false)
+}
+
+/// How a device is driven, for the reports.
+fn device_json(d: &OpenedDevice) -> Value {
+    let g = d.dev.geometry();
+    json!({
+        "path": d.path,
+        "backend": match d.backend {
+            Backend::Emulated => "emulated",
+            Backend::Block => "block",
+        },
+        "direct_io": d.direct_io,
+        "geometry": {
+            "zones": g.nr_zones,
+            "zone_size": g.zone_size,
+            "zone_capacity": g.zone_capacity,
+            "block_size": g.block_size,
+            "max_open_zones": g.max_open_zones,
+            "max_active_zones": g.max_active_zones,
+        },
+    })
+}
+
+/// `not-set`, `short`, `medium`, `long` or `extreme`.
+pub fn lifetime_name(l: WriteLifetime) -> &'static str {
+    match l {
+        WriteLifetime::NotSet => "not-set",
+        WriteLifetime::Short => "short",
+        WriteLifetime::Medium => "medium",
+        WriteLifetime::Long => "long",
+        WriteLifetime::Extreme => "extreme",
+    }
+}
+
+fn print_json(out: &mut dyn Write, v: &Value) -> CliResult {
+    let s = serde_json::to_string_pretty(v)
+        .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+    writeln!(out, "{s}").map_err(CliError::output)
+}
+
+/// `shale zoned ls`.
+pub fn ls(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
+    let z = mount_for_inspection(a)?;
+    let files = z.fs.files();
+    if a.json {
+        let list: Vec<Value> = files
+            .iter()
+            .map(|f| {
+                json!({
+                    "path": f.path,
+                    "size": f.size,
+                    "lifetime": lifetime_name(f.lifetime),
+                    "extents": f.extents.iter().map(|x| json!({
+                        "zone": x.zone, "offset": x.offset, "len": x.len,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return print_json(
+            out,
+            &json!({ "device": device_json(&z.device), "files": list }),
+        );
+    }
+    write!(out, "{}", ls_text(&files)).map_err(CliError::output)
+}
+
+/// The table of `zoned ls`: one line per file, extents as
+/// `zone:offset+length`, and a total.
+fn ls_text(files: &[FileInfo]) -> String {
+    let width = files.iter().map(|f| f.path.len()).max().unwrap_or(4).max(4);
+    let mut s = format!(
+        "{:<width$} {:>12} {:>9}  extents (zone:offset+length)\n",
+        "path", "size", "lifetime"
+    );
+    let (mut bytes, mut extents) = (0u64, 0usize);
+    for f in files {
+        let xs: Vec<String> = f
+            .extents
+            .iter()
+            .map(|x| format!("{}:{}+{}", x.zone, x.offset, x.len))
+            .collect();
+        s.push_str(&format!(
+            "{:<width$} {:>12} {:>9}  {}\n",
+            f.path,
+            f.size,
+            lifetime_name(f.lifetime),
+            xs.join(" ")
+        ));
+        bytes += f.size;
+        extents += f.extents.len();
+    }
+    s.push_str(&format!(
+        "{} files, {} ({bytes} bytes), {extents} extents\n",
+        files.len(),
+        human_bytes(bytes)
+    ));
+    s
+}
+
+/// The zones of `df`, counted.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ZoneCounts {
+    metadata: u32,
+    data: u32,
+    empty: u32,
+    /// Data zones written to, with live data or not.
+    used: u32,
+    /// Data zones open for a placement slot.
+    open: u32,
+    /// Data zones written to that hold no live data (garbage only).
+    garbage_only: u32,
+}
+
+fn count_zones(zones: &[ZoneUsage]) -> ZoneCounts {
+    let mut c = ZoneCounts::default();
+    for z in zones {
+        match z.role {
+            ZoneRole::Metadata { .. } => c.metadata += 1,
+            ZoneRole::Data => {
+                c.data += 1;
+                if z.written == 0 {
+                    c.empty += 1;
+                } else {
+                    c.used += 1;
+                    if z.live == 0 {
+                        c.garbage_only += 1;
+                    }
+                }
+                if z.open_slot.is_some() {
+                    c.open += 1;
+                }
+            }
+        }
+    }
+    c
+}
+
+/// What `df` reports about a mounted zone file system.
+pub struct Space {
+    device: Value,
+    label: String,
+    geometry: ZonedGeometry,
+    stats: ZoneFsStats,
+    zones: Vec<ZoneUsage>,
+    counts: ZoneCounts,
+}
+
+/// Takes the figures of `df` from a mounted zone file system.
+pub fn space(z: &ZonedHandle) -> CliResult<Space> {
+    let stats = z.fs.stats();
+    let zones = z
+        .fs
+        .zones()
+        .map_err(|e| CliError::msg(format!("{}: reporting zones: {e}", z.device.path.display())))?;
+    Ok(Space {
+        device: device_json(&z.device),
+        label: z.device.label(),
+        geometry: z.device.dev.geometry(),
+        counts: count_zones(&zones),
+        stats,
+        zones,
+    })
+}
+
+impl Space {
+    /// The JSON document of `df --json` (also `stats --zoned --json`'s
+    /// `zoned`).
+    pub fn json(&self) -> Value {
+        let (stats, counts) = (&self.stats, &self.counts);
+        let zone_list: Vec<Value> = self
+            .zones
+            .iter()
+            .map(|u| {
+                json!({
+                    "zone": u.zone,
+                    "role": match u.role {
+                        ZoneRole::Metadata { active: true } => "metadata (active)",
+                        ZoneRole::Metadata { active: false } => "metadata",
+                        ZoneRole::Data => "data",
+                    },
+                    "condition": format!("{:?}", u.condition),
+                    "capacity": u.capacity,
+                    "written": u.written,
+                    "live": u.live,
+                    "open_slot": u.open_slot,
+                })
+            })
+            .collect();
+        json!({
+            "device": self.device,
+            "zones": {
+                "total": self.zones.len(),
+                "metadata": counts.metadata,
+                "data": counts.data,
+                "empty": counts.empty,
+                "used": counts.used,
+                "open": counts.open,
+                "garbage_only": counts.garbage_only,
+            },
+            "live_bytes": stats.live_bytes,
+            "written_bytes": stats.written_bytes,
+            "free_bytes": u64::from(stats.empty_zones) * stats.zone_capacity,
+            "data_capacity_bytes": u64::from(stats.data_zones) * stats.zone_capacity,
+            "space_amplification": stats.space_amplification(),
+            "counters_since_mount": stats_json(stats),
+            "zone_list": zone_list,
+        })
+    }
+
+    /// The text of `df`.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "device: {}\ngeometry: {}\n",
+            self.label,
+            geometry_line(&self.geometry)
+        );
+        s.push_str(&df_text(&self.stats, &self.counts, self.zones.len()));
+        s
+    }
+}
+
+/// `shale zoned df`.
+pub fn df(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
+    let z = mount_for_inspection(a)?;
+    let space = space(&z)?;
+    if a.json {
+        return print_json(out, &space.json());
+    }
+    out.write_all(space.text().as_bytes())
+        .map_err(CliError::output)
+}
+
+/// Every counter and derived figure of [`ZoneFsStats`] as JSON.
+pub fn stats_json(s: &ZoneFsStats) -> Value {
+    json!({
+        "host_bytes": {
+            "not_set": s.host_bytes[0],
+            "short": s.host_bytes[1],
+            "medium": s.host_bytes[2],
+            "long": s.host_bytes[3],
+            "extreme": s.host_bytes[4],
+            "total": s.host_total(),
+        },
+        "padding_bytes": s.padding_bytes,
+        "metadata_bytes": s.metadata_bytes,
+        "gc_bytes": s.gc_bytes,
+        "gc_zones": s.gc_zones,
+        "gc_errors": s.gc_errors,
+        "resets": s.resets,
+        "finishes": s.finishes,
+        "fs_bytes": s.fs_bytes(),
+        "device_bytes": s.device_bytes(),
+        "waf": s.waf(),
+        "fs_overhead": s.fs_overhead(),
+    })
+}
+
+fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize) -> String {
+    let cap = s.zone_capacity;
+    let mut t = format!(
+        "zones: {total} ({} metadata, {} data: {} empty, {} used of which {} open for writing \
+         and {} hold garbage only)\n",
+        c.metadata, c.data, c.empty, c.used, c.open, c.garbage_only
+    );
+    t.push_str(&format!(
+        "space: {} live in files, {} written in data zones (space amplification {:.2}), {} \
+         free in empty zones of {} for data\n",
+        human_bytes(s.live_bytes),
+        human_bytes(s.written_bytes),
+        s.space_amplification(),
+        human_bytes(u64::from(s.empty_zones) * cap),
+        human_bytes(u64::from(s.data_zones) * cap),
+    ));
+    t.push_str(&format!(
+        "written since this mount: {} of files (WAL {}), {} padding, {} metadata, {} by the \
+         collector ({} zones emptied); device WAF {:.3}, file system overhead {:.3}\n",
+        human_bytes(s.host_total()),
+        human_bytes(s.host_bytes[1]),
+        human_bytes(s.padding_bytes),
+        human_bytes(s.metadata_bytes),
+        human_bytes(s.gc_bytes),
+        s.gc_zones,
+        s.waf(),
+        s.fs_overhead(),
+    ));
+    t.push_str(&format!(
+        "zone operations since this mount: {} resets, {} finishes; {} failed collection rounds\n",
+        s.resets, s.finishes, s.gc_errors
+    ));
+    t
+}
+
+/// `shale zoned check`.
+pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
+    let z = mount_for_inspection(a)?;
+    let report =
+        z.fs.check()
+            .map_err(|e| CliError::msg(format!("{}: check failed: {e}", a.device.display())))?;
+    if a.json {
+        print_json(
+            out,
+            &json!({
+                "device": device_json(&z.device),
+                "files": report.files,
+                "extents": report.extents,
+                "bytes_read": report.bytes_read,
+                "problems": report.problems,
+                "ok": report.problems.is_empty(),
+            }),
+        )?;
+    } else {
+        for p in &report.problems {
+            writeln!(out, "problem: {p}").map_err(CliError::output)?;
+        }
+        if report.problems.is_empty() {
+            writeln!(
+                out,
+                "checked {}: {} files, {} extents, {} read back; no problem",
+                z.device.path.display(),
+                report.files,
+                report.extents,
+                human_bytes(report.bytes_read)
+            )
+            .map_err(CliError::output)?;
+        }
+    }
+    if report.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::msg(format!(
+            "{}: the zone file system has {} problem{} (listed above)",
+            a.device.display(),
+            report.problems.len(),
+            if report.problems.len() == 1 { "" } else { "s" }
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_zoned::{Extent, ZoneCondition};
+
+    fn zone(zone: u32, role: ZoneRole, written: u64, live: u64, slot: Option<usize>) -> ZoneUsage {
+        ZoneUsage {
+            zone,
+            role,
+            condition: ZoneCondition::Closed,
+            capacity: 1 << 20,
+            written,
+            live,
+            open_slot: slot,
+        }
+    }
+
+    #[test]
+    fn zones_are_counted_by_role_and_use() {
+        let zones = [
+            zone(0, ZoneRole::Metadata { active: true }, 8192, 0, None),
+            zone(1, ZoneRole::Metadata { active: false }, 0, 0, None),
+            zone(2, ZoneRole::Data, 4096, 4096, Some(0)),
+            zone(3, ZoneRole::Data, 1 << 20, 0, None),
+            zone(4, ZoneRole::Data, 0, 0, None),
+            zone(5, ZoneRole::Data, 1 << 20, 512 << 10, None),
+        ];
+        assert_eq!(
+            count_zones(&zones),
+            ZoneCounts {
+                metadata: 2,
+                data: 4,
+                empty: 1,
+                used: 3,
+                open: 1,
+                garbage_only: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn ls_lists_extents_and_totals() {
+        let files = vec![
+            FileInfo {
+                path: "/db/000007.sst".into(),
+                size: 5000,
+                lifetime: WriteLifetime::Long,
+                extents: vec![
+                    Extent {
+                        zone: 3,
+                        offset: 0,
+                        len: 4096,
+                    },
+                    Extent {
+                        zone: 4,
+                        offset: 8192,
+                        len: 904,
+                    },
+                ],
+            },
+            FileInfo {
+                path: "/db/CURRENT".into(),
+                size: 16,
+                lifetime: WriteLifetime::NotSet,
+                extents: vec![Extent {
+                    zone: 2,
+                    offset: 4096,
+                    len: 16,
+                }],
+            },
+        ];
+        let text = ls_text(&files);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[1].starts_with("/db/000007.sst"), "{text}");
+        assert!(lines[1].ends_with("long  3:0+4096 4:8192+904"), "{text}");
+        assert!(lines[2].ends_with("not-set  2:4096+16"), "{text}");
+        assert_eq!(lines[3], "2 files, 4.90 KiB (5016 bytes), 3 extents");
+    }
+
+    #[test]
+    fn df_text_derives_free_space_and_amplification() {
+        let s = ZoneFsStats {
+            host_bytes: [0, 1000, 2000, 0, 0],
+            padding_bytes: 500,
+            metadata_bytes: 500,
+            gc_bytes: 1000,
+            live_bytes: 3 << 20,
+            written_bytes: 6 << 20,
+            data_zones: 10,
+            empty_zones: 4,
+            zone_capacity: 1 << 20,
+            ..ZoneFsStats::default()
+        };
+        let text = df_text(&s, &ZoneCounts::default(), 12);
+        assert!(text.contains("(space amplification 2.00)"), "{text}");
+        assert!(
+            text.contains("4.00 MiB free in empty zones of 10.00 MiB"),
+            "{text}"
+        );
+        // (3000 + 1000 + 1000) / (3000 + 1000) and 4000 / 3000.
+        assert!(
+            text.contains("device WAF 1.250, file system overhead 1.333"),
+            "{text}"
+        );
+        let j = stats_json(&s);
+        assert_eq!(j["host_bytes"]["total"], 3000);
+        assert_eq!(j["device_bytes"], 5000);
+    }
+}

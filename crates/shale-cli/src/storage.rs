@@ -1,0 +1,590 @@
+//! Where a command's database lives: a directory of the regular (POSIX) file
+//! system, or a directory inside the zone file system (`ZoneFs`) of a zoned
+//! device (`--zoned DEVICE`).
+//!
+//! Commands build one [`Storage`] from their arguments and do everything on
+//! the database directory through its [`FileSystem`]: the engine's options
+//! get it ([`Storage::options`]), and checking for a database, removing one
+//! and listing it go through the trait, never `std::fs`. [`open_device`] is
+//! the one place that decides which backend a device path gets: a block
+//! device is a real zoned device (`LinuxZoned`), anything else an emulated
+//! one (`EmulatedZoned`, a file plus its `.zones` state file).
+
+use std::io;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use shale::env::FileSystem;
+use shale::Options;
+use shale_zoned::linux::LinuxZoned;
+use shale_zoned::{
+    EmulatedOptions, EmulatedZoned, FormatOptions, MountOptions, ZoneFs, ZoneFsError, ZonedDevice,
+    ZonedError, ZonedGeometry,
+};
+
+use crate::error::{CliError, CliResult};
+use crate::fmt::human_bytes;
+
+/// The database directory inside a zone file system when `--db` is not given.
+pub const ZONED_DEFAULT_DB: &str = "/db";
+
+/// Zones of an emulated device created with the default geometry.
+pub const DEFAULT_ZONES: u32 = 64;
+/// Zone size (and capacity) of an emulated device created with the default
+/// geometry: 64 MiB, so that the default 64 zones make a 4 GiB device.
+pub const DEFAULT_ZONE_SIZE: u64 = 64 << 20;
+
+/// The geometry an emulated device gets when nothing else is asked for: 64
+/// zones of 64 MiB (capacity = size), 4 KiB blocks, 14 open and 14 active
+/// zones (the limits of the project's QEMU ZNS namespace).
+pub fn default_geometry() -> ZonedGeometry {
+    ZonedGeometry::new(DEFAULT_ZONES, DEFAULT_ZONE_SIZE)
+}
+
+/// Which backend drives a device path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A file emulating a zoned device (`EmulatedZoned`).
+    Emulated,
+    /// A zoned block device of the kernel (`LinuxZoned`).
+    Block,
+}
+
+impl Backend {
+    /// The backend of `path`: [`Backend::Block`] for a block device, else
+    /// [`Backend::Emulated`] (also when `path` does not exist yet).
+    pub fn of(path: &Path) -> Backend {
+        match std::fs::metadata(path) {
+            Ok(m) if m.file_type().is_block_device() => Backend::Block,
+            _ => Backend::Emulated,
+        }
+    }
+
+    /// `emulated` or `block device`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Emulated => "emulated",
+            Backend::Block => "block device",
+        }
+    }
+}
+
+/// An opened zoned device.
+pub struct OpenedDevice {
+    /// The device.
+    pub dev: Arc<dyn ZonedDevice>,
+    /// Its path.
+    pub path: PathBuf,
+    /// Which backend drives it.
+    pub backend: Backend,
+    /// Reads and writes bypass the page cache (`O_DIRECT`): always on a block
+    /// device; on an emulated one where the host file system allows it.
+    pub direct_io: bool,
+    /// The emulated device was created by this open.
+    pub created: bool,
+}
+
+impl OpenedDevice {
+    /// `zoned (emulated) PATH` or `zoned (block device) PATH`.
+    pub fn label(&self) -> String {
+        format!("zoned ({}) {}", self.backend.name(), self.path.display())
+    }
+}
+
+/// Opens the zoned device at `path`: a block device through the kernel's
+/// zone ioctls, anything else as an emulated device. With `create`, an
+/// emulated device is created with that geometry when `path` does not exist
+/// (an existing one must have the same geometry); without, it must exist.
+/// Every zoned command opens its device here.
+pub fn open_device(path: &Path, create: Option<ZonedGeometry>) -> CliResult<OpenedDevice> {
+    let backend = Backend::of(path);
+    let at = |e: ZonedError| device_error(path, e);
+    match backend {
+        Backend::Block => {
+            let dev = LinuxZoned::open(path).map_err(at)?;
+            Ok(OpenedDevice {
+                dev: Arc::new(dev),
+                path: path.to_path_buf(),
+                backend,
+                direct_io: true,
+                created: false,
+            })
+        }
+        Backend::Emulated => {
+            let exists = path
+                .try_exists()
+                .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
+            let options = EmulatedOptions::default();
+            let dev = match create {
+                Some(g) => EmulatedZoned::create(path, &g, options).map_err(at)?,
+                None if !exists => {
+                    return Err(CliError::msg(format!(
+                        "zoned device {} does not exist; create and format an emulated device \
+                         with `shale zoned mkfs --device {}`",
+                        path.display(),
+                        path.display()
+                    )))
+                }
+                None => EmulatedZoned::open(path, options).map_err(at)?,
+            };
+            let direct_io = dev.direct_io();
+            Ok(OpenedDevice {
+                dev: Arc::new(dev),
+                path: path.to_path_buf(),
+                backend,
+                direct_io,
+                created: !exists,
+            })
+        }
+    }
+}
+
+/// A device error naming the device (the typed errors mostly do already).
+fn device_error(path: &Path, e: ZonedError) -> CliError {
+    let text = e.to_string();
+    let p = path.display().to_string();
+    if text.contains(&p) {
+        CliError::msg(text)
+    } else {
+        CliError::msg(format!("{p}: {text}"))
+    }
+}
+
+/// A mount or format error naming the device, with what to do about it.
+pub fn zonefs_error(path: &Path, e: ZoneFsError) -> CliError {
+    let p = path.display();
+    match e {
+        ZoneFsError::NotFormatted => CliError::msg(format!(
+            "{p} holds no zone file system (not formatted); run `shale zoned mkfs --device {p}` first"
+        )),
+        ZoneFsError::Device(d) => device_error(path, d),
+        other => CliError::msg(format!("{p}: {other}")),
+    }
+}
+
+/// A mounted zone file system and its device.
+pub struct ZonedHandle {
+    /// The device it is on.
+    pub device: OpenedDevice,
+    /// The file system.
+    pub fs: ZoneFs,
+}
+
+/// Mounts the zone file system of `device` (recovering from its metadata
+/// log), with the garbage collector's background thread when `background_gc`
+/// (the engine commands; the inspection commands look without it).
+pub fn mount(device: OpenedDevice, background_gc: bool) -> CliResult<ZonedHandle> {
+    let mut options = MountOptions::default();
+    options.gc.background = background_gc;
+    let fs = ZoneFs::mount_with(device.dev.clone(), options)
+        .map_err(|e| zonefs_error(&device.path, e))?;
+    Ok(ZonedHandle { device, fs })
+}
+
+/// Formats `device` with `meta_zones` metadata zones and returns it mounted.
+pub fn format(device: OpenedDevice, meta_zones: u32) -> CliResult<ZonedHandle> {
+    let options = FormatOptions {
+        meta_zones,
+        ..FormatOptions::default()
+    };
+    let fs =
+        ZoneFs::format(device.dev.clone(), options).map_err(|e| zonefs_error(&device.path, e))?;
+    Ok(ZonedHandle { device, fs })
+}
+
+/// Whether a command may create (and format) an emulated device that does
+/// not exist yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Create {
+    /// The device must exist and be formatted (reading commands).
+    No,
+    /// A missing emulated device is created with [`default_geometry`] and
+    /// formatted (commands that create a database: `put`, `load`, benches).
+    IfMissing,
+}
+
+/// The file system a command's database is on; see the module documentation.
+pub struct Storage {
+    fs: Arc<dyn FileSystem>,
+    zoned: Option<ZonedHandle>,
+    /// Set once [`Storage::finish`] ran (or nothing needs syncing).
+    finished: bool,
+}
+
+impl Storage {
+    /// The regular file system, as the engine's default options have it.
+    pub fn posix() -> Storage {
+        Storage {
+            fs: Options::default().fs,
+            zoned: None,
+            finished: true,
+        }
+    }
+
+    /// Storage on an already mounted zone file system.
+    pub fn on_zoned(handle: ZonedHandle) -> Storage {
+        Storage {
+            fs: Arc::new(handle.fs.clone()),
+            zoned: Some(handle),
+            finished: false,
+        }
+    }
+
+    /// The storage of `--zoned DEVICE` (posix without it). A missing emulated
+    /// device is created and formatted with the default geometry when
+    /// `create` allows it (a line on standard error says so); an existing one
+    /// must be formatted.
+    pub fn open(zoned: Option<&Path>, create: Create) -> CliResult<Storage> {
+        let Some(path) = zoned else {
+            return Ok(Storage::posix());
+        };
+        let missing = !path
+            .try_exists()
+            .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
+        let handle = if missing && create == Create::IfMissing {
+            let g = default_geometry();
+            let device = open_device(path, Some(g))?;
+            eprintln!(
+                "created an emulated zoned device {}: {}; formatting it",
+                path.display(),
+                geometry_line(&g)
+            );
+            format(device, FormatOptions::default().meta_zones)?
+        } else {
+            mount(open_device(path, None)?, true)?
+        };
+        Ok(Storage::on_zoned(handle))
+    }
+
+    /// The file system the database is on.
+    pub fn fs(&self) -> Arc<dyn FileSystem> {
+        self.fs.clone()
+    }
+
+    /// The zone file system, with `--zoned`.
+    pub fn zoned(&self) -> Option<&ZonedHandle> {
+        self.zoned.as_ref()
+    }
+
+    /// `opts` with this storage's file system.
+    pub fn options(&self, opts: Options) -> Options {
+        Options {
+            fs: self.fs(),
+            ..opts
+        }
+    }
+
+    /// The database directory: `--db`, else `default` (a command's default
+    /// directory on the regular file system). On a zone file system the
+    /// default is the last component of `default` at the root (`/dbbench`
+    /// for `shale-data/dbbench`), or [`ZONED_DEFAULT_DB`] without one, and a
+    /// relative `--db` is taken from the root (`db` is `/db`).
+    pub fn db_dir(&self, db: Option<&Path>, default: Option<&Path>) -> CliResult<PathBuf> {
+        match (db, &self.zoned) {
+            (Some(d), Some(_)) if d.is_relative() => Ok(Path::new("/").join(d)),
+            (Some(d), _) => Ok(d.to_path_buf()),
+            (None, Some(_)) => Ok(match default.and_then(Path::file_name) {
+                Some(name) => Path::new("/").join(name),
+                None => PathBuf::from(ZONED_DEFAULT_DB),
+            }),
+            (None, None) => default
+                .map(Path::to_path_buf)
+                .ok_or_else(|| CliError::Usage("--db DIR is required (or --zoned DEVICE)".into())),
+        }
+    }
+
+    /// A description for reports: `posix` or `zoned (emulated) PATH`.
+    pub fn label(&self) -> String {
+        match &self.zoned {
+            Some(z) => z.device.label(),
+            None => "posix".into(),
+        }
+    }
+
+    /// True if `dir` holds a database (its `CURRENT` file).
+    pub fn has_db(&self, dir: &Path) -> CliResult<bool> {
+        self.fs
+            .exists(&dir.join("CURRENT"))
+            .map_err(|e| CliError::msg(format!("checking {}: {e}", dir.display())))
+    }
+
+    /// The path whose device the time-series sampler watches: the database
+    /// directory, or the zoned device (an emulated device's file lies on the
+    /// disk that takes its writes).
+    pub fn sample_path(&self, db_dir: &Path) -> PathBuf {
+        match &self.zoned {
+            Some(z) => z.device.path.clone(),
+            None => db_dir.to_path_buf(),
+        }
+    }
+
+    /// What the time series' device columns show on this storage (nothing to
+    /// say on posix).
+    pub fn sampler_notes(&self) -> Vec<String> {
+        match &self.zoned {
+            Some(z) if z.device.backend == Backend::Emulated => vec![format!(
+                "device: the database is on the emulated zoned device {}; the device columns are \
+                 the disk holding that file{}",
+                z.device.path.display(),
+                if z.device.direct_io {
+                    " (written and read with O_DIRECT)"
+                } else {
+                    " (through the page cache: the host file system refused O_DIRECT)"
+                }
+            )],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Removes the database in `dir` for a fresh one, but only when `dir` is
+    /// absent, empty or holds a database of `engine` (`shale`, `leveldb`)
+    /// and nothing else. Files are removed through the file system trait; on
+    /// the regular file system the emptied directories go too.
+    pub fn remove_db_dir(&self, dir: &Path, engine: &str) -> CliResult {
+        let refuse = |why: String| {
+            CliError::msg(format!(
+                "refusing to remove {}: {why}; pass another --db (or --use_existing_db)",
+                dir.display()
+            ))
+        };
+        let fs = self.fs.as_ref();
+        let names = match fs.list(dir) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e)
+                if self.zoned.is_none()
+                    && (e.kind() == io::ErrorKind::NotADirectory || dir.is_file()) =>
+            {
+                return Err(refuse("it is not a directory".into()))
+            }
+            Err(e) => return Err(CliError::msg(format!("reading {}: {e}", dir.display()))),
+        };
+        let mut files = Vec::new();
+        let mut dirs = Vec::new();
+        for name in &names {
+            let path = dir.join(name);
+            let is_dir = is_dir(fs, &path);
+            if !crate::cmd::dbbench::is_db_file(engine, name, is_dir) {
+                return Err(refuse(format!(
+                    "it holds {name:?}, which is not a {engine} file"
+                )));
+            }
+            if is_dir {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+        if names.is_empty() {
+            return Ok(());
+        }
+        if !names.iter().any(|n| n == "CURRENT") {
+            return Err(refuse(format!(
+                "it holds files but no {engine} database (no CURRENT)"
+            )));
+        }
+        for d in &dirs {
+            remove_tree(fs, d)?;
+        }
+        for f in &files {
+            fs.remove(f)
+                .map_err(|e| CliError::msg(format!("removing {}: {e}", f.display())))?;
+        }
+        fs.sync_dir(dir)
+            .map_err(|e| CliError::msg(format!("syncing {}: {e}", dir.display())))?;
+        if self.zoned.is_none() {
+            // The trait removes files only: the emptied directories go here.
+            std::fs::remove_dir_all(dir)
+                .map_err(|e| CliError::msg(format!("removing {}: {e}", dir.display())))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the zone file system's metadata durable (creates, renames and
+    /// removes since the last sync); nothing to do on posix. Call it once the
+    /// databases are closed, before exiting.
+    pub fn finish(mut self) -> CliResult {
+        self.finished = true;
+        self.sync()
+    }
+
+    /// Syncs the zone file system's metadata.
+    pub fn sync(&self) -> CliResult {
+        match &self.zoned {
+            Some(z) => z.fs.sync_metadata().map_err(|e| {
+                CliError::msg(format!(
+                    "syncing the zone file system on {}: {e}",
+                    z.device.path.display()
+                ))
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Storage {
+    /// A command that failed still leaves the zone file system's metadata as
+    /// of its last change (best effort: the failure is already reported).
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.sync();
+        }
+    }
+}
+
+/// True if `path` is a directory of `fs` (it lists).
+fn is_dir(fs: &dyn FileSystem, path: &Path) -> bool {
+    fs.list(path).is_ok()
+}
+
+/// Removes every file under `dir` (the trait has no directory removal).
+fn remove_tree(fs: &dyn FileSystem, dir: &Path) -> CliResult {
+    let names = fs
+        .list(dir)
+        .map_err(|e| CliError::msg(format!("reading {}: {e}", dir.display())))?;
+    for name in names {
+        let path = dir.join(&name);
+        if is_dir(fs, &path) {
+            remove_tree(fs, &path)?;
+        } else {
+            fs.remove(&path)
+                .map_err(|e| CliError::msg(format!("removing {}: {e}", path.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// One line describing a geometry: zones, sizes, block size and limits.
+pub fn geometry_line(g: &ZonedGeometry) -> String {
+    let limit = |n: u32| {
+        if n == 0 {
+            "no limit".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    format!(
+        "{} zones of {} (capacity {}), {}-byte blocks, {} in all; max open zones {}, max active zones {}",
+        g.nr_zones,
+        human_bytes(g.zone_size),
+        human_bytes(g.zone_capacity),
+        g.block_size,
+        human_bytes(g.device_size()),
+        limit(g.max_open_zones),
+        limit(g.max_active_zones)
+    )
+}
+
+/// Parses a byte count: digits with an optional unit, `K`/`KiB`, `M`/`MiB`,
+/// `G`/`GiB` (powers of 1024) or `KB`, `MB`, `GB` (powers of 1000).
+pub fn parse_byte_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad =
+        || format!("invalid size {s:?}: use bytes with an optional unit (4096, 1MiB, 64M, 1GB)");
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} overflows 64 bits"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_parse_binary_and_decimal_units() {
+        assert_eq!(parse_byte_size("4096"), Ok(4096));
+        assert_eq!(parse_byte_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_byte_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_byte_size("768K"), Ok(768 << 10));
+        assert_eq!(parse_byte_size("1GB"), Ok(1_000_000_000));
+        assert_eq!(parse_byte_size(" 2 g "), Ok(2 << 30));
+        for bad in ["", "x", "1.5M", "-1", "12XB", "99999999999999999999"] {
+            assert!(parse_byte_size(bad).is_err(), "{bad}");
+        }
+        assert!(parse_byte_size("17179869184G")
+            .expect_err("overflow")
+            .contains("overflows"));
+    }
+
+    #[test]
+    fn the_default_geometry_is_a_valid_4_gib_device() {
+        let g = default_geometry();
+        g.validate().expect("valid");
+        assert_eq!(g.device_size(), 4 << 30);
+        assert_eq!(g.zone_capacity, g.zone_size);
+        assert_eq!((g.max_open_zones, g.max_active_zones), (14, 14));
+        assert_eq!(
+            geometry_line(&g),
+            "64 zones of 64.00 MiB (capacity 64.00 MiB), 4096-byte blocks, 4.00 GiB in all; \
+             max open zones 14, max active zones 14"
+        );
+    }
+
+    #[test]
+    fn backends_follow_the_file_type() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(Backend::of(&dir.path().join("missing")), Backend::Emulated);
+        assert_eq!(Backend::of(dir.path()), Backend::Emulated);
+    }
+
+    #[test]
+    fn a_missing_device_without_create_names_mkfs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("zns.img");
+        let e = open_device(&path, None).err().expect("must fail");
+        let text = e.to_string();
+        assert!(
+            text.contains("does not exist") && text.contains("shale zoned mkfs --device"),
+            "{text}"
+        );
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn zoned_db_dirs_default_to_slash_db_and_are_absolute() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("zns.img");
+        let mut g = ZonedGeometry::new(8, 1 << 20);
+        g.max_open_zones = 6;
+        g.max_active_zones = 6;
+        let handle = format(open_device(&path, Some(g)).expect("create"), 2).expect("format");
+        let s = Storage::on_zoned(handle);
+        assert_eq!(s.db_dir(None, None).expect("dir"), PathBuf::from("/db"));
+        assert_eq!(
+            s.db_dir(None, Some(Path::new("shale-data/dbbench")))
+                .expect("dir"),
+            PathBuf::from("/dbbench")
+        );
+        assert_eq!(
+            s.db_dir(Some(Path::new("x/y")), None).expect("dir"),
+            PathBuf::from("/x/y")
+        );
+        assert!(s.label().starts_with("zoned (emulated) "), "{}", s.label());
+        assert!(!s.has_db(Path::new("/db")).expect("check"));
+        s.finish().expect("sync");
+        let p = Storage::posix();
+        match p.db_dir(None, None) {
+            Err(CliError::Usage(m)) => assert!(m.contains("--db DIR is required"), "{m}"),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+        assert_eq!(
+            p.db_dir(None, Some(Path::new("d"))).expect("dir"),
+            PathBuf::from("d")
+        );
+    }
+}
