@@ -653,8 +653,9 @@ pub struct BenchDbArgs {
 #[derive(Debug, Args)]
 // The zoned device's default size follows --num (docs/bench-zns.md).
 #[command(mut_arg("zones", |a| a.help(
-    "Number of zones of the emulated device (default: enough for 8 times the bytes one \
-     benchmark writes, at least 16)")))]
+    "Number of zones of the emulated device (default: the SSD model's logical capacity, \
+     the posix run's peak live data over --utilisation, plus one zone per placement slot, \
+     the collector's reserve and 2 metadata zones)")))]
 pub struct BenchZnsArgs {
     /// Entries each benchmark writes (default: 500 MB of keys and values,
     /// num x (16 + value_size) = 500,000,000, which is 4,310,345 entries of

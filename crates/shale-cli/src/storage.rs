@@ -171,12 +171,22 @@ pub struct ZonedHandle {
     pub fs: ZoneFs,
 }
 
-/// Mounts the zone file system of `device` (recovering from its metadata
-/// log), with the garbage collector's background thread when `background_gc`
-/// (the engine commands; the inspection commands look without it).
-pub fn mount(device: OpenedDevice, background_gc: bool) -> CliResult<ZonedHandle> {
-    let mut options = MountOptions::default();
-    options.gc.background = background_gc;
+/// How a command mounts a zone file system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mount {
+    /// Read-write, with the garbage collector's background thread (the
+    /// commands that write).
+    ReadWrite,
+    /// Read-only: nothing is written to the device (the commands that look).
+    ReadOnly,
+}
+
+/// Mounts the zone file system of `device` (replaying its metadata log).
+pub fn mount(device: OpenedDevice, how: Mount) -> CliResult<ZonedHandle> {
+    let options = MountOptions {
+        read_only: how == Mount::ReadOnly,
+        ..MountOptions::default()
+    };
     let fs = ZoneFs::mount_with(device.dev.clone(), options)
         .map_err(|e| zonefs_error(&device.path, e))?;
     Ok(ZonedHandle { device, fs })
@@ -197,8 +207,13 @@ pub fn format(device: OpenedDevice, meta_zones: u32) -> CliResult<ZonedHandle> {
 /// not exist yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Create {
-    /// The device must exist and be formatted (reading commands).
+    /// The device must exist and be formatted (commands that write to an
+    /// existing database).
     No,
+    /// The device must exist and be formatted; it is mounted read-only, so
+    /// that nothing is written to it (`get`, `scan`, `stats`, `load
+    /// --verify`).
+    ReadOnly,
     /// A missing emulated device is created with [`default_geometry`] and
     /// formatted (commands that create a database: `put`, `load`, benches).
     IfMissing,
@@ -208,8 +223,6 @@ pub enum Create {
 pub struct Storage {
     fs: Arc<dyn FileSystem>,
     zoned: Option<ZonedHandle>,
-    /// Set once [`Storage::finish`] ran (or nothing needs syncing).
-    finished: bool,
 }
 
 impl Storage {
@@ -218,7 +231,6 @@ impl Storage {
         Storage {
             fs: Options::default().fs,
             zoned: None,
-            finished: true,
         }
     }
 
@@ -227,7 +239,6 @@ impl Storage {
         Storage {
             fs: Arc::new(handle.fs.clone()),
             zoned: Some(handle),
-            finished: false,
         }
     }
 
@@ -252,7 +263,12 @@ impl Storage {
             );
             format(device, FormatOptions::default().meta_zones)?
         } else {
-            mount(open_device(path, None)?, true)?
+            let how = if create == Create::ReadOnly {
+                Mount::ReadOnly
+            } else {
+                Mount::ReadWrite
+            };
+            mount(open_device(path, None)?, how)?
         };
         Ok(Storage::on_zoned(handle))
     }
@@ -403,9 +419,10 @@ impl Storage {
 
     /// Makes the zone file system's metadata durable (creates, renames and
     /// removes since the last sync); nothing to do on posix. Call it once the
-    /// databases are closed, before exiting.
-    pub fn finish(mut self) -> CliResult {
-        self.finished = true;
+    /// databases are closed, before exiting. A command that fails before
+    /// leaves the file system as a crash would: as of its last metadata sync,
+    /// which the engine's own syncs make (nothing durable is lost).
+    pub fn finish(self) -> CliResult {
         self.sync()
     }
 
@@ -419,16 +436,6 @@ impl Storage {
                 ))
             }),
             None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Storage {
-    /// A command that failed still leaves the zone file system's metadata as
-    /// of its last change (best effort: the failure is already reported).
-    fn drop(&mut self) {
-        if !self.finished {
-            let _ = self.sync();
         }
     }
 }

@@ -353,6 +353,7 @@ fn run_model(seed: u64, steps: usize) -> (usize, usize) {
             background: false,
             ..GcOptions::default()
         },
+        ..MountOptions::default()
     };
     let mut fs = Some(
         ZoneFs::format(

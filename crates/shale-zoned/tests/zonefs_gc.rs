@@ -31,6 +31,7 @@ fn foreground() -> MountOptions {
             background: false,
             ..GcOptions::default()
         },
+        ..MountOptions::default()
     }
 }
 
@@ -188,6 +189,7 @@ fn the_background_collector_reclaims_below_the_low_water_mark() {
                 low_water_percent: 50,
                 ..GcOptions::default()
             },
+            ..MountOptions::default()
         },
     );
     for i in 0..14u32 {
@@ -444,4 +446,65 @@ fn the_engine_on_a_nearly_full_device_with_collection() {
     }
     db.close().expect("close");
     assert!(fs.check().expect("check").problems.is_empty());
+}
+
+#[test]
+fn a_read_only_mount_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let g = ZonedGeometry::new(8, 64 << 10);
+    {
+        let fs = format(open_dev(&path, &g), foreground());
+        write_file(&fs, "/keep", &pattern(1, 9000), WriteLifetime::Long).expect("keep");
+        write_file(&fs, "/gone", &pattern(2, 70_000), WriteLifetime::Medium).expect("gone");
+        fs.remove(Path::new("/gone")).expect("remove");
+        // /gone's last zone is its class's open zone: no longer live, but
+        // reset only by the next read-write mount.
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+        write_file(&fs, "/partial", &pattern(3, 5000), WriteLifetime::Extreme).expect("p");
+    }
+    let dev = open_dev(&path, &g);
+    let zones_before = dev.report_all().expect("report");
+    let written_before = dev.stats().bytes_written;
+    let fs = ZoneFs::mount_with(
+        dev.clone(),
+        MountOptions {
+            read_only: true,
+            ..MountOptions::default()
+        },
+    )
+    .expect("mount read-only");
+    assert_eq!(
+        fs.read_all(Path::new("/keep")).expect("read"),
+        pattern(1, 9000)
+    );
+    assert_eq!(
+        fs.read_all(Path::new("/partial")).expect("read"),
+        pattern(3, 5000)
+    );
+    assert!(fs.check().expect("check").problems.is_empty());
+    assert!(fs.zones().expect("zones").len() == 8);
+    for e in [
+        fs.create_append(Path::new("/new"), WriteLifetime::Long)
+            .err(),
+        fs.remove(Path::new("/keep")).err(),
+        fs.rename(Path::new("/keep"), Path::new("/k2")).err(),
+        fs.create_dir_all(Path::new("/d")).err(),
+        fs.collect_garbage().err(),
+    ] {
+        let e = e.expect("a change must fail");
+        assert_eq!(e.kind(), io::ErrorKind::ReadOnlyFilesystem, "{e}");
+    }
+    fs.sync_dir(Path::new("/")).expect("nothing to sync");
+    drop(fs);
+    assert_eq!(dev.stats().bytes_written, written_before);
+    assert_eq!(dev.report_all().expect("report"), zones_before);
+    // A read-write mount does change the device: it resets the dead zone.
+    let resets = dev.stats().resets;
+    let fs = ZoneFs::mount_with(dev.clone(), foreground()).expect("mount");
+    assert!(dev.stats().resets > resets);
+    assert_eq!(
+        fs.read_all(Path::new("/keep")).expect("read"),
+        pattern(1, 9000)
+    );
 }

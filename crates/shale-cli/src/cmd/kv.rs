@@ -33,7 +33,7 @@ pub fn delete(a: &DeleteArgs) -> CliResult {
 }
 
 pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
-    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::ReadOnly)?;
     let db = open_read_only(&storage, &dir)?;
     let value = db.get(&a.key.0)?;
     db.close()?;
@@ -48,7 +48,7 @@ pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
 }
 
 pub fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
-    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::ReadOnly)?;
     let db = open_read_only(&storage, &dir)?;
     let opts = ReadOptions {
         lower_bound: a.from.as_ref().map(|k| k.0.clone()),

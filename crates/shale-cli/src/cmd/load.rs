@@ -21,7 +21,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         ))
     })?;
     let create = if a.verify {
-        Create::No
+        Create::ReadOnly
     } else {
         Create::IfMissing
     };

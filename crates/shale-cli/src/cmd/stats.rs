@@ -13,7 +13,7 @@ use crate::fmt::{human_bytes, rate_text, ratio};
 use crate::storage::Create;
 
 pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
-    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::ReadOnly)?;
     let db = open_read_only(&storage, &dir)?;
     let summary = db.summary()?;
     // Taken after the summary, so the table opens it caused are counted.

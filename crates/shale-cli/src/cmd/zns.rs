@@ -50,14 +50,20 @@ pub fn default_num(value_size: usize) -> u64 {
     (DEFAULT_BYTES as f64 / (KEY_SIZE + value_size) as f64).round() as u64
 }
 
-/// Zones of the emulated device by default: data zones for 8 times the bytes
-/// one benchmark writes (at least 14), plus the 2 metadata zones.
-pub fn default_zones(num: u64, value_size: usize, zone_capacity: u64) -> u32 {
-    let bytes = num.saturating_mul((KEY_SIZE + value_size) as u64);
-    let data = bytes
-        .saturating_mul(8)
-        .div_ceil(zone_capacity.max(1))
-        .max(14);
+/// Data zones beyond the SSD model's logical capacity: one per placement
+/// slot of the zone file system (its open zones are partly written at any
+/// time) and the collector's reserved zone.
+pub const HEADROOM_ZONES: u64 = 5 + 1;
+
+/// Zones of the emulated device by default: as much data space as the
+/// conventional-SSD model's logical capacity (the posix run's peak live
+/// bytes over `utilisation`), in whole zones, plus [`HEADROOM_ZONES`] and the
+/// 2 metadata zones. The two devices are then equally full, and the zoned
+/// one has no spare space hidden from the host (an SSD's over-provisioning
+/// comes on top of its logical capacity).
+pub fn default_zones(peak_live_bytes: u64, utilisation: f64, zone_capacity: u64) -> u32 {
+    let logical = (peak_live_bytes as f64 / utilisation).ceil() as u64;
+    let data = logical.div_ceil(zone_capacity.max(1)) + HEADROOM_ZONES;
     u32::try_from(data + 2).unwrap_or(u32::MAX)
 }
 
@@ -321,8 +327,9 @@ fn ftl_windows(
     Ok(figures)
 }
 
-/// The zoned device of the run, formatted afresh.
-fn fresh_zoned(a: &BenchZnsArgs, num: u64) -> CliResult<Storage> {
+/// The zoned device of the run, formatted afresh; `peak_live_bytes` of the
+/// posix run sizes it by default.
+fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
     let path = &a.device;
     let backend = Backend::of(path);
     if backend == Backend::Block {
@@ -338,7 +345,7 @@ fn fresh_zoned(a: &BenchZnsArgs, num: u64) -> CliResult<Storage> {
     }
     let mut g: ZonedGeometry = a.geometry.geometry()?;
     if a.geometry.zones.is_none() {
-        g.nr_zones = default_zones(num, a.value_size, g.zone_capacity);
+        g.nr_zones = default_zones(peak_live_bytes, a.utilisation, g.zone_capacity);
         g.validate()
             .map_err(|e| CliError::Usage(format!("bad device geometry: {e}")))?;
     }
@@ -449,7 +456,8 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
     let mut zoned_label = String::new();
     let mut geometry = None;
     if !interrupted() {
-        let storage = fresh_zoned(a, num)?;
+        let peak = shale_zoned::ftl::peak_live_pages(&events) * FTL_PAGE_SIZE;
+        let storage = fresh_zoned(a, peak)?;
         let Some(z) = storage.zoned() else {
             return Err(CliError::msg(
                 "internal error: the zoned run has no zone file system",
@@ -607,12 +615,12 @@ mod tests {
     }
 
     #[test]
-    fn the_default_device_holds_8_times_a_benchmark() {
-        // 500 MB x 8 over 64 MiB zones: 60 data zones, and 2 for metadata.
-        assert_eq!(default_zones(default_num(100), 100, 64 << 20), 62);
-        // Small runs get at least 14 data zones.
-        assert_eq!(default_zones(1000, 100, 64 << 20), 16);
-        assert_eq!(default_zones(20_000, 100, 1 << 20), 20);
+    fn the_default_device_is_as_full_as_the_ssd_model() {
+        // 900 MiB live at 90%: 1000 MiB, 16 zones of 64 MiB (1024 MiB), then
+        // the headroom and the metadata zones.
+        assert_eq!(default_zones(900 << 20, 0.9, 64 << 20), 16 + 6 + 2);
+        assert_eq!(default_zones(0, 0.9, 64 << 20), 6 + 2);
+        assert_eq!(default_zones(1 << 20, 1.0, 1 << 20), 1 + 6 + 2);
     }
 
     #[test]

@@ -108,10 +108,10 @@ pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
     Ok(())
 }
 
-/// Mounts the file system of `a.device` for looking at it: recovery runs
-/// (the metadata log is replayed), the collector's thread does not.
+/// Mounts the file system of `a.device` read-only, for looking at it: the
+/// metadata log is replayed, nothing is written to the device.
 fn mount_for_inspection(a: &ZonedInspectArgs) -> CliResult<ZonedHandle> {
-    storage::mount(open_device(&a.device, None)?, false)
+    storage::mount(open_device(&a.device, None)?, storage::Mount::ReadOnly)
 }
 
 /// How a device is driven, for the reports.
@@ -257,6 +257,19 @@ pub struct Space {
     stats: ZoneFsStats,
     zones: Vec<ZoneUsage>,
     counts: ZoneCounts,
+    /// The device's own write counters (`ZonedDevice::stats`).
+    device_counters: DeviceCounters,
+}
+
+/// The device's write counters: lifetime totals on an emulated device
+/// (persisted with its zone state), totals since the open on a block device.
+#[derive(Clone, Copy, Debug, Default)]
+struct DeviceCounters {
+    bytes_written: u64,
+    resets: u64,
+    finishes: u64,
+    /// Since the emulated device was created (else since it was opened).
+    lifetime: bool,
 }
 
 /// Takes the figures of `df` from a mounted zone file system.
@@ -273,6 +286,15 @@ pub fn space(z: &ZonedHandle) -> CliResult<Space> {
         counts: count_zones(&zones),
         stats,
         zones,
+        device_counters: {
+            let d = z.device.dev.stats();
+            DeviceCounters {
+                bytes_written: d.bytes_written,
+                resets: d.resets,
+                finishes: d.finishes,
+                lifetime: z.device.backend == Backend::Emulated,
+            }
+        },
     })
 }
 
@@ -316,7 +338,12 @@ impl Space {
             "free_bytes": u64::from(stats.empty_zones) * stats.zone_capacity,
             "data_capacity_bytes": u64::from(stats.data_zones) * stats.zone_capacity,
             "space_amplification": stats.space_amplification(),
-            "counters_since_mount": stats_json(stats),
+            "device_counters": {
+                "bytes_written": self.device_counters.bytes_written,
+                "resets": self.device_counters.resets,
+                "finishes": self.device_counters.finishes,
+                "since": if self.device_counters.lifetime { "created" } else { "opened" },
+            },
             "zone_list": zone_list,
         })
     }
@@ -328,7 +355,12 @@ impl Space {
             self.label,
             geometry_line(&self.geometry)
         );
-        s.push_str(&df_text(&self.stats, &self.counts, self.zones.len()));
+        s.push_str(&df_text(
+            &self.stats,
+            &self.counts,
+            self.zones.len(),
+            &self.device_counters,
+        ));
         s
     }
 }
@@ -369,7 +401,7 @@ pub fn stats_json(s: &ZoneFsStats) -> Value {
     })
 }
 
-fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize) -> String {
+fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize, d: &DeviceCounters) -> String {
     let cap = s.zone_capacity;
     let mut t = format!(
         "zones: {total} ({} metadata, {} data: {} empty, {} used of which {} open for writing \
@@ -386,20 +418,11 @@ fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize) -> String {
         human_bytes(u64::from(s.data_zones) * cap),
     ));
     t.push_str(&format!(
-        "written since this mount: {} of files (WAL {}), {} padding, {} metadata, {} by the \
-         collector ({} zones emptied); device WAF {:.3}, file system overhead {:.3}\n",
-        human_bytes(s.host_total()),
-        human_bytes(s.host_bytes[1]),
-        human_bytes(s.padding_bytes),
-        human_bytes(s.metadata_bytes),
-        human_bytes(s.gc_bytes),
-        s.gc_zones,
-        s.waf(),
-        s.fs_overhead(),
-    ));
-    t.push_str(&format!(
-        "zone operations since this mount: {} resets, {} finishes; {} failed collection rounds\n",
-        s.resets, s.finishes, s.gc_errors
+        "device counters since it was {}: {} written, {} zone resets, {} zone finishes\n",
+        if d.lifetime { "created" } else { "opened" },
+        human_bytes(d.bytes_written),
+        d.resets,
+        d.finishes
     ));
     t
 }
@@ -544,15 +567,23 @@ mod tests {
             zone_capacity: 1 << 20,
             ..ZoneFsStats::default()
         };
-        let text = df_text(&s, &ZoneCounts::default(), 12);
+        let d = DeviceCounters {
+            bytes_written: 3 << 20,
+            resets: 7,
+            finishes: 2,
+            lifetime: true,
+        };
+        let text = df_text(&s, &ZoneCounts::default(), 12, &d);
         assert!(text.contains("(space amplification 2.00)"), "{text}");
         assert!(
             text.contains("4.00 MiB free in empty zones of 10.00 MiB"),
             "{text}"
         );
-        // (3000 + 1000 + 1000) / (3000 + 1000) and 4000 / 3000.
         assert!(
-            text.contains("device WAF 1.250, file system overhead 1.333"),
+            text.contains(
+                "device counters since it was created: 3.00 MiB written, 7 zone resets, \
+                 2 zone finishes"
+            ),
             "{text}"
         );
         let j = stats_json(&s);

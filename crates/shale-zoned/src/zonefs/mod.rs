@@ -81,6 +81,12 @@ impl Default for FormatOptions {
 pub struct MountOptions {
     /// Garbage collection.
     pub gc: GcOptions,
+    /// Mount without writing anything to the device: no zone is reset or
+    /// finished, the metadata log is not rolled, no collector runs, and
+    /// every change (create, rename, remove, mkdir, collection) fails with
+    /// `ReadOnlyFilesystem`. For looking at a device (`shale zoned ls`, a
+    /// read-only database open); default false.
+    pub read_only: bool,
 }
 
 /// When and how much garbage collection runs.
@@ -322,6 +328,8 @@ struct Inner {
     block: u64,
     zone_size: u64,
     gc: GcOptions,
+    /// Mounted read-only: nothing is written to the device.
+    read_only: bool,
     state: Mutex<State>,
     /// Serializes collection rounds (the thread's and writers').
     gc_lock: Mutex<()>,
@@ -1066,12 +1074,51 @@ impl ZoneFs {
             block,
             zone_size: g.zone_size,
             gc: options.gc,
+            read_only: options.read_only,
             state: Mutex::new(fresh(meta_zones)),
             gc_lock: Mutex::new(()),
             gc_signal: Arc::new(gc::Signal::default()),
             dev,
             locks: Mutex::new(HashMap::new()),
         };
+        if !options.read_only {
+            inner.settle_zones(
+                &mut st,
+                &report,
+                !tail_ok || newest.version < format::VERSION,
+            )?;
+        }
+        *lock(&inner.state) = st;
+        let inner = Arc::new(inner);
+        let collector = if options.gc.background && !options.read_only {
+            gc::Collector::spawn(&inner).map_err(|source| {
+                ZoneFsError::Device(ZonedError::Io {
+                    context: "starting the garbage collector thread".into(),
+                    source,
+                })
+            })?
+        } else {
+            gc::Collector::none(&inner)
+        };
+        Ok(ZoneFs {
+            inner,
+            _collector: Arc::new(collector),
+        })
+    }
+}
+
+impl Inner {
+    /// The writes of a read-write mount, after the replay: data zones
+    /// without live data reset, partly written ones adopted or finished,
+    /// the log rolled when `roll`, other metadata zones finished, a sync.
+    fn settle_zones(
+        &self,
+        st: &mut State,
+        report: &[crate::device::Zone],
+        roll: bool,
+    ) -> FsResult<()> {
+        let slots = st.open.len();
+        let inner = self;
         // The lifetime class of each data zone's files (placement keeps one
         // class per zone; the first file found decides).
         let mut zone_slot: HashMap<u32, usize> = HashMap::new();
@@ -1085,7 +1132,7 @@ impl ZoneFs {
         // Data zones: reset those without live data; a partly written one
         // becomes its class's open zone again (writes go on at its write
         // pointer), or is finished when the class has one already.
-        for i in st.meta_zones..g.nr_zones {
+        for i in st.meta_zones..st.zones.len() as u32 {
             let info = st.zones[i as usize];
             let z = report[i as usize];
             if info.unusable || z.condition == ZoneCondition::Empty {
@@ -1109,11 +1156,11 @@ impl ZoneFs {
                 }
             }
         }
-        if !tail_ok || newest.version < format::VERSION {
+        if roll {
             // Records after a damaged one would be unreadable, and records of
             // this version must not follow an older superblock: start a new
             // metadata zone.
-            inner.roll(&mut st)?;
+            inner.roll(st)?;
         }
         // Other metadata zones (superseded, or a roll cut short by a crash)
         // must not hold active-zone resources.
@@ -1123,24 +1170,22 @@ impl ZoneFs {
             }
         }
         inner.dev.sync()?;
-        *lock(&inner.state) = st;
-        let inner = Arc::new(inner);
-        let collector = if options.gc.background {
-            gc::Collector::spawn(&inner).map_err(|source| {
-                ZoneFsError::Device(ZonedError::Io {
-                    context: "starting the garbage collector thread".into(),
-                    source,
-                })
-            })?
-        } else {
-            gc::Collector::none(&inner)
-        };
-        Ok(ZoneFs {
-            inner,
-            _collector: Arc::new(collector),
-        })
+        Ok(())
     }
 
+    /// `ReadOnlyFilesystem` on a read-only mount.
+    fn writable(&self) -> io::Result<()> {
+        if self.read_only {
+            return Err(io::Error::new(
+                io::ErrorKind::ReadOnlyFilesystem,
+                "the zone file system is mounted read-only",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl ZoneFs {
     /// The device the file system is on.
     pub fn device(&self) -> &Arc<dyn ZonedDevice> {
         &self.inner.dev
@@ -1174,6 +1219,7 @@ impl ZoneFs {
     /// written bytes above its live extents' by a block or more), waiting
     /// for a round of the collector thread to end first.
     pub fn collect_garbage(&self) -> io::Result<gc::GcReport> {
+        self.inner.writable()?;
         self.inner.collect(usize::MAX).map_err(io::Error::from)
     }
 
@@ -1184,6 +1230,7 @@ impl ZoneFs {
     }
 
     fn create(&self, path: &Path, hint: WriteLifetime, exclusive: bool) -> io::Result<Writer> {
+        self.inner.writable()?;
         let key = path_key(path)?;
         let mut st = lock(&self.inner.state);
         if let Some((needed, capacity)) = st.broken {
@@ -1390,9 +1437,10 @@ impl ObjectWriter for Writer {
     }
 }
 
-/// A file opened for reads: its extents as of the open. It holds a reference
-/// on their zones, so a file removed while open stays readable (its zones are
-/// reset only after the last reader is dropped), as on a POSIX file system.
+/// A file opened for reads, with the file's size as of the open. It shares
+/// the file's extent map, so it reads moved extents where the collector put
+/// them; a file removed while open stays readable (its zones are reset only
+/// after the last reader is dropped), as on a POSIX file system.
 struct Reader {
     inner: Arc<Inner>,
     id: u64,
@@ -1568,6 +1616,7 @@ impl FileSystem for ZoneFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.writable()?;
         let (f, t) = (path_key(from)?, path_key(to)?);
         let mut st = lock(&self.inner.state);
         if !st.apply_rename(&f, t.clone(), true) {
@@ -1582,6 +1631,7 @@ impl FileSystem for ZoneFs {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
+        self.inner.writable()?;
         let key = path_key(path)?;
         let mut st = lock(&self.inner.state);
         if !st.drop_file(&key, true) {
@@ -1597,6 +1647,9 @@ impl FileSystem for ZoneFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let key = path_key(dir)?;
         let mut st = lock(&self.inner.state);
+        if !st.dirs.contains(&key) && key != "/" && !key.is_empty() {
+            self.inner.writable()?;
+        }
         let mut cur = key.as_str();
         while !cur.is_empty() && cur != "/" && !st.dirs.contains(cur) {
             st.dirs.insert(cur.to_string());
