@@ -704,6 +704,12 @@ pub struct BenchZnsArgs {
     /// data over this fraction (docs/zoned.md, "The conventional-SSD model").
     #[arg(long, value_name = "F", default_value_t = 0.9)]
     pub utilisation: f64,
+    /// Erase block of the conventional-SSD model (a multiple of 4 KiB; 1MiB,
+    /// 64MiB). Real drives erase superblocks striped over many dies; give the
+    /// zone size to compare the two devices at the same erase unit.
+    #[arg(long, value_name = "BYTES", default_value = "1MiB",
+          value_parser = crate::storage::parse_byte_size)]
+    pub erase_block: u64,
     /// Seed of the key generators.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,

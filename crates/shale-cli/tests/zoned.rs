@@ -403,6 +403,8 @@ fn a_tiny_bench_zns_reports_both_backends_with_their_device_waf() {
         "262144",
         "--zone-size",
         "1M",
+        "--erase-block",
+        "64KiB",
         "--db",
         &path(&dir.path().join("posix")),
         "--device",
@@ -477,8 +479,13 @@ fn a_tiny_bench_zns_reports_both_backends_with_their_device_waf() {
                 assert!(ftl
                     .iter()
                     .all(|f| f["host_pages"].as_u64() == Some(host / 4096)));
-                // One erase block size for every level, so that they compare.
+                // One erase block size for every level, so that they compare,
+                // at most the 16 pages of --erase-block.
                 assert_eq!(ftl[0]["pages_per_block"], ftl[1]["pages_per_block"], "{r}");
+                assert!(
+                    ftl[0]["pages_per_block"].as_u64().is_some_and(|p| p <= 16),
+                    "{r}"
+                );
             }
             Some("zoned") => {
                 assert_eq!(waf.len(), 1, "{r}");
@@ -631,4 +638,24 @@ fn bench_kvdb_ycsb_and_db_sweep_run_on_a_zoned_device() {
         ["dbbench", "kvdb-5000-hash-v110", "ycsb-1000-10x100"],
     );
     assert!(ok(&["zoned", "check", "--device", &dev]).contains("no problem"));
+}
+
+#[test]
+fn bench_zns_refuses_an_erase_block_that_is_not_whole_pages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = run(&[
+        "bench",
+        "zns",
+        "--num",
+        "100",
+        "--erase-block",
+        "1000",
+        "--db",
+        &path(&dir.path().join("posix")),
+        "--device",
+        &path(&dir.path().join("zns.img")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--erase-block 1000"), "{}", stderr(&o));
+    assert!(!dir.path().join("posix").exists());
 }

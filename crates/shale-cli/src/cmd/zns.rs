@@ -244,14 +244,15 @@ fn run_of(backend: &'static str, m: &Measured) -> ZnsRun {
     }
 }
 
-/// Pages per erase block of the FTL model: 256 (1 MiB), halved while a
-/// device sized for `events` at `utilisation` is too small for the model's
-/// spare blocks at the smallest over-provisioning `op` (a small run); the
-/// same for every `--op`, so that their figures compare.
-fn erase_block_pages(events: &[TraceEvent], op: f64, utilisation: f64) -> u32 {
+/// Pages per erase block of the FTL model: `pages` (`--erase-block`, 1 MiB
+/// by default), halved while a device sized for `events` at `utilisation`
+/// is too small for the model's spare blocks at the smallest
+/// over-provisioning `op` (a small run); the same for every `--op`, so that
+/// their figures compare.
+fn erase_block_pages(events: &[TraceEvent], op: f64, utilisation: f64, pages: u32) -> u32 {
     let peak = shale_zoned::ftl::peak_live_pages(events).max(1);
     let logical = (peak as f64 / utilisation).ceil() as u64;
-    let mut pages = ReplayOptions::new(op).pages_per_block;
+    let mut pages = pages.max(1);
     while pages > 1 {
         let config = shale_zoned::ftl::FtlConfig {
             logical_pages: logical.div_ceil(u64::from(pages)) * u64::from(pages),
@@ -386,6 +387,15 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
             a.op
         )));
     }
+    if a.erase_block == 0
+        || !a.erase_block.is_multiple_of(FTL_PAGE_SIZE)
+        || a.erase_block / FTL_PAGE_SIZE > u64::from(u32::MAX)
+    {
+        return Err(CliError::Usage(format!(
+            "--erase-block {}: a multiple of the model's {FTL_PAGE_SIZE}-byte page",
+            a.erase_block
+        )));
+    }
     if !(a.utilisation > 0.0 && a.utilisation <= 1.0) {
         return Err(CliError::Usage(format!(
             "--utilisation {}: a fraction in (0, 1]",
@@ -437,7 +447,12 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
     let events = trace.take_events();
     let mut posix_runs: Vec<ZnsRun> = measured.iter().map(|m| run_of("posix", m)).collect();
     let smallest_op = a.op.iter().copied().fold(f64::INFINITY, f64::min);
-    let pages_per_block = erase_block_pages(&events, smallest_op, a.utilisation);
+    let pages_per_block = erase_block_pages(
+        &events,
+        smallest_op,
+        a.utilisation,
+        (a.erase_block / FTL_PAGE_SIZE) as u32,
+    );
     for &op in &a.op {
         let figures = ftl_windows(&events, &ends, op, a.utilisation, pages_per_block)?;
         for (run, f) in posix_runs.iter_mut().zip(figures) {
@@ -667,7 +682,7 @@ mod tests {
         }
         events.extend(tail);
         let ends = [0, mid, events.len()];
-        let pages = erase_block_pages(&events, 0.07, 0.9);
+        let pages = erase_block_pages(&events, 0.07, 0.9, 256);
         assert!(pages < 256, "{pages}");
         let f = ftl_windows(&events, &ends, 0.07, 0.9, pages).expect("replay");
         assert_eq!(f.len(), 2);
