@@ -99,9 +99,11 @@ pub struct GcOptions {
     pub background: bool,
     /// The collector thread's timer (default 10 s).
     pub interval: Duration,
-    /// The low-water mark, as a percentage of the data zones (default 10):
+    /// The low-water mark, as a percentage of the data zones (default 5):
     /// collection reclaims zones until at least this many are empty (and
-    /// always at least `reserve_zones + 1`).
+    /// always at least `reserve_zones + 1`). A low mark copies less: the
+    /// engine's compactions empty zones of their own, and a zone collected
+    /// early copies data they would have deleted.
     pub low_water_percent: u32,
     /// Empty zones that only the collector may take (default 1): the room it
     /// needs to move live data out of a zone before resetting it.
@@ -113,7 +115,7 @@ impl Default for GcOptions {
         GcOptions {
             background: true,
             interval: Duration::from_secs(10),
-            low_water_percent: 10,
+            low_water_percent: 5,
             reserve_zones: 1,
         }
     }
