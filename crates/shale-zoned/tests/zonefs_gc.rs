@@ -508,3 +508,42 @@ fn a_read_only_mount_writes_nothing() {
         pattern(1, 9000)
     );
 }
+
+#[test]
+fn a_nearly_full_zone_is_finished_before_a_file_starts_past_the_threshold() {
+    for (threshold, same_zone) in [(0, true), (20, false)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let g = ZonedGeometry::new(8, 64 << 10);
+        let fs = format(
+            open_dev(&dir.path().join("dev"), &g),
+            MountOptions {
+                finish_threshold_percent: threshold,
+                ..foreground()
+            },
+        );
+        // 56 KiB: 8 KiB (12.5%) of the zone is left.
+        write_file(&fs, "/a", &pattern(1, 56 << 10), WriteLifetime::Long).expect("a");
+        let finishes = fs.stats().finishes;
+        write_file(&fs, "/b", &pattern(2, 4 << 10), WriteLifetime::Long).expect("b");
+        let zone = |n: &str| fs.file_zones(Path::new(n)).expect("zones");
+        assert_eq!(
+            zone("/a") == zone("/b"),
+            same_zone,
+            "threshold {threshold}%"
+        );
+        assert_eq!(
+            fs.stats().finishes - finishes,
+            u64::from(!same_zone),
+            "threshold {threshold}%"
+        );
+        assert_eq!(
+            fs.read_all(Path::new("/a")).expect("a"),
+            pattern(1, 56 << 10)
+        );
+        assert_eq!(
+            fs.read_all(Path::new("/b")).expect("b"),
+            pattern(2, 4 << 10)
+        );
+        assert!(fs.check().expect("check").problems.is_empty());
+    }
+}

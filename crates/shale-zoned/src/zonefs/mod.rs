@@ -87,6 +87,11 @@ pub struct MountOptions {
     /// `ReadOnlyFilesystem`. For looking at a device (`shale zoned ls`, a
     /// read-only database open); default false.
     pub read_only: bool,
+    /// A file about to start in its class's open zone starts in a new zone
+    /// instead when less than this percentage of the open zone is left; the
+    /// nearly full zone is finished (default 0: never). Fewer files then
+    /// straddle two zones, at the cost of the unwritten tails.
+    pub finish_threshold_percent: u32,
 }
 
 /// When and how much garbage collection runs.
@@ -332,6 +337,8 @@ struct Inner {
     gc: GcOptions,
     /// Mounted read-only: nothing is written to the device.
     read_only: bool,
+    /// `MountOptions::finish_threshold_percent`.
+    finish_threshold_percent: u32,
     state: Mutex<State>,
     /// Serializes collection rounds (the thread's and writers').
     gc_lock: Mutex<()>,
@@ -766,6 +773,27 @@ impl Inner {
         Ok(())
     }
 
+    /// Finishes `slot`'s open zone when less than the finish threshold of it
+    /// is left (a file is about to start in it).
+    fn finish_if_nearly_full(&self, st: &mut State, slot: usize) -> FsResult<()> {
+        let Some(z) = st.open[slot] else {
+            return Ok(());
+        };
+        let info = st.zones[z as usize];
+        let room = info.capacity - info.wp;
+        if room == 0 || room * 100 >= info.capacity * u64::from(self.finish_threshold_percent) {
+            return Ok(());
+        }
+        self.dev.finish_zone(z)?;
+        st.counters.finishes += 1;
+        st.zones[z as usize].wp = info.capacity;
+        st.open[slot] = None;
+        if info.refs == 0 {
+            st.pending_reset.push(z);
+        }
+        Ok(())
+    }
+
     /// Empty zones a collection round leaves at least (the low-water mark).
     fn low_water(&self, st: &State) -> usize {
         let pct = st.data_zones() * self.gc.low_water_percent as usize;
@@ -1077,6 +1105,7 @@ impl ZoneFs {
             zone_size: g.zone_size,
             gc: options.gc,
             read_only: options.read_only,
+            finish_threshold_percent: options.finish_threshold_percent,
             state: Mutex::new(fresh(meta_zones)),
             gc_lock: Mutex::new(()),
             gc_signal: Arc::new(gc::Signal::default()),
@@ -1120,7 +1149,6 @@ impl Inner {
         roll: bool,
     ) -> FsResult<()> {
         let slots = st.open.len();
-        let inner = self;
         // The lifetime class of each data zone's files (placement keeps one
         // class per zone; the first file found decides).
         let mut zone_slot: HashMap<u32, usize> = HashMap::new();
@@ -1141,7 +1169,7 @@ impl Inner {
                 continue;
             }
             if info.refs == 0 {
-                inner.dev.reset_zone(i)?;
+                self.dev.reset_zone(i)?;
                 st.zones[i as usize].used = false;
                 st.zones[i as usize].wp = 0;
                 st.counters.resets += 1;
@@ -1151,7 +1179,7 @@ impl Inner {
                         st.open[slot] = Some(i);
                     }
                     _ => {
-                        inner.dev.finish_zone(i)?;
+                        self.dev.finish_zone(i)?;
                         st.zones[i as usize].wp = info.capacity;
                         st.counters.finishes += 1;
                     }
@@ -1162,16 +1190,16 @@ impl Inner {
             // Records after a damaged one would be unreadable, and records of
             // this version must not follow an older superblock: start a new
             // metadata zone.
-            inner.roll(st)?;
+            self.roll(st)?;
         }
         // Other metadata zones (superseded, or a roll cut short by a crash)
         // must not hold active-zone resources.
         for i in 0..st.meta_zones {
-            if i != st.active_meta && inner.dev.zone(i)?.condition.is_active() {
-                inner.dev.finish_zone(i)?;
+            if i != st.active_meta && self.dev.zone(i)?.condition.is_active() {
+                self.dev.finish_zone(i)?;
             }
         }
-        inner.dev.sync()?;
+        self.dev.sync()?;
         Ok(())
     }
 
@@ -1263,6 +1291,7 @@ impl ZoneFs {
             len: 0,
             recorded: 0,
             pending: Vec::new(),
+            started: false,
             failed: false,
         })
     }
@@ -1283,6 +1312,9 @@ struct Writer {
     /// A device write failed: buffered bytes may be lost, so every later
     /// write and sync fails rather than record a size its extents lack.
     failed: bool,
+    /// The file's first bytes went to the device (where the finish
+    /// threshold is applied).
+    started: bool,
 }
 
 /// Buffered bytes above which whole blocks are written out.
@@ -1330,6 +1362,13 @@ impl Writer {
         data.resize(n, 0);
         let mut done = 0;
         let mut st = lock(&self.inner.state);
+        if !self.started {
+            self.started = true;
+            if let Err(e) = self.inner.finish_if_nearly_full(&mut st, self.slot) {
+                self.failed = true;
+                return Err(e.into());
+            }
+        }
         let r = loop {
             let r = self.inner.write_blocks(
                 &mut st,
