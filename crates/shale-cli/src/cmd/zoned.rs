@@ -124,14 +124,19 @@ fn device_json(d: &OpenedDevice) -> Value {
             Backend::Block => "block",
         },
         "direct_io": d.direct_io,
-        "geometry": {
-            "zones": g.nr_zones,
-            "zone_size": g.zone_size,
-            "zone_capacity": g.zone_capacity,
-            "block_size": g.block_size,
-            "max_open_zones": g.max_open_zones,
-            "max_active_zones": g.max_active_zones,
-        },
+        "geometry": geometry_json(&g),
+    })
+}
+
+/// A zone geometry as JSON (`zones`, sizes, block size, limits).
+pub fn geometry_json(g: &ZonedGeometry) -> Value {
+    json!({
+        "zones": g.nr_zones,
+        "zone_size": g.zone_size,
+        "zone_capacity": g.zone_capacity,
+        "block_size": g.block_size,
+        "max_open_zones": g.max_open_zones,
+        "max_active_zones": g.max_active_zones,
     })
 }
 
