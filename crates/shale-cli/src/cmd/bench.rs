@@ -147,7 +147,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     let mut series = sampler.finish();
     series.notes.extend(storage.sampler_notes());
     crate::sampler::write_files(&series, &a.out, &title).map_err(CliError::msg)?;
-    let on = storage.label();
+    let on = storage.zoned().map(|_| storage.label());
     storage.finish()?;
 
     if a.json {
@@ -163,7 +163,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             )
             .map_err(CliError::output)?;
         }
-        if on != "posix" {
+        if let Some(on) = on {
             writeln!(out, "database {} on {on}", dir.display()).map_err(CliError::output)?;
         }
         writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)

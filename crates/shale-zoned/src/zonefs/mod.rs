@@ -347,12 +347,6 @@ struct Inner {
     locks: Mutex<HashMap<String, usize>>,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.gc_signal.stop();
-    }
-}
-
 /// A zone file system on a [`ZonedDevice`]; see the module documentation.
 /// Cheap to clone (shared state). Dropping the last handle stops the
 /// collector thread, waiting for a round under way to end; it writes nothing
@@ -1229,11 +1223,7 @@ impl ZoneFs {
 
     /// Data zones that are empty (free for allocation).
     pub fn empty_data_zones(&self) -> usize {
-        let st = lock(&self.inner.state);
-        st.zones[st.meta_zones as usize..]
-            .iter()
-            .filter(|z| !z.used && !z.unusable)
-            .count()
+        lock(&self.inner.state).free_zones()
     }
 
     /// The zones holding a file's extents, in file order (one entry per
