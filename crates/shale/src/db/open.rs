@@ -360,6 +360,11 @@ fn check_directory(path: &Path, fs: &dyn FileSystem, opts: &Options, access: Acc
 fn check_leftovers(path: &Path, fs: &dyn FileSystem, names: &[String]) -> Result<()> {
     for n in names {
         let leftover = match parse(n) {
+            // An emptied `lost/`: what Db::destroy leaves of repair's directory.
+            None if n == super::LOST_DIR => {
+                let p = path.join(n);
+                fs.list(&p).is_ok_and(|entries| entries.is_empty())
+            }
             Some(FileType::Lock | FileType::Temp | FileType::Manifest(_)) => true,
             Some(FileType::Wal(_)) => {
                 let p = path.join(n);
@@ -379,7 +384,11 @@ fn check_leftovers(path: &Path, fs: &dyn FileSystem, names: &[String]) -> Result
     Ok(())
 }
 
-fn take_lock(path: &Path, fs: &dyn FileSystem, access: Access) -> Result<Box<dyn FileLock>> {
+pub(crate) fn take_lock(
+    path: &Path,
+    fs: &dyn FileSystem,
+    access: Access,
+) -> Result<Box<dyn FileLock>> {
     let lock_path = path.join(LOCK);
     let taken = match access {
         Access::ReadWrite => fs.lock(&lock_path),
