@@ -2,7 +2,6 @@
 //! under the database's lock: `Db::destroy` and `Db::repair` refuse an open
 //! database and a directory of another program, and change nothing then.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +78,12 @@ fn destroy_refuses_an_open_database_and_deletes_nothing() {
     let path = dir.path().join("db");
     let db = Db::open(&path, options()).expect("open");
     fill(&db, 3000);
-    db.flush().expect("flush");
+    db.settle().expect("settle");
+    db.close().expect("close");
+    // Reopened settled, with one write in its log: no background job
+    // changes files meanwhile.
+    let db = Db::open(&path, options()).expect("open");
+    db.put(b"live", b"writer").expect("put");
     let before = contents(&path);
     let e = Db::destroy(&path, &options()).expect_err("destroy of an open database");
     assert!(matches!(e, Error::Locked { .. }), "{e}");
@@ -170,7 +174,10 @@ fn repair_accepts_a_shale_database_with_a_damaged_manifest() {
     let manifest = std::fs::read_dir(&path)
         .expect("list")
         .map(|e| e.expect("entry").path())
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-")))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"))
+        })
         .expect("manifest");
     let mut bytes = std::fs::read(&manifest).expect("read");
     bytes[10] ^= 0x5a;
@@ -178,7 +185,10 @@ fn repair_accepts_a_shale_database_with_a_damaged_manifest() {
     assert!(Db::open(&path, options()).is_err());
     Db::repair(&path, options()).expect("repair");
     let db = Db::open(&path, options()).expect("open after repair");
-    assert_eq!(db.get(b"key01999").expect("get"), Some(vec![1999u32 as u8; 40]));
+    assert_eq!(
+        db.get(b"key01999").expect("get"),
+        Some(vec![1999u32 as u8; 40])
+    );
     db.close().expect("close");
 }
 

@@ -87,7 +87,11 @@ fn compact(a: &crate::args::CompactArgs, out: &mut dyn Write) -> CliResult {
 
 /// `repair`: rebuild the manifest, then one line per problem and a summary.
 fn repair(a: &crate::args::RepairArgs, out: &mut dyn Write) -> CliResult {
-    let r = Db::repair(&a.db, Options::default())?;
+    let r = Db::repair_with(
+        &a.db,
+        Options::default(),
+        shale::RepairOptions { force: a.force },
+    )?;
     for p in &r.problems {
         writeln!(out, "problem: {p}").map_err(CliError::output)?;
     }

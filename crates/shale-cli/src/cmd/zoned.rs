@@ -90,7 +90,24 @@ pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
         ),
     };
     let label = device.path.display().to_string();
-    let handle = storage::format(device, a.meta_zones)?;
+    let created = device.created.then(|| device.path.clone());
+    let formatted = if a.force {
+        storage::format(device, a.meta_zones)
+    } else {
+        storage::check_formattable(&device, None)
+            .map_err(|e| CliError::msg(format!("{e}; pass --force to format it anyway")))
+            .and_then(|()| storage::format(device, a.meta_zones))
+    };
+    let handle = match formatted {
+        Ok(h) => h,
+        Err(e) => {
+            // A device this command created and could not format goes.
+            if let Some(path) = created {
+                storage::remove_emulated(&path);
+            }
+            return Err(e);
+        }
+    };
     let data_zones = g.nr_zones.saturating_sub(a.meta_zones);
     let lines = [
         format!("device: {label} ({how})"),

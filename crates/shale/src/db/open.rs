@@ -47,6 +47,18 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
     opts.validate()?;
     let fs = opts.fs.clone();
     check_directory(path, &*fs, &opts, access)?;
+    let lock_path = path.join(LOCK);
+    if access == Access::ReadOnly
+        && !fs
+            .exists(&lock_path)
+            .map_err(|e| Error::io("stat", &lock_path, e))?
+    {
+        // A reader creates the lock file only for a database it can open:
+        // the manifest is recovered once before (reads only), so that a
+        // refused directory is left exactly as it was.
+        let names = fs.list(path).map_err(|e| Error::io("list", path, e))?;
+        recover_manifest(path, &opts, &names, &Arc::new(ObsoleteFiles::default()))?;
+    }
     let lock = take_lock(path, &*fs, access)?;
     let names = fs.list(path).map_err(|e| Error::io("list", path, e))?;
     let obsolete = Arc::new(ObsoleteFiles::default());
