@@ -788,7 +788,7 @@ fn the_engine_on_zonefs_survives_crashes_against_a_model() {
 /// The power fails at every changing device operation in turn (writes, zone
 /// resets and finishes, syncs: in the middle of metadata rolls, data writes,
 /// zone reuse); every mount afterwards succeeds and holds every acknowledged
-/// file.
+/// file, takes writes, and the mount after it holds those too.
 #[test]
 fn power_loss_at_every_device_operation() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -853,9 +853,30 @@ fn power_loss_at_every_device_operation() {
                 assert!(got.is_empty() || &got == new, "budget {budget}: {n}");
             }
         }
-        // The file system works after the remount.
+        // The file system works after the remount, and the next mount has
+        // what it wrote (a log the mount went on in must read on).
         write_file(&fs, "/after", b"still works", WriteLifetime::Long);
         fs.sync_dir(Path::new("/")).expect("sync_dir after remount");
+        let expected: BTreeMap<String, Vec<u8>> = fs
+            .files()
+            .into_iter()
+            .map(|f| {
+                let data = fs.read_all(Path::new(&f.path)).expect("read");
+                (f.path, data)
+            })
+            .collect();
+        drop(fs);
+        let dev: Arc<dyn ZonedDevice> =
+            Arc::new(EmulatedZoned::open(&path, EmulatedOptions::default()).expect("reopen"));
+        let fs =
+            ZoneFs::mount(dev).unwrap_or_else(|e| panic!("budget {budget}: second mount: {e}"));
+        for (name, data) in &expected {
+            assert_eq!(
+                &fs.read_all(Path::new(name)).expect("read"),
+                data,
+                "budget {budget}: {name} after the second mount"
+            );
+        }
         if finished {
             assert!(
                 budget > 50,

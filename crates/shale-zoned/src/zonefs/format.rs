@@ -409,6 +409,8 @@ fn a_frame_may_end_at(log: &[u8], block: usize, e: usize) -> bool {
 ///
 /// * the body's first byte (its kind) is one no writer puts there: a
 ///   snapshot is the first frame of a zone and only it;
+/// * the checksum field and the body bytes present are all zeros: padding
+///   whose length field is damaged;
 /// * the frame's checksum matches the bytes up to some point inside the
 ///   log, and what follows there is what follows a frame's end: the frame
 ///   is complete and its length field is damaged (a false alarm needs a
@@ -442,6 +444,14 @@ fn cut_frame(
                 }
             ));
         }
+    }
+    if crc == 0 && body.iter().all(|&b| b == 0) {
+        // Padding with a damaged length: a writer's checksum is zero once
+        // in 2^32 frames, and its body starts with a non-zero kind.
+        return damage(format!(
+            "a {len}-byte length in what reads as padding (its checksum field and the bytes \
+             after it are zeros)"
+        ));
     }
     let mut register = !0u32;
     for (i, b) in body.iter().enumerate() {
@@ -676,6 +686,15 @@ mod tests {
             matches!(&r, Err(LogDamage { at, what }) if *at == at_long && what.contains("log goes on")),
             "{r:?}"
         );
+        // Padding in a block's last 8 bytes whose length is damaged: the
+        // "body" would start at the end of the log.
+        let mut pad = Vec::new();
+        push_frame(&mut pad, &[KIND_SNAPSHOT; 48], 64);
+        pad_to_block(&mut pad, 64);
+        assert_eq!(read(&pad, 4096).0, Ok(LogEnd::Clean));
+        pad[56] = 1;
+        let (r, _) = read(&pad, 4096);
+        assert!(matches!(r, Err(LogDamage { at: 56, .. })), "{r:?}");
         // A body the caller refuses is damage at its frame.
         let r = read_frames(&log, 64, 4096, |at, b| {
             if b[0] == KIND_RENAME {
