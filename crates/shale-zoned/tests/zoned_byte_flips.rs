@@ -8,10 +8,13 @@
 //! returns exactly the right data; and once the byte is restored, every key
 //! is there again.
 //!
-//! Flipped by default: every byte of both superblocks and of every metadata
-//! frame header, bytes of every frame body and of the padding, and a sample
-//! of the data zones. `SHALE_LONG_TESTS=1`: every written byte of the
-//! metadata zones, and a denser sample of the data zones.
+//! Flipped by default: a third of the bytes of the active metadata zone's
+//! superblock (a seventh of the superseded one's), a byte of the length,
+//! of the checksum and of the body of every frame of the active zone (and
+//! of every eighth frame of the superseded one), some padding, and two
+//! bytes of each data zone. `SHALE_LONG_TESTS=1`: every superblock and
+//! frame header byte, every 7th body byte and every 61st padding byte of
+//! both metadata zones, and 24 bytes of each data zone.
 
 mod common;
 
@@ -304,7 +307,13 @@ fn no_flip_destroys_a_zoned_database() {
                 // of the zeros after them); frames: the length and checksum
                 // fields and a body byte, for every frame of the active zone
                 // and a few of the superseded one (never read); padding.
-                let stride = if active { 3 } else { 7 };
+                let stride = if long {
+                    1
+                } else if active {
+                    3
+                } else {
+                    7
+                };
                 let mut offsets: Vec<u64> = (start..start + 68).step_by(stride).collect();
                 offsets.extend([start + 67, start + 68, start + 4095]);
                 let mut pos = start + 4096;
@@ -323,13 +332,20 @@ fn no_flip_destroys_a_zoned_database() {
                         data[p + 3],
                     ]));
                     if len == 0 {
-                        if active && rng.below(3) == 0 {
+                        let next = (pos / 4096 + 1) * 4096;
+                        if long {
+                            offsets.extend((pos..next).step_by(61));
+                        } else if active && rng.below(3) == 0 {
                             offsets.push(pos + rng.below(4096 - in_block));
                         }
-                        pos = (pos / 4096 + 1) * 4096;
+                        pos = next;
                         continue;
                     }
-                    if active || frame % 8 == 0 {
+                    if long {
+                        // Every header byte, every 7th body byte.
+                        offsets.extend(pos..pos + 8);
+                        offsets.extend((pos + 8..pos + 8 + len).step_by(7));
+                    } else if active || frame % 8 == 0 {
                         offsets.extend([
                             pos + rng.below(4),
                             pos + 4 + rng.below(4),
@@ -338,9 +354,6 @@ fn no_flip_destroys_a_zoned_database() {
                     }
                     frame += 1;
                     pos += 8 + len;
-                }
-                if long {
-                    offsets = (start..end).collect();
                 }
                 offsets.sort();
                 offsets.dedup();
@@ -351,7 +364,7 @@ fn no_flip_destroys_a_zoned_database() {
                 }
             }
             ZoneRole::Data if z.written > 0 => {
-                let n = if long { z.written / 61 } else { 2 };
+                let n = if long { 24 } else { 2 };
                 for _ in 0..n {
                     let o = start + rng.below(z.written);
                     let bits = 1u8 << rng.below(8);
