@@ -538,7 +538,7 @@ impl State {
     }
 
     /// Applies one record body (replay). False for an unknown or malformed
-    /// record, which ends the replay.
+    /// record: damage, which refuses the mount.
     fn apply_record(&mut self, body: &[u8]) -> bool {
         let mut d = Dec::new(body);
         let ok = (|| {
