@@ -1056,31 +1056,31 @@ impl ZoneFs {
                 let from = (zone + meta_zones - 1) % meta_zones;
                 let Some(&(prev_sb, prev)) = candidates.get(1).filter(|(_, z)| *z == from) else {
                     return Err(ZoneFsError::Corrupt {
-                            reason: format!(
-                                "metadata zone {zone} holds the newest superblock (sequence {})                                  but its snapshot was cut by the write pointer (a roll cut by a                                  crash), and zone {from}, where that roll started, does not                                  hold the next superblock down. Nothing was mounted or written",
-                                sb.sequence
-                            ),
-                        });
+                        reason: format!(
+                            "metadata zone {zone} holds the newest superblock (sequence {}) but \
+                             its snapshot was cut by the write pointer (a roll cut by a crash), \
+                             and zone {from}, where that roll started, does not hold the next \
+                             superblock down. Nothing was mounted or written",
+                            sb.sequence
+                        ),
+                    });
                 };
                 let mut st = fresh(meta_zones);
-                match mount::replay(
-                        dev.as_ref(),
-                        &report[prev as usize],
-                        prev_sb.sequence,
-                        block,
-                        &mut st,
-                    )? {
-                        mount::Replay::Log { torn, sealed } => {
-                            (st, (prev, prev_sb), (torn, sealed), Some(zone))
-                        }
-                        mount::Replay::RollCut => {
-                            return Err(ZoneFsError::Corrupt {
-                                reason: format!(
-                                    "metadata zones {zone} and {prev} both hold a superblock                                      without a snapshot; a crash cuts one roll, not two.                                      Nothing was mounted or written"
-                                ),
-                            })
-                        }
+                let prev_zone = &report[prev as usize];
+                match mount::replay(dev.as_ref(), prev_zone, prev_sb.sequence, block, &mut st)? {
+                    mount::Replay::Log { torn, sealed } => {
+                        (st, (prev, prev_sb), (torn, sealed), Some(zone))
                     }
+                    mount::Replay::RollCut => {
+                        return Err(ZoneFsError::Corrupt {
+                            reason: format!(
+                                "metadata zones {zone} and {prev} both hold a superblock without \
+                                 a snapshot; a crash cuts one roll, not two. Nothing was mounted \
+                                 or written"
+                            ),
+                        })
+                    }
+                }
             }
         };
         let (torn, sealed) = replayed;
@@ -1219,7 +1219,10 @@ impl ZoneFs {
     }
 
     /// Sequence number of the active metadata zone's superblock (grows by one
-    /// at every roll of the metadata log).
+    /// at every roll of the metadata log). After a mount that went back from
+    /// a roll cut by a crash, it is the cut zone's (one above the active
+    /// zone's), so that the next roll writes a sequence above every
+    /// superblock the device held.
     pub fn metadata_sequence(&self) -> u64 {
         lock(&self.inner.state).sequence
     }
