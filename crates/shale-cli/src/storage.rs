@@ -152,11 +152,18 @@ fn device_error(path: &Path, e: ZonedError) -> CliError {
 }
 
 /// A mount or format error naming the device, with what to do about it.
+/// Only a blank device (zones 0 and 1 empty: [`ZoneFsError::NotFormatted`])
+/// gets the advice to run `mkfs`, which erases every zone; a damaged file
+/// system gets `shale zoned check`, which writes nothing.
 pub fn zonefs_error(path: &Path, e: ZoneFsError) -> CliError {
     let p = path.display();
     match e {
         ZoneFsError::NotFormatted => CliError::msg(format!(
             "{p} holds no zone file system (not formatted); run `shale zoned mkfs --device {p}` first"
+        )),
+        ZoneFsError::Corrupt { .. } => CliError::msg(format!(
+            "{p}: {e}. `shale zoned check --device {p}` reports the damage without writing; \
+             do not format the device (`shale zoned mkfs` erases every zone)"
         )),
         ZoneFsError::Device(d) => device_error(path, d),
         other => CliError::msg(format!("{p}: {other}")),
@@ -183,12 +190,17 @@ pub enum Mount {
 
 /// Mounts the zone file system of `device` (replaying its metadata log).
 pub fn mount(device: OpenedDevice, how: Mount) -> CliResult<ZonedHandle> {
+    let path = device.path.clone();
+    try_mount(device, how).map_err(|e| zonefs_error(&path, e))
+}
+
+/// [`mount`], with the file system's typed error.
+pub fn try_mount(device: OpenedDevice, how: Mount) -> Result<ZonedHandle, ZoneFsError> {
     let options = MountOptions {
         read_only: how == Mount::ReadOnly,
         ..MountOptions::default()
     };
-    let fs = ZoneFs::mount_with(device.dev.clone(), options)
-        .map_err(|e| zonefs_error(&device.path, e))?;
+    let fs = ZoneFs::mount_with(device.dev.clone(), options)?;
     Ok(ZonedHandle { device, fs })
 }
 
@@ -574,6 +586,31 @@ mod tests {
             "{text}"
         );
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn only_a_blank_device_is_told_to_run_mkfs() {
+        let path = Path::new("/dev/zns");
+        let blank = zonefs_error(path, ZoneFsError::NotFormatted).to_string();
+        assert!(
+            blank.contains("not formatted")
+                && blank.contains("run `shale zoned mkfs --device /dev/zns` first"),
+            "{blank}"
+        );
+        let damaged = zonefs_error(
+            path,
+            ZoneFsError::Corrupt {
+                reason: "the superblock in zone 0 is damaged".into(),
+            },
+        )
+        .to_string();
+        assert!(
+            damaged.contains("damaged")
+                && damaged.contains("the superblock in zone 0")
+                && damaged.contains("shale zoned check --device /dev/zns")
+                && !damaged.contains("run `shale zoned mkfs"),
+            "{damaged}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 use shale::env::WriteLifetime;
-use shale_zoned::{FileInfo, ZoneFsStats, ZoneRole, ZoneUsage, ZonedGeometry};
+use shale_zoned::{FileInfo, ZoneFsError, ZoneFsStats, ZoneRole, ZoneUsage, ZonedGeometry};
 
 use crate::args::{GeometryArgs, ZonedInspectArgs, ZonedMkfsArgs};
 use crate::error::{CliError, CliResult};
@@ -451,7 +451,38 @@ fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize, d: &DeviceCounters) ->
 
 /// `shale zoned check`.
 pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
-    let z = mount_for_inspection(a)?;
+    let device = open_device(&a.device, None)?;
+    let json_device = device_json(&device);
+    let z = match storage::try_mount(device, storage::Mount::ReadOnly) {
+        Ok(z) => z,
+        Err(ZoneFsError::Corrupt { reason }) => {
+            // The mount refused damaged metadata and wrote nothing: that is
+            // the report.
+            let problem = format!("the zone file system is damaged: {reason}");
+            if a.json {
+                print_json(
+                    out,
+                    &json!({
+                        "device": json_device,
+                        "mounted": false,
+                        "files": 0,
+                        "extents": 0,
+                        "bytes_read": 0,
+                        "problems": [problem],
+                        "ok": false,
+                    }),
+                )?;
+            } else {
+                writeln!(out, "problem: {problem}").map_err(CliError::output)?;
+            }
+            return Err(CliError::msg(format!(
+                "{}: the zone file system is damaged (listed above); it was not mounted, and \
+                 nothing was written to the device",
+                a.device.display()
+            )));
+        }
+        Err(e) => return Err(storage::zonefs_error(&a.device, e)),
+    };
     let report =
         z.fs.check()
             .map_err(|e| CliError::msg(format!("{}: check failed: {e}", a.device.display())))?;
@@ -460,6 +491,7 @@ pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
             out,
             &json!({
                 "device": device_json(&z.device),
+                "mounted": true,
                 "files": report.files,
                 "extents": report.extents,
                 "bytes_read": report.bytes_read,
