@@ -588,8 +588,8 @@ mod tests {
 
     #[test]
     fn code_names_are_the_enumerators() {
-        // SAFETY: shale_code_name returns static NUL-terminated strings.
         let name = |c: i32| {
+            // SAFETY: shale_code_name returns static NUL-terminated strings.
             unsafe { std::ffi::CStr::from_ptr(shale_code_name(c)) }
                 .to_str()
                 .map(String::from)
