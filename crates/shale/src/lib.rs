@@ -21,6 +21,7 @@ mod memtable;
 mod metrics;
 mod options;
 mod rate_limit;
+pub mod stat;
 mod sync;
 mod table;
 mod version;

@@ -305,3 +305,23 @@ fn compact_range_runs_beside_writes_and_background_compactions() {
     };
     db.close().expect("close");
 }
+
+#[test]
+fn stat_is_a_text_table_of_the_levels_and_counters() {
+    let fs = Arc::new(MemFs::new());
+    let db = open(&fs);
+    for i in 0..2000u32 {
+        db.put(&k(i), b"value").expect("put");
+    }
+    db.compact_all().expect("compact");
+    assert_eq!(db.get(&k(7)).expect("get"), Some(b"value".to_vec()));
+    let text = db.stat().expect("stat");
+    let l6 = text
+        .lines()
+        .find(|l| l.starts_with("L6 "))
+        .expect("a row for L6");
+    assert!(l6.contains("2000"), "the entries of L6: {l6}\n{text}");
+    assert!(text.contains("write amplification"), "{text}");
+    assert!(text.contains("gets: 1 (found 1"), "{text}");
+    db.close().expect("close");
+}

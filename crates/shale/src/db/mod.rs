@@ -335,6 +335,17 @@ impl Db {
             .get(key, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
+    /// The database's statistics as text, in the spirit of Pebble's metrics
+    /// table: tables and bytes per level, the LSM table (sizes against
+    /// targets, scores, compactions, write amplification, stalls), then the
+    /// read counters per block kind, the caches and the bytes written (what
+    /// `shale stats` prints; [`Db::summary`] and [`Db::metrics`] give the
+    /// same as numbers).
+    pub fn stat(&self) -> Result<String> {
+        let summary = self.summary()?;
+        Ok(crate::stat::stat_text(&summary, &self.metrics()))
+    }
+
     /// The values of `keys` (in their order) read in one state of the
     /// database: no write lands between two of them. The first error ends
     /// the call.
