@@ -367,17 +367,18 @@ func (db *DB) Sync() error {
 	return check(code, msg)
 }
 
-// Compact compacts the keys in [start, limit) (nil: unbounded). The engine
-// compacts only everything for now, which covers any range.
+// Compact compacts the keys in [start, limit] (nil: open at that end), so
+// that overwritten versions and deletions in the range are gone from disk.
 func (db *DB) Compact(start, limit []byte) error {
 	var msg *C.char
-	code := C.shale_compact_all(db.c, &msg)
+	code := C.shale_compact_range(db.c, ptr(start), C.size_t(len(start)), ptr(limit), C.size_t(len(limit)), &msg)
 	runtime.KeepAlive(db)
 	return check(code, msg)
 }
 
-// Stat returns a text summary of the database for people (levels, tables,
-// the main counters). The format may change.
+// Stat returns the database's statistics as text for people (what `shale
+// stats` prints: levels, scores, compactions, reads per block kind, caches).
+// The format may change.
 func (db *DB) Stat() (string, error) {
 	var text, msg *C.char
 	code := C.shale_stats(db.c, &text, &msg)

@@ -121,7 +121,7 @@ func (d *Database) Stat() (string, error) { return d.db.Stat() }
 // SyncKeyValue makes every write so far durable.
 func (d *Database) SyncKeyValue() error { return d.db.Sync() }
 
-// Compact compacts [start, limit) (nil: unbounded).
+// Compact compacts [start, limit] (nil: open at that end).
 func (d *Database) Compact(start []byte, limit []byte) error { return d.db.Compact(start, limit) }
 
 // NewBatch makes a batch written to this database by its Write.

@@ -76,6 +76,11 @@ enum shale_code_t
   SHALE_NOT_A_DATABASE = 8,
   // A bug in shale (a broken invariant, or a panic caught at the boundary).
   SHALE_INTERNAL = 9,
+  // `shale_close`: the database is closed (synced, its lock released), but
+  // the engine still saw snapshots or iterators open. `shale_close`
+  // releases its handles' first, so this happens only when one is freed
+  // on another thread during the close.
+  SHALE_LIVE_HANDLES = 10,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -455,6 +460,46 @@ shale_code_t shale_sync(struct shale_db_t *db, char **errmsg);
 // As for `shale_flush`.
 shale_code_t shale_compact_all(struct shale_db_t *db, char **errmsg);
 
+// Compacts the keys in `[start, end]` (both inclusive; a NULL `start` or
+// `end` leaves that end open): flushes the memtable, then merges the tables
+// holding keys of the range down the tree, so that overwritten versions and
+// deletions in it that no snapshot needs are gone from disk. Runs beside the
+// automatic compactions. `SHALE_INVALID_ARGUMENT` when `start > end`.
+//
+// # Safety
+//
+// `db` is a live database handle; `start` and `end` are NULL (with length 0)
+// or valid for reading their lengths; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_compact_range(struct shale_db_t *db,
+                                 const uint8_t *start,
+                                 size_t start_len,
+                                 const uint8_t *end,
+                                 size_t end_len,
+                                 char **errmsg);
+
+// Reads `n` keys in one state of the database (no write lands between two
+// of them): key `i` is `keys[i]` of `key_lens[i]` bytes. For each, `found[i]`
+// says whether it exists and, if so, `values[i]` holds a copy of its value
+// (`value_lens[i]` bytes, malloc'ed, freed by the caller with `shale_free`);
+// for a missing key `values[i]` is NULL and `value_lens[i]` 0. On failure
+// nothing is allocated. `n` may be 0 (then every array may be NULL).
+//
+// # Safety
+//
+// `db` is a live database handle; `keys` and `key_lens` are valid for reading
+// `n` elements and each `keys[i]` is NULL (with length 0) or valid for reading
+// `key_lens[i]` bytes; `values`, `value_lens` and `found` are valid for
+// writing `n` elements; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_multi_get(struct shale_db_t *db,
+                             const uint8_t *const *keys,
+                             const size_t *key_lens,
+                             size_t n,
+                             uint8_t **values,
+                             size_t *value_lens,
+                             bool *found,
+                             char **errmsg);
+
 // Fills `*out` with the engine's counters.
 //
 // # Safety
@@ -463,8 +508,9 @@ shale_code_t shale_compact_all(struct shale_db_t *db, char **errmsg);
 // `shale_metrics_t`; `errmsg` is NULL or valid for writing a pointer.
 shale_code_t shale_metrics(struct shale_db_t *db, struct shale_metrics_t *out, char **errmsg);
 
-// A text summary of the database for people: per level its tables, bytes and
-// entries, then the main counters. Stored NUL-terminated in `*text`
+// The database's statistics as text for people (what `shale stats` prints:
+// tables and bytes per level, scores, compactions, write amplification,
+// stalls, reads per block kind, caches). Stored NUL-terminated in `*text`
 // (malloc'ed; the caller frees it with `shale_free`). The format may change.
 //
 // # Safety

@@ -9,8 +9,8 @@ use shale::{Db, WriteBatch, WriteOptions};
 use crate::batch::shale_batch_t;
 use crate::options::{shale_options_t, OptionsSpec};
 use crate::{
-    bytes, c_string, handle, into_raw, malloc_copy, need_out, put_out, run, shale_code_t, Failure,
-    Handle, Kind, Outcome, Shared,
+    bytes, c_string, handle, into_raw, malloc_copy, need_out, optional_bytes, put_out, run,
+    shale_code_t, Failure, Handle, Kind, Outcome, Shared,
 };
 
 /// An open database (or a closed one, until freed).
@@ -525,6 +525,116 @@ pub unsafe extern "C" fn shale_compact_all(
     unsafe { run(errmsg, || with_db(db, |d, _| Ok(d.compact_all()?))) }
 }
 
+/// Compacts the keys in `[start, end]` (both inclusive; a NULL `start` or
+/// `end` leaves that end open): flushes the memtable, then merges the tables
+/// holding keys of the range down the tree, so that overwritten versions and
+/// deletions in it that no snapshot needs are gone from disk. Runs beside the
+/// automatic compactions. `SHALE_INVALID_ARGUMENT` when `start > end`.
+///
+/// # Safety
+///
+/// `db` is a live database handle; `start` and `end` are NULL (with length 0)
+/// or valid for reading their lengths; `errmsg` is NULL or valid for writing a
+/// pointer.
+#[no_mangle]
+pub unsafe extern "C" fn shale_compact_range(
+    db: *mut shale_db_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        run(errmsg, || {
+            let start = optional_bytes(start, start_len, "start")?;
+            let end = optional_bytes(end, end_len, "end")?;
+            with_db(db, |d, _| Ok(d.compact_range(start, end)?))
+        })
+    }
+}
+
+/// Reads `n` keys in one state of the database (no write lands between two
+/// of them): key `i` is `keys[i]` of `key_lens[i]` bytes. For each, `found[i]`
+/// says whether it exists and, if so, `values[i]` holds a copy of its value
+/// (`value_lens[i]` bytes, malloc'ed, freed by the caller with `shale_free`);
+/// for a missing key `values[i]` is NULL and `value_lens[i]` 0. On failure
+/// nothing is allocated. `n` may be 0 (then every array may be NULL).
+///
+/// # Safety
+///
+/// `db` is a live database handle; `keys` and `key_lens` are valid for reading
+/// `n` elements and each `keys[i]` is NULL (with length 0) or valid for reading
+/// `key_lens[i]` bytes; `values`, `value_lens` and `found` are valid for
+/// writing `n` elements; `errmsg` is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn shale_multi_get(
+    db: *mut shale_db_t,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n: usize,
+    values: *mut *mut u8,
+    value_lens: *mut usize,
+    found: *mut bool,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented: every array is checked non-NULL (when n > 0)
+    // before it is read or written, within its n elements.
+    unsafe {
+        run(errmsg, || {
+            if n == 0 {
+                handle(db)?;
+                return Ok(());
+            }
+            if keys.is_null() || key_lens.is_null() {
+                return Err(Failure::invalid("keys or key_lens is NULL"));
+            }
+            need_out(values, "values")?;
+            need_out(value_lens, "value_lens")?;
+            need_out(found, "found")?;
+            if n > isize::MAX as usize / std::mem::size_of::<usize>() {
+                return Err(Failure::invalid(format!("n = {n} is too large")));
+            }
+            let ptrs = std::slice::from_raw_parts(keys, n);
+            let lens = std::slice::from_raw_parts(key_lens, n);
+            let mut list = Vec::with_capacity(n);
+            for (i, (p, l)) in ptrs.iter().zip(lens).enumerate() {
+                list.push(bytes(*p, *l, &format!("keys[{i}]"))?);
+            }
+            let read = with_value(db, |d| Ok(d.multi_get(&list)?))?;
+            // Copy every value first, so that a failed allocation frees the
+            // copies made and leaves the out-arrays untouched.
+            let mut copies: Vec<(*mut u8, usize)> = Vec::with_capacity(n);
+            for v in &read {
+                let copy = match v {
+                    Some(v) => {
+                        let p = malloc_copy(v, 0);
+                        if p.is_null() {
+                            for (p, _) in copies {
+                                libc::free(p.cast());
+                            }
+                            return Err(Failure {
+                                code: shale_code_t::SHALE_INTERNAL,
+                                message: format!("out of memory for a value of {} bytes", v.len()),
+                            });
+                        }
+                        (p, v.len())
+                    }
+                    None => (std::ptr::null_mut(), 0),
+                };
+                copies.push(copy);
+            }
+            for (i, ((p, len), v)) in copies.into_iter().zip(&read).enumerate() {
+                values.add(i).write(p);
+                value_lens.add(i).write(len);
+                found.add(i).write(v.is_some());
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Fills `*out` with the engine's counters.
 ///
 /// # Safety
@@ -574,8 +684,9 @@ pub(crate) fn metrics_of(m: &shale::Metrics) -> shale_metrics_t {
     }
 }
 
-/// A text summary of the database for people: per level its tables, bytes and
-/// entries, then the main counters. Stored NUL-terminated in `*text`
+/// The database's statistics as text for people (what `shale stats` prints:
+/// tables and bytes per level, scores, compactions, write amplification,
+/// stalls, reads per block kind, caches). Stored NUL-terminated in `*text`
 /// (malloc'ed; the caller frees it with `shale_free`). The format may change.
 ///
 /// # Safety
@@ -592,7 +703,7 @@ pub unsafe extern "C" fn shale_stats(
     unsafe {
         run(errmsg, || {
             need_out(text, "text")?;
-            let s = with_value(db, |d| Ok(stats_text(d)?))?;
+            let s = with_value(db, |d| Ok(d.stat()?))?;
             let ptr = c_string(&s);
             if ptr.is_null() {
                 return Err(Failure {
@@ -604,54 +715,4 @@ pub unsafe extern "C" fn shale_stats(
             Ok(())
         })
     }
-}
-
-/// The text of `shale_stats`.
-fn stats_text(db: &Db) -> shale::Result<String> {
-    use std::fmt::Write;
-    let summary = db.summary()?;
-    let m = db.metrics();
-    let mut s = String::new();
-    let _ = writeln!(s, "level  tables        bytes      entries");
-    for l in &summary.levels {
-        let _ = writeln!(
-            s,
-            "L{:<5} {:>6} {:>12} {:>12}",
-            l.level, l.tables, l.bytes, l.entries
-        );
-    }
-    let t = summary.total();
-    let _ = writeln!(
-        s,
-        "total  {:>6} {:>12} {:>12}",
-        t.tables, t.bytes, t.entries
-    );
-    let _ = writeln!(
-        s,
-        "gets {} (found {}, memtable {}), block cache hits {} misses {}, physical reads {} ({} bytes)",
-        m.gets,
-        m.gets_found,
-        m.gets_memtable_hits,
-        m.cache_hits(),
-        m.cache_misses(),
-        m.physical_reads(),
-        m.bytes_read()
-    );
-    let _ = writeln!(
-        s,
-        "written: user {} bytes, wal {} bytes, tables {} bytes; flushes {}, compactions {}, stalls {} ({} us)",
-        m.bytes_written_user,
-        m.bytes_written_wal,
-        m.bytes_written_tables,
-        m.flushes,
-        m.compactions(),
-        m.stall_count,
-        m.stall_micros
-    );
-    let _ = writeln!(
-        s,
-        "block cache {} of {} bytes; pending compaction {} bytes",
-        m.block_cache_usage, m.block_cache_capacity, m.pending_compaction_bytes
-    );
-    Ok(s)
 }

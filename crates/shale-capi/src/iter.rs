@@ -82,15 +82,6 @@ pub struct shale_entry_t {
     pub value_len: usize,
 }
 
-/// The first key after every key starting with `prefix`, or None when there
-/// is none (the prefix is empty or all 0xff).
-pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let end = prefix.iter().rposition(|b| *b != 0xff)?;
-    let mut s = prefix[..=end].to_vec();
-    s[end] += 1;
-    Some(s)
-}
-
 /// The bounds of a read: the given bounds narrowed to the prefix.
 pub(crate) fn bounds(
     lower: Option<&[u8]>,
@@ -103,7 +94,7 @@ pub(crate) fn bounds(
         if lower.as_deref().is_none_or(|l| l < p) {
             lower = Some(p.to_vec());
         }
-        if let Some(s) = prefix_successor(p) {
+        if let Some(s) = shale::prefix_successor(p) {
             if upper.as_deref().is_none_or(|u| u > s.as_slice()) {
                 upper = Some(s);
             }
@@ -529,10 +520,6 @@ mod tests {
 
     #[test]
     fn prefixes_become_bounds() {
-        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_successor(b"a\xff\xff"), Some(b"b".to_vec()));
-        assert_eq!(prefix_successor(b"\xff\xff"), None);
-        assert_eq!(prefix_successor(b""), None);
         let (l, u) = bounds(Some(b"a"), Some(b"z"), Some(b"k"));
         assert_eq!(
             (l.as_deref(), u.as_deref()),

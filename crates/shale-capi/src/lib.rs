@@ -69,6 +69,11 @@ pub enum shale_code_t {
     SHALE_NOT_A_DATABASE = 8,
     /// A bug in shale (a broken invariant, or a panic caught at the boundary).
     SHALE_INTERNAL = 9,
+    /// `shale_close`: the database is closed (synced, its lock released), but
+    /// the engine still saw snapshots or iterators open. `shale_close`
+    /// releases its handles' first, so this happens only when one is freed
+    /// on another thread during the close.
+    SHALE_LIVE_HANDLES = 10,
 }
 
 impl shale_code_t {
@@ -84,10 +89,11 @@ impl shale_code_t {
             shale_code_t::SHALE_POISONED => c"SHALE_POISONED",
             shale_code_t::SHALE_NOT_A_DATABASE => c"SHALE_NOT_A_DATABASE",
             shale_code_t::SHALE_INTERNAL => c"SHALE_INTERNAL",
+            shale_code_t::SHALE_LIVE_HANDLES => c"SHALE_LIVE_HANDLES",
         }
     }
 
-    const ALL: [shale_code_t; 10] = [
+    const ALL: [shale_code_t; 11] = [
         shale_code_t::SHALE_OK,
         shale_code_t::SHALE_INVALID_ARGUMENT,
         shale_code_t::SHALE_CORRUPTION,
@@ -98,6 +104,7 @@ impl shale_code_t {
         shale_code_t::SHALE_POISONED,
         shale_code_t::SHALE_NOT_A_DATABASE,
         shale_code_t::SHALE_INTERNAL,
+        shale_code_t::SHALE_LIVE_HANDLES,
     ];
 }
 
@@ -137,6 +144,7 @@ impl From<shale::Error> for Failure {
             E::Closed => shale_code_t::SHALE_CLOSED,
             E::ReadOnly { .. } => shale_code_t::SHALE_READ_ONLY,
             E::Internal(_) => shale_code_t::SHALE_INTERNAL,
+            E::LiveHandles { .. } => shale_code_t::SHALE_LIVE_HANDLES,
             // `Error` is non-exhaustive: a kind added later is reported as
             // internal until it gets a code of its own.
             _ => shale_code_t::SHALE_INTERNAL,
@@ -580,6 +588,13 @@ mod tests {
             (E::Closed, shale_code_t::SHALE_CLOSED),
             (E::ReadOnly { path }, shale_code_t::SHALE_READ_ONLY),
             (E::Internal("x".into()), shale_code_t::SHALE_INTERNAL),
+            (
+                E::LiveHandles {
+                    snapshots: 1,
+                    iterators: 0,
+                },
+                shale_code_t::SHALE_LIVE_HANDLES,
+            ),
         ];
         for (error, code) in cases {
             assert_eq!(Failure::from(error).code, code);
@@ -597,7 +612,8 @@ mod tests {
         assert_eq!(name(3).as_deref(), Ok("SHALE_IO"));
         assert_eq!(name(0).as_deref(), Ok("SHALE_OK"));
         assert_eq!(name(-1).as_deref(), Ok("SHALE_UNKNOWN"));
-        assert_eq!(name(10).as_deref(), Ok("SHALE_UNKNOWN"));
+        assert_eq!(name(10).as_deref(), Ok("SHALE_LIVE_HANDLES"));
+        assert_eq!(name(11).as_deref(), Ok("SHALE_UNKNOWN"));
     }
 
     #[test]

@@ -88,6 +88,7 @@ static void test_codes(void) {
     CHECK(strcmp(shale_code_name(SHALE_CLOSED), "SHALE_CLOSED") == 0);
     CHECK(strcmp(shale_code_name(SHALE_INTERNAL), "SHALE_INTERNAL") == 0);
     CHECK(strcmp(shale_code_name(-1), "SHALE_UNKNOWN") == 0);
+    CHECK(strcmp(shale_code_name(SHALE_LIVE_HANDLES), "SHALE_LIVE_HANDLES") == 0);
     CHECK(strcmp(shale_code_name(1000), "SHALE_UNKNOWN") == 0);
     shale_free(NULL); /* ignored */
 }
@@ -395,6 +396,39 @@ static void test_maintenance(shale_db_t *db) {
     EXPECT(SHALE_OK, shale_sync(db, ERR));
     EXPECT(SHALE_OK, shale_compact_all(db, ERR));
     CHECK(value_is(db, "bulk001234", "value-1234-padding-padding-padding"));
+    for (int i = 0; i < 3000; i += 2) {
+        snprintf(key, sizeof key, "bulk%06d", i);
+        EXPECT(SHALE_OK, shale_delete(db, K(key), ERR));
+    }
+    EXPECT(SHALE_OK, shale_compact_range(db, K("bulk000000"), K("bulk001000"), ERR));
+    EXPECT(SHALE_OK, shale_compact_range(db, NULL, 0, K("bulk"), ERR));
+    EXPECT(SHALE_OK, shale_compact_range(db, K("bulk002000"), NULL, 0, ERR));
+    EXPECT(SHALE_OK, shale_compact_range(db, NULL, 0, NULL, 0, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_compact_range(db, K("b"), K("a"), ERR)); /* start > end */
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_compact_range(db, NULL, 1, NULL, 0, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_compact_range(NULL, NULL, 0, NULL, 0, ERR));
+    CHECK(value_is(db, "bulk000002", NULL) && value_is(db, "bulk000003", "value-3-padding-padding-padding"));
+
+    /* Several keys read in one state. */
+    const uint8_t *keys[3] = {(const uint8_t *)"bulk000001", (const uint8_t *)"bulk000002", (const uint8_t *)"carol"};
+    size_t key_lens[3] = {10, 10, 5};
+    uint8_t *values[3];
+    size_t value_lens[3];
+    bool founds[3];
+    EXPECT(SHALE_OK, shale_multi_get(db, keys, key_lens, 3, values, value_lens, founds, ERR));
+    CHECK(founds[0] && value_lens[0] == strlen("value-1-padding-padding-padding") && memcmp(values[0], "value-1-", 8) == 0);
+    CHECK(!founds[1] && values[1] == NULL && value_lens[1] == 0);
+    CHECK(founds[2] && value_lens[2] == 2 && memcmp(values[2], "30", 2) == 0);
+    shale_free(values[0]);
+    shale_free(values[2]);
+    EXPECT(SHALE_OK, shale_multi_get(db, NULL, NULL, 0, NULL, NULL, NULL, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_multi_get(db, NULL, key_lens, 3, values, value_lens, founds, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_multi_get(db, keys, key_lens, 3, NULL, value_lens, founds, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_multi_get(db, keys, key_lens, 3, values, value_lens, NULL, ERR));
+    const uint8_t *bad_keys[2] = {(const uint8_t *)"carol", NULL};
+    size_t bad_lens[2] = {5, 4};
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_multi_get(db, bad_keys, bad_lens, 2, values, value_lens, founds, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_multi_get(NULL, keys, key_lens, 3, values, value_lens, founds, ERR));
 
     shale_metrics_t m;
     memset(&m, 0, sizeof m);
@@ -481,6 +515,12 @@ static void test_use_after_close(const char *path) {
     EXPECT(SHALE_CLOSED, shale_flush(db, ERR));
     EXPECT(SHALE_CLOSED, shale_sync(db, ERR));
     EXPECT(SHALE_CLOSED, shale_compact_all(db, ERR));
+    EXPECT(SHALE_CLOSED, shale_compact_range(db, NULL, 0, NULL, 0, ERR));
+    const uint8_t *one_key[1] = {(const uint8_t *)"alice"};
+    size_t one_len[1] = {5};
+    uint8_t *one_value[1];
+    bool one_found[1];
+    EXPECT(SHALE_CLOSED, shale_multi_get(db, one_key, one_len, 1, one_value, &len, one_found, ERR));
     EXPECT(SHALE_CLOSED, shale_metrics(db, &m, ERR));
     EXPECT(SHALE_CLOSED, shale_stats(db, &text, ERR));
     EXPECT(SHALE_CLOSED, shale_snapshot_create(db, &s2, ERR));
@@ -534,6 +574,7 @@ static void test_read_only(const char *path) {
     EXPECT(SHALE_READ_ONLY, shale_write(ro, b, false, ERR));
     EXPECT(SHALE_READ_ONLY, shale_flush(ro, ERR));
     EXPECT(SHALE_READ_ONLY, shale_compact_all(ro, ERR));
+    EXPECT(SHALE_READ_ONLY, shale_compact_range(ro, NULL, 0, NULL, 0, ERR));
     EXPECT(SHALE_OK, shale_batch_free(b, ERR));
     EXPECT(SHALE_OK, shale_close(ro2, ERR));
     EXPECT(SHALE_OK, shale_db_free(ro2, ERR));
