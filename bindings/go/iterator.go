@@ -25,7 +25,10 @@ type IterOptions struct {
 // until First, Last, Seek or SeekForPrev. Not safe for concurrent use. Close
 // it when done.
 type Iterator struct {
-	c     *C.shale_iterator_t
+	c *C.shale_iterator_t
+	// db keeps the database reachable while the iterator is: its cleanup
+	// would close it.
+	db    *DB
 	valid bool
 	key   []byte
 	value []byte
@@ -65,7 +68,7 @@ func newIterator(db *DB, snap *C.shale_snapshot_t, opts *IterOptions) (*Iterator
 	if err := check(C.shale_iterator_create(db.c, &ro, &c, &msg), msg); err != nil {
 		return nil, err
 	}
-	it := &Iterator{c: c}
+	it := &Iterator{c: c, db: db}
 	// Frees the handle if it is dropped without Close (a cleanup would
 	// free it a second time after an explicit Close).
 	runtime.SetFinalizer(it, (*Iterator).free)
