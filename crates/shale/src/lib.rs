@@ -36,8 +36,8 @@ pub mod fuzz_api;
 pub use batch::WriteBatch;
 pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
-    Db, DbIterator, DbSummary, LevelSummary, Range, ReadOptions, Readable, RepairReport, Snapshot,
-    TableInfo, LOST_DIR,
+    DamagedFile, DamagedKind, Db, DbIterator, DbSummary, KeyRange, LevelSummary, Range,
+    ReadOptions, Readable, RepairReport, Snapshot, TableInfo, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventListener};

@@ -21,6 +21,7 @@
 mod background;
 mod group_commit;
 mod open;
+mod quarantine;
 mod range;
 mod read;
 mod repair;
@@ -39,7 +40,7 @@ use shale_env::{FileLock, FileSystem};
 
 pub use range::Range;
 pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
-pub use repair::{RepairReport, LOST_DIR};
+pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairReport, LOST_DIR};
 
 impl Readable for Db {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
