@@ -54,8 +54,8 @@ struct TableGap {
     /// user key can have (`None`: none can).
     lo: Option<(Vec<u8>, Option<SeqNo>)>,
     /// Highest user key, and the smallest sequence number a lost entry of
-    /// that user key can have.
-    hi: Option<(Vec<u8>, SeqNo)>,
+    /// that user key can have (`None`: none can).
+    hi: Option<(Vec<u8>, Option<SeqNo>)>,
     /// The largest sequence number of any lost entry.
     max_seq: SeqNo,
     filter: Option<Arc<SalvageFilter>>,
@@ -78,7 +78,10 @@ impl TableGap {
         if let Some((hi, floor)) = &self.hi {
             match user_key.cmp(hi.as_slice()) {
                 std::cmp::Ordering::Greater => return Verdict::Clear,
-                std::cmp::Ordering::Equal => min = *floor,
+                std::cmp::Ordering::Equal => match floor {
+                    Some(f) => min = *f,
+                    None => return Verdict::Clear,
+                },
                 std::cmp::Ordering::Less => {}
             }
         }
@@ -139,15 +142,25 @@ pub(crate) struct Quarantine {
     kept: HashMap<Vec<u8>, SeqNo>,
 }
 
+/// How a bound treats the versions of its own user key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Edge {
+    Included,
+    Excluded,
+    /// No version of the user key is inside.
+    WholeUserKey,
+}
+
 /// The user key and sequence number of an encoded internal key bound.
-fn split_bound(b: &KeyBound) -> Option<(Vec<u8>, SeqNo, bool)> {
-    let (k, included) = match b {
+fn split_bound(b: &KeyBound) -> Option<(Vec<u8>, SeqNo, Edge)> {
+    let (k, edge) = match b {
         KeyBound::Unbounded => return None,
-        KeyBound::Included(k) => (k, true),
-        KeyBound::Excluded(k) => (k, false),
+        KeyBound::Included(k) => (k, Edge::Included),
+        KeyBound::Excluded(k) => (k, Edge::Excluded),
+        KeyBound::BeforeUserKey(k) => (k, Edge::WholeUserKey),
     };
     let ik = parse_internal_key(k)?;
-    Some((ik.user_key.to_vec(), ik.seq, included))
+    Some((ik.user_key.to_vec(), ik.seq, edge))
 }
 
 impl Quarantine {
@@ -167,12 +180,20 @@ impl Quarantine {
         largest_seqno: Option<SeqNo>,
         filter: Option<Arc<SalvageFilter>>,
     ) {
-        let lo = split_bound(after).map(|(k, s, included)| {
-            let cap = if included { Some(s) } else { s.checked_sub(1) };
+        let lo = split_bound(after).map(|(k, s, edge)| {
+            let cap = match edge {
+                Edge::Included => Some(s),
+                Edge::Excluded => s.checked_sub(1),
+                Edge::WholeUserKey => None,
+            };
             (k, cap)
         });
-        let hi = split_bound(before).map(|(k, s, included)| {
-            let floor = if included { s } else { s.saturating_add(1) };
+        let hi = split_bound(before).map(|(k, s, edge)| {
+            let floor = match edge {
+                Edge::Included => Some(s),
+                Edge::Excluded => s.checked_add(1),
+                Edge::WholeUserKey => None,
+            };
             (k, floor)
         });
         self.gaps.push(TableGap {
@@ -363,6 +384,17 @@ mod tests {
         // At the upper bound the lost versions were newer than (f, 40).
         assert_eq!(q.verdict(b"f", 40), Verdict::Quarantined);
         assert_eq!(q.verdict(b"f", 100), Verdict::Named);
+        // When the index shows the lost range ends before the next user key,
+        // no version of that key is at risk.
+        let mut q2 = Quarantine::default();
+        q2.add_table_range(
+            &KeyBound::Excluded(ik(b"c", 50)),
+            &KeyBound::BeforeUserKey(ik(b"f", 40)),
+            Some(100),
+            None,
+        );
+        assert_eq!(q2.verdict(b"f", 40), Verdict::Clear);
+        assert_eq!(q2.verdict(b"e", 40), Verdict::Quarantined);
         // Unbounded ends and an unknown largest sequence number.
         let mut q = Quarantine::default();
         q.add_table_range(&KeyBound::Unbounded, &KeyBound::Unbounded, None, None);

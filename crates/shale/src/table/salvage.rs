@@ -51,7 +51,7 @@ use std::collections::BTreeMap;
 use super::block::{Block, Cursor, EntryFormat, BLOCK_TRAILER_LEN, PAGE_SIZE};
 use super::filter::{Filter, PartitionFilter};
 use super::layout::{decode_properties, decompress, unwrap_block, BlockHandle, Footer, FOOTER_LEN};
-use super::paged::{unwrap_paged, KeyArray, PAGED_TAIL_LEN};
+use super::paged::{unwrap_paged, KeyArray, Locator, PAGED_TAIL_LEN};
 use super::TableProperties;
 use crate::format::{
     compare_internal, mask_crc, parse_internal_key, SeqNo, MIN_TABLE_FORMAT_VERSION,
@@ -79,6 +79,10 @@ pub(crate) enum KeyBound {
     Included(Vec<u8>),
     /// Strictly past (or before) this internal key.
     Excluded(Vec<u8>),
+    /// As an upper bound: strictly before every version of this internal
+    /// key's user key (the index shows that the block before it ends in
+    /// another user key).
+    BeforeUserKey(Vec<u8>),
 }
 
 impl KeyBound {
@@ -86,7 +90,7 @@ impl KeyBound {
     pub(crate) fn key(&self) -> Option<&[u8]> {
         match self {
             KeyBound::Unbounded => None,
-            KeyBound::Included(k) | KeyBound::Excluded(k) => Some(k),
+            KeyBound::Included(k) | KeyBound::Excluded(k) | KeyBound::BeforeUserKey(k) => Some(k),
         }
     }
 }
@@ -251,18 +255,27 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
         props: properties.as_ref(),
     };
     let region = out.data_end.map_or(limit, |e| e as usize);
+    let mut index = IndexInfo::None;
     match out.format_version {
         Some(3) => {
             out.filter = footer.as_ref().and_then(|f| paged_filter(bytes, f));
+            if let Some(f) = &footer {
+                index = paged_index(bytes, f, &mut out.notes);
+            }
             let (blocks, non_data) = scan_paged(bytes, region, &check);
             out.blocks = blocks;
             out.non_data_blocks = non_data;
         }
         Some(v) => {
-            let known = footer
+            let seps = footer
                 .as_ref()
                 .map(|f| classic_handles(bytes, f, v, &mut out.notes))
                 .unwrap_or_default();
+            let known: BTreeMap<u64, u64> = seps.iter().map(|(&o, (s, _))| (o, *s)).collect();
+            index = IndexInfo::Classic {
+                aligned: v >= 2,
+                seps,
+            };
             out.filter = footer.as_ref().and_then(|f| whole_filter(bytes, f));
             out.blocks = if v >= 2 {
                 scan_aligned(bytes, region, &known, SCAN_WINDOW, &check)
@@ -279,8 +292,98 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
         }
     }
     out.properties = properties;
-    out.lost = lost_ranges(&out, region as u64);
+    out.lost = lost_ranges(&out, region as u64, &index);
     out
+}
+
+/// What the index still tells about block boundaries.
+enum IndexInfo {
+    None,
+    /// Version 3: the top-level index and each locator that reads.
+    Paged {
+        top: KeyArray,
+        parts: Vec<Option<Locator>>,
+    },
+    /// Versions 1 and 2: each data block's handle size and separator, by
+    /// offset.
+    Classic {
+        aligned: bool,
+        seps: BTreeMap<u64, (u64, Vec<u8>)>,
+    },
+}
+
+impl IndexInfo {
+    /// False if the index shows that the data block before the one at
+    /// `offset` (whose first user key is `first_user`) holds no version of
+    /// `first_user`; true if it may, or the index cannot tell.
+    fn may_continue(&self, offset: u64, first_user: &[u8]) -> bool {
+        match self {
+            IndexInfo::None => true,
+            IndexInfo::Paged { top, parts } => {
+                if !offset.is_multiple_of(PAGE_SIZE) {
+                    return true;
+                }
+                let page = offset / PAGE_SIZE;
+                for (p, part) in parts.iter().enumerate() {
+                    let Some(loc) = part else {
+                        continue;
+                    };
+                    for g in 0..loc.len() {
+                        if loc.pages(g).0 != page {
+                            continue;
+                        }
+                        // Between partitions the top-level key separates
+                        // them unless one user key continues across.
+                        if g == 0 {
+                            return p == 0 || top.key_eq(p - 1, first_user);
+                        }
+                        return loc.continues(g, first_user);
+                    }
+                }
+                true
+            }
+            IndexInfo::Classic { aligned, seps } => {
+                // The block that ends where this one starts, and its
+                // separator: at least its last user key, below the next
+                // block's first unless one user key continues.
+                let before = seps.range(..offset).next_back();
+                match before {
+                    Some((&o, (size, sep))) => {
+                        let end = o.saturating_add(*size).saturating_add(BLOCK_TRAILER_LEN);
+                        let end = if *aligned {
+                            end.next_multiple_of(PAGE_SIZE)
+                        } else {
+                            end
+                        };
+                        end != offset || sep.as_slice() >= first_user
+                    }
+                    None => true,
+                }
+            }
+        }
+    }
+}
+
+/// Version 3: the top-level index and its locators (a damaged one `None`).
+fn paged_index(bytes: &[u8], f: &Footer, notes: &mut Vec<String>) -> IndexInfo {
+    let Some(top) = classic_block(bytes, f.top_index).and_then(|c| KeyArray::new(c).ok()) else {
+        notes.push(format!(
+            "top-level index at {}: unreadable",
+            f.top_index.offset
+        ));
+        return IndexInfo::None;
+    };
+    let parts = (0..top.len())
+        .map(|i| {
+            let loc =
+                paged_block(bytes, top.offset(i), top.value(i)).and_then(|c| Locator::new(c).ok());
+            if loc.is_none() {
+                notes.push(format!("locator at {}: unreadable", top.offset(i)));
+            }
+            loc
+        })
+        .collect();
+    IndexInfo::Paged { top, parts }
 }
 
 /// What a recovered block must agree with.
@@ -466,7 +569,7 @@ fn classic_handles(
     f: &Footer,
     version: u32,
     notes: &mut Vec<String>,
-) -> BTreeMap<u64, u64> {
+) -> BTreeMap<u64, (u64, Vec<u8>)> {
     let mut out = BTreeMap::new();
     let Some(top) =
         classic_block(bytes, f.top_index).and_then(|c| Block::new(c, EntryFormat::Index).ok())
@@ -482,7 +585,7 @@ fn classic_handles(
     } else {
         EntryFormat::Index
     };
-    let walk = |block: &Block, f: &mut dyn FnMut(u64, u64)| -> bool {
+    let walk = |block: &Block, f: &mut dyn FnMut(u64, u64, &[u8])| -> bool {
         let mut c = Cursor::default();
         if c.seek_to_first(block).is_err() {
             return false;
@@ -490,7 +593,7 @@ fn classic_handles(
         let mut steps = 0;
         while c.valid() && steps <= block.size() {
             let (offset, size) = c.handle();
-            f(offset, size);
+            f(offset, size, c.key());
             if c.next(block).is_err() {
                 return false;
             }
@@ -499,7 +602,7 @@ fn classic_handles(
         true
     };
     let mut partitions = Vec::new();
-    if !walk(&top, &mut |o, s| {
+    if !walk(&top, &mut |o, s, _| {
         partitions.push(BlockHandle { offset: o, size: s })
     }) {
         notes.push(format!(
@@ -509,7 +612,7 @@ fn classic_handles(
     }
     for h in partitions {
         let part = classic_block(bytes, h).and_then(|c| Block::new(c, format).ok());
-        let ok = part.is_some_and(|p| walk(&p, &mut |o, s| _ = out.insert(o, s)));
+        let ok = part.is_some_and(|p| walk(&p, &mut |o, s, k| _ = out.insert(o, (s, k.to_vec()))));
         if !ok {
             notes.push(format!("index partition at {}: unreadable", h.offset));
         }
@@ -744,7 +847,7 @@ fn infer(bytes: &[u8], end: usize, check: &Check<'_>) -> (Option<u32>, Vec<Salva
 
 /// The data-region bytes between the recovered blocks (padding after a
 /// version-2 block excluded), with the keys they may have held.
-fn lost_ranges(s: &TableSalvage, region_end: u64) -> Vec<LostRange> {
+fn lost_ranges(s: &TableSalvage, region_end: u64, index: &IndexInfo) -> Vec<LostRange> {
     let aligned = s.format_version.unwrap_or(3) >= 2;
     let round = |x: u64| {
         if aligned {
@@ -774,11 +877,17 @@ fn lost_ranges(s: &TableSalvage, region_end: u64) -> Vec<LostRange> {
     let mut after = smallest;
     for b in &s.blocks {
         if b.offset > pos {
+            let first_user = parse_internal_key(&b.first).map_or(&[][..], |ik| ik.user_key);
+            let before = if index.may_continue(b.offset, first_user) {
+                KeyBound::Excluded(b.first.clone())
+            } else {
+                KeyBound::BeforeUserKey(b.first.clone())
+            };
             out.push(LostRange {
                 offset: pos,
                 len: b.offset - pos,
                 after: after.clone(),
-                before: KeyBound::Excluded(b.first.clone()),
+                before,
             });
         }
         pos = round(b.offset + b.len);
@@ -898,6 +1007,14 @@ mod tests {
                 assert_eq!(s.lost.len(), 1, "v{version} block {victim}: {:?}", s.lost);
                 let lost = &s.lost[0];
                 assert_eq!(lost.offset, data[victim].offset, "v{version}");
+                // The index shows that the next block starts a new user key.
+                if version < 3 && victim + 1 < data.len() {
+                    assert!(
+                        matches!(lost.before, KeyBound::BeforeUserKey(_)),
+                        "v{version}: {:?}",
+                        lost.before
+                    );
+                }
                 // Every entry outside the lost block is there, and the lost
                 // ones lie inside the range reported.
                 let missing: Vec<_> = entries.iter().filter(|e| !got.contains(e)).collect();
@@ -958,6 +1075,56 @@ mod tests {
             assert!(s.version_inferred);
             assert_eq!(s.format_version, Some(version));
             assert!(recovered(&s) == entries, "v{version} footer and properties");
+        }
+    }
+
+    #[test]
+    fn blocks_of_several_pages_are_recovered_and_lost_whole() {
+        // Every 7th value is 10 KiB: a data block of three pages of its own.
+        for version in [2, 3] {
+            let mut rng = Rng::new(11);
+            let mut keys: Vec<[u8; 32]> = (0..400).map(|_| rng.bytes32()).collect();
+            keys.sort();
+            let entries: Entries = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    let ik = InternalKey::new(k, 7 + i as u64, ValueKind::Value);
+                    let n = if i % 7 == 0 { 10_000 } else { 100 };
+                    (ik.encoded().to_vec(), rng.bytes(n))
+                })
+                .collect();
+            let (w, buf) = MemWriter::new();
+            let opts = TableBuildOptions {
+                format_version: version,
+                ..TableBuildOptions::default()
+            };
+            let mut b = TableBuilder::new(Box::new(w), "/t".into(), opts);
+            for (k, v) in &entries {
+                b.add(k, v).expect("add");
+            }
+            b.finish().expect("finish");
+            let bytes = buf.lock().expect("buf").clone();
+            assert!(recovered(&salvage_table(&bytes)) == entries, "v{version}");
+            let big: Vec<_> = layout(&bytes)
+                .blocks
+                .into_iter()
+                .filter(|b| b.kind == "data" && b.size > 8192)
+                .collect();
+            assert!(big.len() > 10, "v{version}");
+            // Damage the second page of one: only its entry is lost.
+            let victim = &big[big.len() / 2];
+            let mut bad = bytes.clone();
+            bad[victim.offset as usize + 5000] ^= 1;
+            // And the footer, so that nothing but the pages tells the blocks.
+            let n = bad.len();
+            bad[n - 40] ^= 1;
+            let s = salvage_table(&bad);
+            let got = recovered(&s);
+            assert_eq!(got.len(), entries.len() - 1, "v{version}");
+            assert_eq!(s.lost.len(), 1, "v{version}");
+            assert_eq!(s.lost[0].offset, victim.offset, "v{version}");
+            assert!(s.lost[0].len >= 3 * 4096, "v{version}: {:?}", s.lost[0]);
         }
     }
 
