@@ -15,9 +15,10 @@
 //! footers, properties, top-level indexes, locators, filter partitions and
 //! filter indexes, data blocks of both levels, and log records (a value, a
 //! key, a length and a checksum field, the middle fragment of a record
-//! spanning blocks). `SHALE_LONG_TESTS=1` adds 400 random positions over
-//! all tables and the log (`SHALE_SALVAGE_FLIPS=N` sets how many). A summary
-//! line per region is printed (`--nocapture`).
+//! spanning blocks). `SHALE_LONG_TESTS=1` adds many more: 400 random
+//! positions over the tables (by size), 200 over the log, and one in every
+//! non-data block and footer of every table (`SHALE_SALVAGE_FLIPS=N` sets
+//! the 400). A summary line per region is printed (`--nocapture`).
 
 mod common;
 
@@ -365,31 +366,35 @@ fn sample(b: &Built) -> Vec<Flip> {
     out
 }
 
-/// Random positions over the tables and the log, by size.
+/// Many more positions: `n` at random over the tables (by size, so mostly
+/// data blocks), `n / 2` at random over the log, and one in every block of
+/// every table but its data blocks, and in its footer.
 fn random_flips(b: &Built, n: usize) -> Vec<Flip> {
+    if n == 0 {
+        return Vec::new();
+    }
     let fs = &b.fs;
-    let mut files: Vec<(String, u64)> = fs
+    let mut tables: Vec<(String, u64)> = fs
         .list(Path::new(DIR))
         .expect("list")
         .into_iter()
-        .filter(|n| n.ends_with(".sst") || n.ends_with(".log"))
+        .filter(|n| n.ends_with(".sst"))
         .map(|n| {
             let size = fs.file_size(&path(&n)).expect("size");
             (n, size)
         })
         .collect();
-    files.sort();
-    let total: u64 = files.iter().map(|f| f.1).sum();
-    let layouts: BTreeMap<String, TableLayout> = files
+    tables.sort();
+    let total: u64 = tables.iter().map(|f| f.1).sum();
+    let layouts: BTreeMap<String, TableLayout> = tables
         .iter()
-        .filter(|f| f.0.ends_with(".sst"))
         .map(|f| (f.0.clone(), layout(fs, &f.0)))
         .collect();
     let mut rng = Rng::new(0x5a1_4a6e);
     let mut out = Vec::new();
     for _ in 0..n {
         let mut at = rng.below(total);
-        let (name, size) = files
+        let (name, size) = tables
             .iter()
             .find(|f| {
                 if at < f.1 {
@@ -399,15 +404,26 @@ fn random_flips(b: &Built, n: usize) -> Vec<Flip> {
                     false
                 }
             })
-            .expect("a file");
-        let offset = at.min(size - 1);
-        out.push(match layouts.get(name) {
-            Some(l) => table_flip(fs, name, l, offset),
-            None => {
-                let bytes = fs.read_all(&path(name)).expect("read");
-                log_flip(&bytes, name, offset, "log")
-            }
-        });
+            .expect("a table");
+        out.push(table_flip(fs, name, &layouts[name], at.min(size - 1)));
+    }
+    for (name, l) in &layouts {
+        out.push(table_flip(fs, name, l, l.file_size - 1 - rng.below(64)));
+        for blk in l.blocks.iter().filter(|b| b.kind != "data") {
+            let o = blk.offset + rng.below(blk.size.max(1));
+            out.push(table_flip(fs, name, l, o));
+        }
+    }
+    let log = fs
+        .list(Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .find(|n| n.ends_with(".log"))
+        .expect("a log");
+    let bytes = fs.read_all(&path(&log)).expect("read");
+    for _ in 0..n / 2 {
+        let o = rng.below(bytes.len() as u64);
+        out.push(log_flip(&bytes, &log, o, "log"));
     }
     out
 }
@@ -502,9 +518,11 @@ fn salvage_sweep_keeps_every_undamaged_block_and_record() {
     let (min, sum) = regions.values().fold((100f64, 0f64), |(m, s), t| {
         (m.min(t.min_recovery), s + t.sum_recovery)
     });
+    let quarantined: u64 = regions.values().map(|t| t.quarantined_entries).sum();
     eprintln!(
         "salvage sweep: {} keys, built in {:.1} s; {} flips in {:.1} s: recovery min {min:.3}% \
-         mean {:.3}%, wrong values {wrong}, resurrected {resurrected}",
+         mean {:.3}%, wrong values {wrong}, resurrected {resurrected}, quarantined {quarantined} \
+         entries",
         b.model.len(),
         built_in.as_secs_f64(),
         flips.len(),

@@ -174,9 +174,13 @@ pub struct DamagedFile {
 
 impl Db {
     /// Rebuilds the manifest of the database in `path` from the tables and
-    /// logs present, then compacts it (see the module documentation of
-    /// `db/repair.rs` for what is kept and what can be lost). For a database
-    /// that [`Db::open`] refuses with [`Error::Corruption`] in its manifest.
+    /// logs present, then compacts it: every data block and log record whose
+    /// own checksum holds is kept (damaged tables are salvaged block by
+    /// block, logs read past their damage), and no key comes back with a
+    /// value older than a version that was lost (see the module
+    /// documentation of `db/repair.rs` for what is kept, held back and
+    /// lost). For a database that [`Db::open`] refuses with
+    /// [`Error::Corruption`]. The report says what was lost, file by file.
     /// Nothing is deleted: replaced files go to `lost/` in the directory.
     pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<RepairReport> {
         let path = path.as_ref();
