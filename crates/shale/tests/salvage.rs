@@ -442,3 +442,30 @@ fn a_lost_block_quarantines_older_values_it_may_have_replaced() {
         assert!(gone <= 3, "v{version}: {gone} keys the L0 table never held");
     }
 }
+
+#[test]
+fn a_table_file_with_nothing_recognisable_quarantines_nothing() {
+    // What a crash can leave of a table being written before its first page
+    // was complete: nothing tells its keys, so it cannot bound a quarantine.
+    let (fs, model, _) = one_table(3);
+    let mut rng = common::Rng::new(8);
+    let mut w = fs
+        .create_object(&path("000999.sst"), WriteLifetime::NotSet)
+        .expect("create");
+    w.write(&rng.bytes(3000)).expect("write");
+    w.finish().expect("finish");
+    let (report, got) = repair(&fs, 3);
+    assert!(missing(&model, &got).is_empty());
+    assert_eq!(report.entries_quarantined, 0);
+    assert_eq!(report.tables_unreadable, 1);
+    assert_eq!(report.damaged_files[0].lost_bytes, vec![(0, 3000)]);
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("nothing is quarantined")),
+        "{:?}",
+        report.problems
+    );
+    assert!(report.moved_to_lost.contains(&"000999.sst".to_string()));
+}

@@ -16,7 +16,10 @@
 //!   largest a lost entry of that user key could have. At the bounds' own
 //!   user keys only the versions past the bound can be lost, so the table's
 //!   surviving entries are at risk only where one user key's versions
-//!   continue past the lost range. When the table's filter reads, a user key
+//!   continue past the lost range: where the index shows that the block
+//!   after the range starts a new user key, no version of that key is at
+//!   risk; where it cannot tell (a quantized locator code that collides),
+//!   that key's surviving versions are quarantined. When the table's filter reads, a user key
 //!   it excludes was in no block of the table and is not at risk.
 //! - **A lost log record** named the keys its bytes parse to (see
 //!   `wal::salvage`: a repaired payload names them exactly, the payload as

@@ -45,18 +45,24 @@
 //! already obsolete: a compaction's inputs still on disk (a crash before
 //! their deletion) come back; their keys are older than the compaction's
 //! output and lose to it, except where the compaction had dropped a
-//! tombstone at the last level: such a deleted key can reappear. A lost
-//! block whose table's properties are also damaged is bounded only by its
-//! neighbours' keys and may have held any sequence number, so its whole key
-//! range is quarantined; with the footer and the properties both damaged a
-//! lost *last* data block goes unseen. A format-1 table whose index does not
-//! read loses everything after its first damaged data block. Keys of a lost
-//! log record are exact when its damage is one byte (or its length or
-//! checksum field); from more damage than that they are read as found, and
-//! keys damaged in more than one byte are not recognised; a record whose
-//! bytes do not parse stops the replay (above). A block or record repaired
-//! to match its checksum is never restored (a 32-bit checksum can be
-//! matched by chance): it is lost, visibly.
+//! tombstone at the last level: such a deleted key can reappear. For the
+//! same reason a lost block of such an obsolete input quarantines the copies
+//! of its entries in the compaction's output. A lost block whose table's
+//! properties are also damaged is bounded only by its neighbours' keys and
+//! may have held any sequence number, so its whole key range is
+//! quarantined; with the footer and the properties both damaged a lost
+//! *last* data block goes unseen. A table file in which no footer,
+//! properties or data block is recognised (a table cut short by a crash in
+//! its first page, or one destroyed whole) bounds nothing: it is reported
+//! and moved aside, and nothing is quarantined for it. A format-1 table
+//! whose index does not read loses everything after its first damaged data
+//! block. Keys of a lost log record are exact when its damage is one byte
+//! (or its length or checksum field); from more damage than that they are
+//! read as found, and keys damaged in more than one byte are not
+//! recognised; a record whose bytes do not parse stops the replay (above).
+//! A block or record repaired to match its checksum is never restored (a
+//! 32-bit checksum can be matched by chance): it is lost, visibly. Damaged
+//! tables and the logs are read whole into memory.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -617,17 +623,30 @@ impl Repairer<'_> {
     ) -> Result<()> {
         let name = table_name(number);
         let path = self.dir.join(&name);
+        let size = self.fs.file_size(&path).unwrap_or(0);
         self.report.problems.push(problem);
         for note in &salvage.notes {
             self.report
                 .problems
                 .push(format!("{}: {note}", path.display()));
         }
+        if salvage.unrecognised {
+            self.report.problems.push(format!(
+                "{}: no footer, properties or data block recognised: its keys and sequence \
+                 numbers are unknown, nothing is quarantined for it (if it was a live table, \
+                 older versions of keys it held may be visible)",
+                path.display()
+            ));
+        }
         let entries = salvage.entries();
         self.report.damaged_files.push(DamagedFile {
             name: name.clone(),
             kind: DamagedKind::Table,
-            lost_bytes: salvage.lost.iter().map(|l| (l.offset, l.len)).collect(),
+            lost_bytes: if salvage.unrecognised {
+                vec![(0, size)]
+            } else {
+                salvage.lost.iter().map(|l| (l.offset, l.len)).collect()
+            },
             recovered: salvage.blocks.len() as u64,
             lost: salvage.blocks_lost(),
             entries_recovered: entries,

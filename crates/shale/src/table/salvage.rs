@@ -202,6 +202,10 @@ pub(crate) struct TableSalvage {
     pub non_data_blocks: u64,
     /// What was found damaged besides the data blocks.
     pub notes: Vec<String>,
+    /// No footer, properties or data block was recognised: the file tells
+    /// nothing of the keys or sequence numbers it may have held (a table
+    /// cut short before its first page by a crash, or one destroyed whole).
+    pub unrecognised: bool,
 }
 
 impl TableSalvage {
@@ -291,8 +295,13 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
             out.non_data_blocks = non_data;
         }
     }
+    out.unrecognised = footer.is_none() && properties.is_none() && out.blocks.is_empty();
     out.properties = properties;
-    out.lost = lost_ranges(&out, region as u64, &index);
+    // A file in which nothing is recognised tells no key range: its bytes
+    // are not taken for lost data blocks (see `unrecognised`).
+    if !out.unrecognised {
+        out.lost = lost_ranges(&out, region as u64, &index);
+    }
     out
 }
 
@@ -1157,9 +1166,12 @@ mod tests {
             }
             let _ = salvage_table(&bad);
         }
-        for n in [0, 1, 9, 64, 4096, 4105] {
-            let _ = salvage_table(&vec![0u8; n]);
-            let _ = salvage_table(&rng.bytes(n));
+        for n in [0, 1, 9, 64, 4096, 4105, 20_000] {
+            for bytes in [vec![0u8; n], rng.bytes(n)] {
+                let s = salvage_table(&bytes);
+                // Nothing recognised: no key range to speak of.
+                assert!(s.unrecognised && s.lost.is_empty() && s.blocks.is_empty());
+            }
         }
     }
 }
