@@ -621,6 +621,8 @@ json op_dbbench(EngineKind& kind, const Request& r) {
     for (const char* n : kDbBenchNames) known = known || step.name == n;
     if (!known) throw std::runtime_error("dbbench: unknown benchmark \"" + step.name + "\"");
   }
+  // A fresh database replaces the one there, under that one's lock.
+  if (r.fresh) kind.destroy(r.target.dir);
   OpenOptions o;
   o.dir = r.target.dir;
   o.config = r.target.config;

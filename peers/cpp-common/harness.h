@@ -195,8 +195,14 @@ class EngineKind {
   // Throws on failure (also for an unknown config).
   virtual std::unique_ptr<Engine> open(const OpenOptions& o) = 0;
   // Whether the engine serves op dbbench (honours OpenOptions::open_files,
-  // bloom_bits and compress, and has seek and scan).
+  // bloom_bits and compress, and has seek and scan, and destroy below).
   virtual bool supports_dbbench() const { return false; }
+  // Deletes the engine's database in `dir` with the engine's own destroy,
+  // which takes the database's lock first: throws, deleting nothing, while
+  // another process has it open. A directory without one is left as it is.
+  virtual void destroy(const std::string& dir) {
+    throw std::runtime_error("the " + name() + " harness cannot destroy " + dir);
+  }
   // Whether a database opened with `o` reads its tables with O_DIRECT.
   virtual bool uses_direct_io(const OpenOptions& o) const {
     return o.direct_io && supports_direct_io();

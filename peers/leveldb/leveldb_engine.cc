@@ -428,4 +428,11 @@ std::unique_ptr<shale::Engine> LevelDbKind::open(const shale::OpenOptions& o) {
   return std::make_unique<LevelDbEngine>(o);
 }
 
+void LevelDbKind::destroy(const std::string& dir) {
+  // DestroyDB takes the database's LOCK (an fcntl lock) before deleting, so
+  // a database another process has open fails here with nothing deleted.
+  leveldb::Status s = leveldb::DestroyDB(dir, leveldb::Options());
+  if (!s.ok()) throw std::runtime_error("leveldb destroy " + dir + ": " + s.ToString());
+}
+
 }  // namespace shale_leveldb

@@ -15,6 +15,8 @@ class LevelDbKind : public shale::EngineKind {
   bool supports_direct_io() const override { return false; }
   // Op dbbench, for `shale bench db-sweep --engines leveldb`.
   bool supports_dbbench() const override { return true; }
+  // leveldb::DestroyDB: refused while another process holds LevelDB's LOCK.
+  void destroy(const std::string& dir) override;
   std::unique_ptr<shale::Engine> open(const shale::OpenOptions& o) override;
 };
 

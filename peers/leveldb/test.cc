@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "../cpp-common/test_common.h"
+#include <leveldb/db.h>
+
 #include "leveldb_engine.h"
 
 int main(int argc, char** argv) {
@@ -48,6 +50,22 @@ int main(int argc, char** argv) {
   shale::json reply;
   SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 0);
   SHALE_CHECK(reply["results"][0]["ops"] == 2000);
+  // A fresh run over it destroys it first, and is refused while another
+  // handle holds LevelDB's lock.
+  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 0);
+  SHALE_CHECK(reply["results"][0]["ops"] == 2000);
+  {
+    leveldb::DB* held = nullptr;
+    SHALE_CHECK(leveldb::DB::Open(leveldb::Options(), dir, &held).ok());
+    std::string before;
+    SHALE_CHECK(held->Get(leveldb::ReadOptions(), "0000000000000007", &before).ok());
+    SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) != 0);
+    SHALE_CHECK(reply["error"].get<std::string>().find("lock") != std::string::npos);
+    std::string after;
+    SHALE_CHECK(held->Get(leveldb::ReadOptions(), "0000000000000007", &after).ok());
+    SHALE_CHECK(after == before);
+    delete held;
+  }
   req["fresh"] = false;
   req["settle"] = false;
   req["threads"] = 2;

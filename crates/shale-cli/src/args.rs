@@ -147,6 +147,10 @@ pub struct ZonedMkfsArgs {
     /// Zones reserved for the zone file system's metadata log (2 to 16).
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub meta_zones: u32,
+    /// Format even a device whose zone file system holds files (or does not
+    /// mount): everything on it is erased.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `shale zoned ls`, `df` and `check`.
@@ -810,6 +814,11 @@ pub struct RepairArgs {
     /// Database directory (must exist).
     #[arg(long, value_name = "DIR")]
     pub db: PathBuf,
+    /// Repair even a directory that cannot be recognised as shale's (a
+    /// foreign file in it, or every file too damaged to tell): its files go
+    /// to lost/ with the rest.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `--zoned DEVICE`: run on the zone file system of a zoned device.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use shale::env::FileSystem;
-use shale::Options;
+use shale::{Db, Options};
 use shale_zoned::linux::LinuxZoned;
 use shale_zoned::{
     EmulatedOptions, EmulatedZoned, FormatOptions, MountOptions, ZoneFs, ZoneFsError, ZonedDevice,
@@ -152,11 +152,18 @@ fn device_error(path: &Path, e: ZonedError) -> CliError {
 }
 
 /// A mount or format error naming the device, with what to do about it.
+/// Only a blank device (zones 0 and 1 empty: [`ZoneFsError::NotFormatted`])
+/// gets the advice to run `mkfs`, which erases every zone; a damaged file
+/// system gets `shale zoned check`, which writes nothing.
 pub fn zonefs_error(path: &Path, e: ZoneFsError) -> CliError {
     let p = path.display();
     match e {
         ZoneFsError::NotFormatted => CliError::msg(format!(
             "{p} holds no zone file system (not formatted); run `shale zoned mkfs --device {p}` first"
+        )),
+        ZoneFsError::Corrupt { .. } => CliError::msg(format!(
+            "{p}: {e}. `shale zoned check --device {p}` reports the damage without writing; \
+             do not format the device (`shale zoned mkfs` erases every zone)"
         )),
         ZoneFsError::Device(d) => device_error(path, d),
         other => CliError::msg(format!("{p}: {other}")),
@@ -183,13 +190,65 @@ pub enum Mount {
 
 /// Mounts the zone file system of `device` (replaying its metadata log).
 pub fn mount(device: OpenedDevice, how: Mount) -> CliResult<ZonedHandle> {
+    let path = device.path.clone();
+    try_mount(device, how).map_err(|e| zonefs_error(&path, e))
+}
+
+/// [`mount`], with the file system's typed error.
+pub fn try_mount(device: OpenedDevice, how: Mount) -> Result<ZonedHandle, ZoneFsError> {
     let options = MountOptions {
         read_only: how == Mount::ReadOnly,
         ..MountOptions::default()
     };
-    let fs = ZoneFs::mount_with(device.dev.clone(), options)
-        .map_err(|e| zonefs_error(&device.path, e))?;
+    let fs = ZoneFs::mount_with(device.dev.clone(), options)?;
     Ok(ZonedHandle { device, fs })
+}
+
+/// Refuses to format a device whose zone file system holds files, unless
+/// they all lie under `own_dir` (a bench's own database directory): a device
+/// that is not formatted, or formatted and empty, may be formatted. A zone
+/// file system that does not mount (damaged) is refused too: its data may
+/// still be recovered. Looks read-only: nothing is written.
+pub fn check_formattable(device: &OpenedDevice, own_dir: Option<&Path>) -> CliResult {
+    let p = device.path.display();
+    let options = MountOptions {
+        read_only: true,
+        ..MountOptions::default()
+    };
+    let fs = match ZoneFs::mount_with(device.dev.clone(), options) {
+        Ok(fs) => fs,
+        Err(ZoneFsError::NotFormatted) => return Ok(()),
+        Err(ZoneFsError::Device(d)) => return Err(device_error(&device.path, d)),
+        Err(e) => {
+            return Err(CliError::msg(format!(
+                "{p} holds a zone file system that does not mount ({e}); formatting it would \
+                 erase what may still be recovered: look with `shale zoned check --device {p}`"
+            )))
+        }
+    };
+    let foreign: Vec<String> = fs
+        .files()
+        .into_iter()
+        .map(|f| f.path)
+        .filter(|f| !own_dir.is_some_and(|d| Path::new(f).starts_with(d)))
+        .collect();
+    match foreign.first() {
+        None => Ok(()),
+        Some(first) => Err(CliError::msg(format!(
+            "{p} holds a zone file system with {} file(s) (such as {first}); formatting it \
+             would erase them",
+            foreign.len()
+        ))),
+    }
+}
+
+/// Removes an emulated device this command created (its data and zone
+/// state files), after it could not be formatted. Best effort: what cannot
+/// be removed stays.
+pub fn remove_emulated(path: &Path) {
+    for f in [EmulatedZoned::state_path_of(path), path.to_path_buf()] {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// Formats `device` with `meta_zones` metadata zones and returns it mounted.
@@ -353,66 +412,55 @@ impl Storage {
         }
     }
 
-    /// Removes the database in `dir` for a fresh one, but only when `dir` is
-    /// absent, empty or holds a database of `engine` (`shale`, `leveldb`)
-    /// and nothing else. Files are removed through the file system trait; on
-    /// the regular file system the emptied directories go too.
-    pub fn remove_db_dir(&self, dir: &Path, engine: &str) -> CliResult {
+    /// Deletes the shale database in `dir` for a fresh one
+    /// ([`Db::destroy`](shale::Db::destroy)): only when `dir` is absent,
+    /// empty or holds a shale database and nothing else, and only under the
+    /// database's lock, so a database another process has open (a running
+    /// `load`, a reader) is refused with the lock error and nothing is
+    /// deleted. The directory itself stays.
+    pub fn remove_db_dir(&self, dir: &Path) -> CliResult {
+        Db::destroy(dir, &self.options(Options::default())).map_err(|e| {
+            CliError::msg(format!(
+                "refusing to remove {}: {e}; pass another --db (or --use_existing_db)",
+                dir.display()
+            ))
+        })
+    }
+
+    /// Checks that `dir` (on the regular file system) is absent, empty or
+    /// holds only files of a peer `engine`'s database (`leveldb`), with its
+    /// `CURRENT`, before the engine's harness is asked for a fresh one. The
+    /// harness deletes it with the engine's own destroy, under the engine's
+    /// lock; nothing is removed here.
+    pub fn check_peer_db_dir(dir: &Path, engine: &str) -> CliResult {
         let refuse = |why: String| {
             CliError::msg(format!(
                 "refusing to remove {}: {why}; pass another --db (or --use_existing_db)",
                 dir.display()
             ))
         };
-        let fs = self.fs.as_ref();
-        let names = match fs.list(dir) {
-            Ok(n) => n,
+        let names = match std::fs::read_dir(dir) {
+            Ok(entries) => entries
+                .map(|e| e.map(|e| (e.file_name().to_string_lossy().into_owned(), e.path())))
+                .collect::<io::Result<Vec<_>>>()
+                .map_err(|e| CliError::msg(format!("reading {}: {e}", dir.display())))?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e)
-                if self.zoned.is_none()
-                    && (e.kind() == io::ErrorKind::NotADirectory || dir.is_file()) =>
-            {
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory || dir.is_file() => {
                 return Err(refuse("it is not a directory".into()))
             }
             Err(e) => return Err(CliError::msg(format!("reading {}: {e}", dir.display()))),
         };
-        let mut files = Vec::new();
-        let mut dirs = Vec::new();
-        for name in &names {
-            let path = dir.join(name);
-            let is_dir = is_dir(fs, &path);
-            if !crate::cmd::dbbench::is_db_file(engine, name, is_dir) {
+        for (name, path) in &names {
+            if !crate::cmd::dbbench::is_db_file(engine, name, path.is_dir()) {
                 return Err(refuse(format!(
                     "it holds {name:?}, which is not a {engine} file"
                 )));
             }
-            if is_dir {
-                dirs.push(path);
-            } else {
-                files.push(path);
-            }
         }
-        if names.is_empty() {
-            return Ok(());
-        }
-        if !names.iter().any(|n| n == "CURRENT") {
+        if !names.is_empty() && !names.iter().any(|(n, _)| n == "CURRENT") {
             return Err(refuse(format!(
                 "it holds files but no {engine} database (no CURRENT)"
             )));
-        }
-        for d in &dirs {
-            remove_tree(fs, d)?;
-        }
-        for f in &files {
-            fs.remove(f)
-                .map_err(|e| CliError::msg(format!("removing {}: {e}", f.display())))?;
-        }
-        fs.sync_dir(dir)
-            .map_err(|e| CliError::msg(format!("syncing {}: {e}", dir.display())))?;
-        if self.zoned.is_none() {
-            // The trait removes files only: the emptied directories go here.
-            std::fs::remove_dir_all(dir)
-                .map_err(|e| CliError::msg(format!("removing {}: {e}", dir.display())))?;
         }
         Ok(())
     }
@@ -438,28 +486,6 @@ impl Storage {
             None => Ok(()),
         }
     }
-}
-
-/// True if `path` is a directory of `fs` (it lists).
-fn is_dir(fs: &dyn FileSystem, path: &Path) -> bool {
-    fs.list(path).is_ok()
-}
-
-/// Removes every file under `dir` (the trait has no directory removal).
-fn remove_tree(fs: &dyn FileSystem, dir: &Path) -> CliResult {
-    let names = fs
-        .list(dir)
-        .map_err(|e| CliError::msg(format!("reading {}: {e}", dir.display())))?;
-    for name in names {
-        let path = dir.join(&name);
-        if is_dir(fs, &path) {
-            remove_tree(fs, &path)?;
-        } else {
-            fs.remove(&path)
-                .map_err(|e| CliError::msg(format!("removing {}: {e}", path.display())))?;
-        }
-    }
-    Ok(())
 }
 
 /// One line describing a geometry: zones, sizes, block size and limits.
@@ -560,6 +586,31 @@ mod tests {
             "{text}"
         );
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn only_a_blank_device_is_told_to_run_mkfs() {
+        let path = Path::new("/dev/zns");
+        let blank = zonefs_error(path, ZoneFsError::NotFormatted).to_string();
+        assert!(
+            blank.contains("not formatted")
+                && blank.contains("run `shale zoned mkfs --device /dev/zns` first"),
+            "{blank}"
+        );
+        let damaged = zonefs_error(
+            path,
+            ZoneFsError::Corrupt {
+                reason: "the superblock in zone 0 is damaged".into(),
+            },
+        )
+        .to_string();
+        assert!(
+            damaged.contains("damaged")
+                && damaged.contains("the superblock in zone 0")
+                && damaged.contains("shale zoned check --device /dev/zns")
+                && !damaged.contains("run `shale zoned mkfs"),
+            "{damaged}"
+        );
     }
 
     #[test]

@@ -659,3 +659,202 @@ fn bench_zns_refuses_an_erase_block_that_is_not_whole_pages() {
     assert!(stderr(&o).contains("--erase-block 1000"), "{}", stderr(&o));
     assert!(!dir.path().join("posix").exists());
 }
+
+/// The data and zone state files of an emulated device.
+fn device_files(dev: &Path) -> (Vec<u8>, Vec<u8>) {
+    (
+        std::fs::read(dev).expect("data file"),
+        std::fs::read(EmulatedZoned::state_path_of(dev)).expect("state file"),
+    )
+}
+
+/// XORs one byte of a (closed) emulated device's data file.
+fn xor_byte(dev: &Path, offset: u64, bits: u8) {
+    let mut data = std::fs::read(dev).expect("read");
+    data[offset as usize] ^= bits;
+    std::fs::write(dev, &data).expect("write");
+}
+
+/// The active metadata zone (the one of zones 0 and 1 whose superblock has
+/// the higher sequence) and the device offsets of its log's frames.
+fn active_log_frames(dev: &Path, zone_size: u64) -> (u64, Vec<u64>) {
+    let data = std::fs::read(dev).expect("read");
+    let u64_at = |p: usize| u64::from_le_bytes(data[p..p + 8].try_into().expect("8 bytes"));
+    let seq = |z: u64| {
+        let s = (z * zone_size) as usize;
+        (&data[s..s + 8] == b"SHZONEFS").then(|| u64_at(s + 56))
+    };
+    let zone = if seq(1) > seq(0) { 1 } else { 0 };
+    let (start, end) = (zone * zone_size, (zone + 1) * zone_size);
+    let mut frames = Vec::new();
+    let mut pos = start + 4096;
+    while pos + 8 <= end {
+        let in_block = pos % 4096;
+        if in_block != 0 && 4096 - in_block < 8 {
+            pos += 4096 - in_block;
+            continue;
+        }
+        let p = pos as usize;
+        let len = u64::from(u32::from_le_bytes(data[p..p + 4].try_into().expect("4")));
+        if len == 0 {
+            pos = (pos / 4096 + 1) * 4096;
+            continue;
+        }
+        frames.push(pos);
+        pos += 8 + len;
+    }
+    (zone, frames)
+}
+
+/// Issue 20: one byte flipped in a middle frame of the metadata log
+/// destroyed a zoned database: `check` failed, but a read-write mount (any
+/// `--zoned` command that writes, even to another database) rolled the
+/// truncated log and reset the zones of the files the unread records
+/// held. Now every command refuses the damage, nothing is written, and
+/// restoring the byte brings every key back.
+#[test]
+fn a_flipped_metadata_byte_is_refused_and_restoring_it_brings_everything_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev_path = dir.path().join("z.img");
+    let dev = path(&dev_path);
+    mkfs_small(&dev);
+    ok(&[
+        "load",
+        "--zoned",
+        &dev,
+        "--keys",
+        "3000",
+        "--write-buffer-size",
+        "65536",
+    ]);
+    let (zone, frames) = active_log_frames(&dev_path, 1 << 20);
+    assert!(frames.len() >= 10, "{} frames", frames.len());
+    // 10 bytes into a middle frame: its body.
+    let at = frames[frames.len() / 2] + 10;
+    xor_byte(&dev_path, at, 0x40);
+    let before = device_files(&dev_path);
+
+    let o = run(&["zoned", "check", "--device", &dev]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("problem: the zone file system is damaged")
+            && stdout(&o).contains(&format!("metadata zone {zone}"))
+            && stdout(&o).contains(&format!("device byte {}", at - 10)),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stderr(&o).contains("nothing was written"), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&run(&[
+        "zoned", "check", "--device", &dev, "--json",
+    ])))
+    .expect("check JSON");
+    assert_eq!(
+        (doc["ok"].clone(), doc["mounted"].clone()),
+        (false.into(), false.into())
+    );
+
+    for args in [
+        &["put", "--zoned", &dev, "--db", "/other", "k", "v"][..],
+        &["load", "--zoned", &dev, "--keys", "10", "--db", "/other"],
+        &["get", "--zoned", &dev, "key"],
+        &["zoned", "ls", "--device", &dev],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("damaged")
+                && err.contains(&format!("shale zoned check --device {dev}"))
+                && !err.contains("run `shale zoned mkfs"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            device_files(&dev_path) == before,
+            "{args:?} wrote to the device"
+        );
+    }
+
+    xor_byte(&dev_path, at, 0x40);
+    let verified = ok(&["load", "--zoned", &dev, "--keys", "3000", "--verify"]);
+    assert!(verified.contains("verified 3000 keys"), "{verified}");
+    assert!(ok(&["zoned", "check", "--device", &dev]).contains("no problem"));
+    ok(&["put", "--zoned", &dev, "--db", "/other", "k", "v"]);
+    assert_eq!(ok(&["get", "--zoned", &dev, "--db", "/other", "k"]), "v\n");
+}
+
+/// A damaged superblock is damage, not a blank device: no command says to
+/// run mkfs (which erases the device); the message names the damaged zone
+/// and the intact backup, and points to `shale zoned check`.
+#[test]
+fn a_damaged_superblock_is_reported_as_damage_not_as_unformatted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev_path = dir.path().join("z.img");
+    let dev = path(&dev_path);
+    // 64 KiB zones: the metadata log rolls, so zones 0 and 1 both hold a
+    // superblock.
+    ok(&[
+        "zoned",
+        "mkfs",
+        "--device",
+        &dev,
+        "--zones",
+        "96",
+        "--zone-size",
+        "64K",
+        "--max-open",
+        "6",
+        "--max-active",
+        "6",
+    ]);
+    ok(&[
+        "load",
+        "--zoned",
+        &dev,
+        "--keys",
+        "2000",
+        "--write-buffer-size",
+        "16384",
+    ]);
+    let data = std::fs::read(&dev_path).expect("read");
+    assert!(
+        &data[..8] == b"SHZONEFS" && &data[64 << 10..(64 << 10) + 8] == b"SHZONEFS",
+        "both superblocks written"
+    );
+    for (zone, offset) in [(0u64, 30u64), (1, 57), (0, 0)] {
+        let at = zone * (64 << 10) + offset;
+        xor_byte(&dev_path, at, 0x08);
+        let before = device_files(&dev_path);
+        for args in [
+            &["get", "--zoned", &dev, "key"][..],
+            &["put", "--zoned", &dev, "k", "v"],
+            &["zoned", "df", "--device", &dev],
+            &["zoned", "check", "--device", &dev],
+        ] {
+            let o = run(args);
+            assert_eq!(o.status.code(), Some(1), "{args:?}");
+            let text = format!("{}{}", stdout(&o), stderr(&o));
+            let backup = 1 - zone;
+            assert!(
+                text.contains("damaged")
+                    && text.contains(&format!("zone {zone}"))
+                    && text.contains(&format!("the backup in zone {backup} is intact"))
+                    && !text.contains("not formatted")
+                    && !text.contains("run `shale zoned mkfs"),
+                "{args:?}, byte {at}: {text}"
+            );
+            if args[0] != "zoned" {
+                assert!(
+                    text.contains(&format!("shale zoned check --device {dev}")),
+                    "{args:?}: {text}"
+                );
+            }
+            assert!(
+                device_files(&dev_path) == before,
+                "{args:?} wrote to the device"
+            );
+        }
+        xor_byte(&dev_path, at, 0x08);
+    }
+    let verified = ok(&["load", "--zoned", &dev, "--keys", "2000", "--verify"]);
+    assert!(verified.contains("verified 2000 keys"), "{verified}");
+}

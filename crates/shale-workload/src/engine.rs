@@ -201,6 +201,10 @@ pub trait EngineOpener: Send + Sync {
     /// cache of `cache_bytes`.
     fn open(&self, dir: &Path, cache_bytes: u64, create: bool)
         -> Result<Box<dyn KvEngine>, String>;
+    /// Opens the database in `dir` to read it only: nothing in the directory
+    /// is written, and other readers may have it open at the same time.
+    /// [`KvEngine::settle`] and writes fail on it.
+    fn open_read_only(&self, dir: &Path, cache_bytes: u64) -> Result<Box<dyn KvEngine>, String>;
 }
 
 /// Opens shale databases.
@@ -221,7 +225,15 @@ impl EngineOpener for ShaleOpener {
             direct_io: self.direct_io,
             ..Default::default()
         });
-        open_shale(Arc::new(fs), dir, cache_bytes, create)
+        open_shale(Arc::new(fs), dir, cache_bytes, Access::Create(create))
+    }
+
+    fn open_read_only(&self, dir: &Path, cache_bytes: u64) -> Result<Box<dyn KvEngine>, String> {
+        let fs = shale::env::PosixFs::new(shale::env::PosixOptions {
+            direct_io: self.direct_io,
+            ..Default::default()
+        });
+        open_shale(Arc::new(fs), dir, cache_bytes, Access::ReadOnly)
     }
 }
 
@@ -240,24 +252,40 @@ impl EngineOpener for ShaleFsOpener {
         cache_bytes: u64,
         create: bool,
     ) -> Result<Box<dyn KvEngine>, String> {
-        open_shale(self.fs.clone(), dir, cache_bytes, create)
+        open_shale(self.fs.clone(), dir, cache_bytes, Access::Create(create))
     }
+
+    fn open_read_only(&self, dir: &Path, cache_bytes: u64) -> Result<Box<dyn KvEngine>, String> {
+        open_shale(self.fs.clone(), dir, cache_bytes, Access::ReadOnly)
+    }
+}
+
+/// How a bench opens a shale database.
+enum Access {
+    /// Read-write, creating it if asked.
+    Create(bool),
+    /// Read-only (`Db::open_read_only`).
+    ReadOnly,
 }
 
 fn open_shale(
     fs: shale::env::FsRef,
     dir: &Path,
     cache_bytes: u64,
-    create: bool,
+    access: Access,
 ) -> Result<Box<dyn KvEngine>, String> {
     let opts = Options {
         fs,
-        create_if_missing: create,
+        create_if_missing: matches!(access, Access::Create(true)),
         block_cache_bytes: cache_bytes,
         max_open_files: table_cache_files(),
         ..Options::default()
     };
-    let db = Db::open(dir, opts).map_err(|e| e.to_string())?;
+    let db = match access {
+        Access::ReadOnly => Db::open_read_only(dir, opts),
+        Access::Create(_) => Db::open(dir, opts),
+    }
+    .map_err(|e| e.to_string())?;
     Ok(Box::new(ShaleEngine { db }))
 }
 

@@ -89,7 +89,9 @@ pub struct DbBenchRequest {
     pub dir: PathBuf,
     /// Engine configuration.
     pub config: String,
-    /// Create the database (the directory must not hold one).
+    /// Replace the database in the directory with a new one: the engine's
+    /// own destroy first, under its lock (refused, deleting nothing, while
+    /// another process has it open), then a create.
     pub fresh: bool,
     /// After the benchmarks, flush and wait for compactions.
     pub settle: bool,

@@ -279,23 +279,35 @@ impl EmulatedZoned {
             .create_new(true)
             .open(path)
             .map_err(|e| io_at(path, "cannot create", e))?;
-        sys::preallocate(&file, geometry.device_size())
-            .map_err(|e| io_at(path, "cannot preallocate", e))?;
-        file.sync_all().map_err(|e| io_at(path, "cannot sync", e))?;
+        let made = (|| {
+            sys::preallocate(&file, geometry.device_size())
+                .map_err(|e| io_at(path, "cannot preallocate", e))?;
+            file.sync_all().map_err(|e| io_at(path, "cannot sync", e))?;
+            let empty = ZoneRecord {
+                written: 0,
+                condition: ZoneCondition::Empty,
+                stats: ZoneStats::default(),
+            };
+            write_state(
+                &state_path,
+                &StateFile {
+                    sequence: 0,
+                    geometry: *geometry,
+                    zones: vec![empty; geometry.nr_zones as usize],
+                },
+            )
+        })();
         drop(file);
-        let empty = ZoneRecord {
-            written: 0,
-            condition: ZoneCondition::Empty,
-            stats: ZoneStats::default(),
-        };
-        write_state(
-            &state_path,
-            &StateFile {
-                sequence: 0,
-                geometry: *geometry,
-                zones: vec![empty; geometry.nr_zones as usize],
-            },
-        )?;
+        if let Err(e) = made {
+            // Nothing of a device that could not be made stays behind (both
+            // files are this call's own: neither existed before).
+            let mut tmp = OsString::from(state_path.as_os_str());
+            tmp.push(".tmp");
+            for f in [PathBuf::from(tmp), state_path, path.to_path_buf()] {
+                let _ = std::fs::remove_file(f);
+            }
+            return Err(e);
+        }
         Self::open(path, options)
     }
 

@@ -40,6 +40,13 @@ pub(crate) struct StateFile {
 /// CRC32C (Castagnoli, reflected polynomial 0x82F63B78), bytewise with a
 /// table built at compile time: the state file is small.
 pub(crate) fn crc32c(data: &[u8]) -> u32 {
+    !crc32c_register(!0, data)
+}
+
+/// The CRC32C register after `data`, starting from `register` (`!0` for a
+/// fresh CRC; the CRC is the register's complement). For checking every
+/// prefix of a buffer against a stored CRC in one pass.
+pub(crate) fn crc32c_register(mut register: u32, data: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut table = [0u32; 256];
         let mut i = 0;
@@ -59,11 +66,10 @@ pub(crate) fn crc32c(data: &[u8]) -> u32 {
         }
         table
     };
-    let mut crc = !0u32;
     for &b in data {
-        crc = TABLE[((crc ^ u32::from(b)) & 0xFF) as usize] ^ (crc >> 8);
+        register = TABLE[((register ^ u32::from(b)) & 0xFF) as usize] ^ (register >> 8);
     }
-    !crc
+    register
 }
 
 impl StateFile {

@@ -182,6 +182,17 @@ fn unformatted_device_and_wrong_geometry_are_typed_errors() {
     ));
 }
 
+/// The data file and the zone state file of an emulated device.
+fn device_files(path: &Path) -> (Vec<u8>, Vec<u8>) {
+    (
+        std::fs::read(path).expect("data file"),
+        std::fs::read(EmulatedZoned::state_path_of(path)).expect("state file"),
+    )
+}
+
+/// A crash during a metadata sync can leave its last frame cut by the write
+/// pointer (the write pointer covers only the blocks written): the cut
+/// record was never acknowledged, and mount drops it.
 #[test]
 fn torn_last_metadata_record_is_ignored() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -192,8 +203,63 @@ fn torn_last_metadata_record_is_ignored() {
         let fs = ZoneFs::format(dev.clone(), FormatOptions::default()).expect("format");
         write_file(&fs, "/a", b"hello", WriteLifetime::Medium);
         fs.sync_dir(Path::new("/")).expect("sync_dir");
-        // A torn record after the log: a frame whose CRC fails.
+        // The first block of a two-block sync: a create record of 6000
+        // bytes whose body the write pointer cuts after 4088.
         let z = dev.zone(0).expect("zone");
+        let mut body = vec![2u8];
+        body.extend(Rng(5).bytes(5999));
+        let mut block = vec![0u8; 4096];
+        block[..4].copy_from_slice(&6000u32.to_le_bytes());
+        block[4..8].copy_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        block[8..].copy_from_slice(&body[..4088]);
+        dev.write_at(z.write_pointer, &block)
+            .expect("write cut frame");
+        dev.sync().expect("sync");
+    }
+    {
+        // Read-only: the cut record is ignored and nothing is written.
+        let before = device_files(&path);
+        let fs = ZoneFs::mount_with(
+            open_dev(&path, &g),
+            MountOptions {
+                read_only: true,
+                ..MountOptions::default()
+            },
+        )
+        .expect("read-only mount");
+        assert_eq!(fs.read_all(Path::new("/a")).expect("read"), b"hello");
+        drop(fs);
+        assert!(device_files(&path) == before, "a read-only mount wrote");
+    }
+    {
+        let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
+        assert_eq!(fs.read_all(Path::new("/a")).expect("read"), b"hello");
+        // The log continues (in a new metadata zone) and stays readable.
+        assert_eq!(fs.metadata_sequence(), 2, "no roll after the torn tail");
+        write_file(&fs, "/b", b"world", WriteLifetime::Medium);
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+    }
+    let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
+    assert_eq!(fs.read_all(Path::new("/a")).expect("read"), b"hello");
+    assert_eq!(fs.read_all(Path::new("/b")).expect("read"), b"world");
+}
+
+/// A complete frame after the log whose checksum fails is not a torn write
+/// (the write pointer covers all of it): damage, which no mount drops, and
+/// on which no mount writes.
+#[test]
+fn a_complete_metadata_record_with_a_bad_checksum_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let g = geometry(8, 64 << 10);
+    let bad_at;
+    {
+        let dev = open_dev(&path, &g);
+        let fs = ZoneFs::format(dev.clone(), FormatOptions::default()).expect("format");
+        write_file(&fs, "/a", b"hello", WriteLifetime::Medium);
+        fs.sync_dir(Path::new("/")).expect("sync_dir");
+        let z = dev.zone(0).expect("zone");
+        bad_at = z.write_pointer;
         let mut block = vec![0u8; 4096];
         block[..4].copy_from_slice(&100u32.to_le_bytes());
         block[4..8].copy_from_slice(&0xDEAD_BEEFu32.to_le_bytes());
@@ -202,16 +268,29 @@ fn torn_last_metadata_record_is_ignored() {
             .expect("write garbage");
         dev.sync().expect("sync");
     }
-    {
-        let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
-        assert_eq!(fs.read_all(Path::new("/a")).expect("read"), b"hello");
-        // The log continues (in a new metadata zone) and stays readable.
-        write_file(&fs, "/b", b"world", WriteLifetime::Medium);
-        fs.sync_dir(Path::new("/")).expect("sync_dir");
+    let before = device_files(&path);
+    for read_only in [false, true] {
+        let e = ZoneFs::mount_with(
+            open_dev(&path, &g),
+            MountOptions {
+                read_only,
+                ..MountOptions::default()
+            },
+        )
+        .err()
+        .expect("a damaged record refuses the mount");
+        assert!(matches!(e, ZoneFsError::Corrupt { .. }), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("metadata zone 0") && text.contains(&format!("byte {bad_at}")),
+            "{text}"
+        );
+        assert_eq!(io::Error::from(e).kind(), io::ErrorKind::InvalidData);
+        assert!(
+            device_files(&path) == before,
+            "read_only {read_only}: the device changed"
+        );
     }
-    let fs = ZoneFs::mount(open_dev(&path, &g)).expect("mount");
-    assert_eq!(fs.read_all(Path::new("/a")).expect("read"), b"hello");
-    assert_eq!(fs.read_all(Path::new("/b")).expect("read"), b"world");
 }
 
 #[test]
@@ -709,7 +788,7 @@ fn the_engine_on_zonefs_survives_crashes_against_a_model() {
 /// The power fails at every changing device operation in turn (writes, zone
 /// resets and finishes, syncs: in the middle of metadata rolls, data writes,
 /// zone reuse); every mount afterwards succeeds and holds every acknowledged
-/// file.
+/// file, takes writes, and the mount after it holds those too.
 #[test]
 fn power_loss_at_every_device_operation() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -774,9 +853,30 @@ fn power_loss_at_every_device_operation() {
                 assert!(got.is_empty() || &got == new, "budget {budget}: {n}");
             }
         }
-        // The file system works after the remount.
+        // The file system works after the remount, and the next mount has
+        // what it wrote (a log the mount went on in must read on).
         write_file(&fs, "/after", b"still works", WriteLifetime::Long);
         fs.sync_dir(Path::new("/")).expect("sync_dir after remount");
+        let expected: BTreeMap<String, Vec<u8>> = fs
+            .files()
+            .into_iter()
+            .map(|f| {
+                let data = fs.read_all(Path::new(&f.path)).expect("read");
+                (f.path, data)
+            })
+            .collect();
+        drop(fs);
+        let dev: Arc<dyn ZonedDevice> =
+            Arc::new(EmulatedZoned::open(&path, EmulatedOptions::default()).expect("reopen"));
+        let fs =
+            ZoneFs::mount(dev).unwrap_or_else(|e| panic!("budget {budget}: second mount: {e}"));
+        for (name, data) in &expected {
+            assert_eq!(
+                &fs.read_all(Path::new(name)).expect("read"),
+                data,
+                "budget {budget}: {name} after the second mount"
+            );
+        }
         if finished {
             assert!(
                 budget > 50,

@@ -37,7 +37,7 @@ pub use batch::WriteBatch;
 pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
     DamagedFile, DamagedKind, Db, DbIterator, DbSummary, KeyRange, LevelSummary, Range,
-    ReadOptions, Readable, RepairReport, Snapshot, TableInfo, LOST_DIR,
+    ReadOptions, Readable, RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventListener};

@@ -634,15 +634,18 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             a.db.display()
         )));
     }
+    let target = a.target_io.unwrap_or(1.0);
+    if !(target.is_finite() && target > 0.0) {
+        return Err(CliError::Usage(
+            "--target-io must be a positive number".into(),
+        ));
+    }
+    // Advice only reads: nothing in the database is written.
     let e = opener
-        .open(&a.db, SETUP_CACHE, false)
+        .open_read_only(&a.db, SETUP_CACHE)
         .map_err(CliError::msg)?;
     let comp = e.composition().map_err(CliError::msg)?;
     e.close().map_err(CliError::msg)?;
-    let target = a.target_io.unwrap_or(1.0);
-    if !(target.is_finite() && target > 0.0) {
-        return Err(CliError::msg("--target-io must be a positive number"));
-    }
     let size = advised_size(target, &comp);
     let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
     let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(CliError::output);

@@ -90,7 +90,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     // block. Only the measured runs use `--direct-io`.
     prepare(&*setup_opener, &storage, &dir, &w, threads)?;
     let (engine_name, comp) = {
-        let e = opener.open(&dir, SETUP_CACHE, false).map_err(err)?;
+        let e = opener.open_read_only(&dir, SETUP_CACHE).map_err(err)?;
         let c = e.composition().map_err(err)?;
         let name = e.name();
         e.close().map_err(err)?;
@@ -216,7 +216,8 @@ fn prepare(
 ) -> CliResult {
     let (keys, dataset) = (w.keys, &w.dataset);
     if storage.has_db(dir)? {
-        let e = opener.open(dir, SETUP_CACHE, false).map_err(err)?;
+        // Read-only: a refused database is left exactly as it was.
+        let e = opener.open_read_only(dir, SETUP_CACHE).map_err(err)?;
         let c = e.composition().map_err(err)?;
         let wanted_values = keys * dataset.value_size as u64;
         // Tables count internal keys: the user key and an 8-byte trailer. Hash
@@ -549,7 +550,8 @@ pub(super) fn run_one(
     label: &str,
     live: &LiveStats,
 ) -> CliResult<Run> {
-    let e = opener.open(dir, cache, false).map_err(err)?;
+    // The measured runs only read: nothing in the database is written.
+    let e = opener.open_read_only(dir, cache).map_err(err)?;
     let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
     let pb = bar(warm + a.workload.reads, label.to_string());
     // Warm-up: not measured.

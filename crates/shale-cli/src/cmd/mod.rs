@@ -90,7 +90,11 @@ fn compact(a: &crate::args::CompactArgs, out: &mut dyn Write) -> CliResult {
 /// each damaged file, the quarantine, the files moved aside and a summary.
 /// Lists are capped ([`REPAIR_LIST_CAP`] items, then "... and N more").
 fn repair(a: &crate::args::RepairArgs, out: &mut dyn Write) -> CliResult {
-    let r = Db::repair(&a.db, Options::default())?;
+    let r = Db::repair_with(
+        &a.db,
+        Options::default(),
+        shale::RepairOptions { force: a.force },
+    )?;
     let mut w = |line: String| writeln!(out, "{line}").map_err(CliError::output);
     let problems = r.problems.len();
     for p in r.problems.iter().take(4 * REPAIR_LIST_CAP) {

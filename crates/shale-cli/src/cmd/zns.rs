@@ -268,6 +268,21 @@ fn erase_block_pages(events: &[TraceEvent], op: f64, utilisation: f64, pages: u3
     pages
 }
 
+/// Whether the FTL model can be built for a run of `num` entries: the live
+/// data of the run is at least its user bytes, so a model sized for those
+/// (one page per erase block, the most room) is the smallest it replays on.
+fn ftl_holds(num: u64, value_size: usize, op: f64, utilisation: f64) -> bool {
+    let user_bytes = num.saturating_mul((KEY_SIZE + value_size) as u64);
+    let logical = (user_bytes.div_ceil(FTL_PAGE_SIZE) as f64 / utilisation).ceil() as u64;
+    shale_zoned::ftl::Ftl::new(shale_zoned::ftl::FtlConfig {
+        logical_pages: logical.max(1),
+        over_provisioning: op,
+        pages_per_block: 1,
+        separate_gc_frontier: false,
+    })
+    .is_ok()
+}
+
 /// The FTL figures of each benchmark window `ends[i-1]..ends[i]` of
 /// `events` (`ends[0]` is where the first starts), at over-provisioning
 /// `op`.
@@ -342,6 +357,8 @@ fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
             )));
         }
         let device = open_device(path, None)?;
+        storage::check_formattable(&device, Some(Path::new(ZONED_DIR)))
+            .map_err(|e| CliError::msg(format!("{e}; pass another --device")))?;
         return Ok(Storage::on_zoned(storage::format(device, 2)?));
     }
     let mut g: ZonedGeometry = a.geometry.geometry()?;
@@ -355,12 +372,22 @@ fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
             .map_err(|e| CliError::msg(format!("cannot create {}: {e}", parent.display())))?;
     }
     // An emulated device of another geometry from an earlier run is
-    // replaced; anything else at the path is left alone (create refuses it).
+    // replaced, when it holds nothing but an earlier run's database;
+    // anything else at the path is left alone (create refuses it).
     if path.exists() {
         if let Ok(old) = EmulatedZoned::open(path, EmulatedOptions::default()) {
             let state = old.state_path().to_path_buf();
             let other = shale_zoned::ZonedDevice::geometry(&old) != g;
-            drop(old);
+            let opened = storage::OpenedDevice {
+                dev: Arc::new(old),
+                path: path.clone(),
+                backend,
+                direct_io: false,
+                created: false,
+            };
+            storage::check_formattable(&opened, Some(Path::new(ZONED_DIR)))
+                .map_err(|e| CliError::msg(format!("{e}; pass another --device")))?;
+            drop(opened);
             if other {
                 for f in [path.as_path(), state.as_path()] {
                     std::fs::remove_file(f)
@@ -370,8 +397,18 @@ fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
         }
     }
     let device = open_device(path, Some(g))?;
-    Ok(Storage::on_zoned(storage::format(device, 2)?))
+    let created = device.created;
+    storage::format(device, 2)
+        .inspect_err(|_| {
+            if created {
+                storage::remove_emulated(path);
+            }
+        })
+        .map(Storage::on_zoned)
 }
+
+/// The database directory of the zoned run, on the device's zone file system.
+const ZONED_DIR: &str = "/zns";
 
 /// `shale bench zns`.
 pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
@@ -400,6 +437,31 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
         return Err(CliError::Usage(format!(
             "--utilisation {}: a fraction in (0, 1]",
             a.utilisation
+        )));
+    }
+    // The FTL model needs room for spare blocks: a run too small for it is
+    // refused before anything runs.
+    let smallest_op = a.op.iter().copied().fold(f64::INFINITY, f64::min);
+    if !ftl_holds(num, a.value_size, smallest_op, a.utilisation) {
+        let holds = |n| ftl_holds(n, a.value_size, smallest_op, a.utilisation);
+        let (mut lo, mut hi) = (num, num.max(1));
+        while !holds(hi) {
+            (lo, hi) = (hi, hi.saturating_mul(2));
+        }
+        // The least that holds: in (lo, hi].
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if holds(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        let least = hi;
+        return Err(CliError::Usage(format!(
+            "--num {num}: too little data for the SSD model at {:.0}% over-provisioning (it \
+             needs a few spare erase blocks); use --num {least} or more",
+            smallest_op * 100.0
         )));
     }
     let cfg = Config {
@@ -438,15 +500,23 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
         out.flush().map_err(CliError::output)?;
     }
 
+    // The device is checked before anything runs: one that holds files
+    // other than an earlier run's database, or that another process has
+    // open, is refused now, not after the posix half.
+    if a.device.exists() {
+        let device = open_device(&a.device, None)?;
+        storage::check_formattable(&device, Some(Path::new(ZONED_DIR)))
+            .map_err(|e| CliError::msg(format!("{e}; pass another --device")))?;
+    }
+
     // posix, traced.
     let posix = Storage::posix();
-    posix.remove_db_dir(&a.db, "shale")?;
+    posix.remove_db_dir(&a.db)?;
     let traced = Arc::new(TraceFs::new(posix.fs()));
     let trace = traced.clone();
     let (measured, ends) = run_benches(traced, &a.db, &cfg, &opts, "posix", || Ok(trace.len()))?;
     let events = trace.take_events();
     let mut posix_runs: Vec<ZnsRun> = measured.iter().map(|m| run_of("posix", m)).collect();
-    let smallest_op = a.op.iter().copied().fold(f64::INFINITY, f64::min);
     let pages_per_block = erase_block_pages(
         &events,
         smallest_op,
@@ -482,7 +552,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
         geometry = Some(z.device.dev.geometry());
         let zfs = z.fs.clone();
         let sync = || storage.sync();
-        let dir = storage.db_dir(None, Some(Path::new("/zns")))?;
+        let dir = storage.db_dir(None, Some(Path::new(ZONED_DIR)))?;
         let (measured, marks) = run_benches(storage.fs(), &dir, &cfg, &opts, "zoned", || {
             sync()?;
             Ok(zfs.stats())

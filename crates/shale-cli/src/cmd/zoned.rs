@@ -6,7 +6,7 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 use shale::env::WriteLifetime;
-use shale_zoned::{FileInfo, ZoneFsStats, ZoneRole, ZoneUsage, ZonedGeometry};
+use shale_zoned::{FileInfo, ZoneFsError, ZoneFsStats, ZoneRole, ZoneUsage, ZonedGeometry};
 
 use crate::args::{GeometryArgs, ZonedInspectArgs, ZonedMkfsArgs};
 use crate::error::{CliError, CliResult};
@@ -90,7 +90,24 @@ pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
         ),
     };
     let label = device.path.display().to_string();
-    let handle = storage::format(device, a.meta_zones)?;
+    let created = device.created.then(|| device.path.clone());
+    let formatted = if a.force {
+        storage::format(device, a.meta_zones)
+    } else {
+        storage::check_formattable(&device, None)
+            .map_err(|e| CliError::msg(format!("{e}; pass --force to format it anyway")))
+            .and_then(|()| storage::format(device, a.meta_zones))
+    };
+    let handle = match formatted {
+        Ok(h) => h,
+        Err(e) => {
+            // A device this command created and could not format goes.
+            if let Some(path) = created {
+                storage::remove_emulated(&path);
+            }
+            return Err(e);
+        }
+    };
     let data_zones = g.nr_zones.saturating_sub(a.meta_zones);
     let lines = [
         format!("device: {label} ({how})"),
@@ -434,7 +451,38 @@ fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize, d: &DeviceCounters) ->
 
 /// `shale zoned check`.
 pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
-    let z = mount_for_inspection(a)?;
+    let device = open_device(&a.device, None)?;
+    let json_device = device_json(&device);
+    let z = match storage::try_mount(device, storage::Mount::ReadOnly) {
+        Ok(z) => z,
+        Err(ZoneFsError::Corrupt { reason }) => {
+            // The mount refused damaged metadata and wrote nothing: that is
+            // the report.
+            let problem = format!("the zone file system is damaged: {reason}");
+            if a.json {
+                print_json(
+                    out,
+                    &json!({
+                        "device": json_device,
+                        "mounted": false,
+                        "files": 0,
+                        "extents": 0,
+                        "bytes_read": 0,
+                        "problems": [problem],
+                        "ok": false,
+                    }),
+                )?;
+            } else {
+                writeln!(out, "problem: {problem}").map_err(CliError::output)?;
+            }
+            return Err(CliError::msg(format!(
+                "{}: the zone file system is damaged (listed above); it was not mounted, and \
+                 nothing was written to the device",
+                a.device.display()
+            )));
+        }
+        Err(e) => return Err(storage::zonefs_error(&a.device, e)),
+    };
     let report =
         z.fs.check()
             .map_err(|e| CliError::msg(format!("{}: check failed: {e}", a.device.display())))?;
@@ -443,6 +491,7 @@ pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
             out,
             &json!({
                 "device": device_json(&z.device),
+                "mounted": true,
                 "files": report.files,
                 "extents": report.extents,
                 "bytes_read": report.bytes_read,

@@ -8,10 +8,15 @@
 //!               nr_zones u32 zone_size u64 zone_capacity u64 block_size u32
 //!               meta_zones u32 sequence u64 crc u32    ; crc32c of the bytes before it
 //!               zeros up to the end of the first block
-//! log        := frame* (zeros up to a block boundary)*
+//! log        := sync* , up to the zone's write pointer
+//! sync       := frame+ zeros    ; one write: starts at a block boundary, zeros
+//!                               ; up to the next one; a zone's first sync is
+//!                               ; its snapshot frame, written with the superblock
 //! frame      := len u32 (> 0) crc u32 body[len]      ; crc32c of body
 //!               ; a frame never starts in the last 7 bytes of a block (zeros);
-//!               ; len = 0 means "padding: continue at the next block"
+//!               ; len = 0 means "padding: zeros up to the next block"
+//!               ; only the log's last frame may run past the write pointer (a
+//!               ; write cut by a crash); any other deviation is damage
 //! body       := kind u8 payload
 //! kind 1 snapshot := next_id u64 ndirs u32 name{ndirs} nfiles u32 file{nfiles}
 //!        file     := id u64 name size u64 lifetime u8 nextents u32 extent{nextents}
@@ -20,7 +25,9 @@
 //! kind 4 delete   := name
 //! kind 5 rename   := from:name to:name              ; replaces `to`
 //! kind 6 mkdir    := name
-//! kind 7 seal     := (empty)                         ; the log of this zone ends
+//! kind 7 seal     := (empty)                         ; written by earlier builds
+//!                                                    ; when a roll began; read as
+//!                                                    ; a no-op, never written now
 //! kind 8 relocate := id u64 old:extent nextents u32 extent{nextents}
 //!                    ; version 2: garbage collection moved extent `old` of file
 //!                    ; `id` to the new extents (same bytes, same total len)
@@ -31,7 +38,7 @@
 //!
 //! The record kinds and lifetime codes are frozen: a code never changes meaning.
 
-use crate::state::crc32c;
+use crate::state::{crc32c, crc32c_register};
 
 /// Magic of a superblock.
 pub(crate) const MAGIC: &[u8; 8] = b"SHZONEFS";
@@ -89,7 +96,8 @@ pub(crate) enum SuperblockError {
     NoMagic,
     /// Magic present, other version.
     Version(u32),
-    /// Magic present, CRC fails (a torn write).
+    /// Magic present, CRC fails: damage (a superblock is written whole, in
+    /// one block, so no crash leaves this).
     Damaged,
 }
 
@@ -244,48 +252,241 @@ pub(crate) fn pad_to_block(buf: &mut Vec<u8>, block: usize) {
     }
 }
 
-/// Reads the frames of `log` (which starts at a block boundary) in order:
-/// calls `f` with each body until the end, a torn or CRC-failing frame, or
-/// `f` returning false. Returns the offset just after the last good frame
-/// and whether the log ended cleanly (end of `log` or `f`'s stop, not a torn
-/// or damaged frame).
+/// How a metadata log without damage ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LogEnd {
+    /// Frames and zero padding up to the end of the log.
+    Clean,
+    /// The last frame, at byte `at` of the log, runs past the end of the
+    /// log: a write cut by a crash at the write pointer (never acknowledged),
+    /// which the reader drops.
+    Torn {
+        /// Where the cut frame starts in the log.
+        at: usize,
+    },
+}
+
+/// Bytes of a metadata log that no write leaves, whole or cut by a crash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LogDamage {
+    /// Byte offset in the log of the damaged frame (or padding).
+    pub(crate) at: usize,
+    /// What is wrong.
+    pub(crate) what: String,
+}
+
+/// Bytes of CRC a cut frame's scan for later frames may hash, beyond
+/// [`SCAN_BUDGET_FACTOR`] times the bytes after the cut frame.
+const SCAN_BUDGET_BASE: usize = 16 << 20;
+/// See [`SCAN_BUDGET_BASE`].
+const SCAN_BUDGET_FACTOR: usize = 16;
+
+/// Reads the frames of `log` in order, calling `f` with each complete
+/// frame's offset in the log and body (`f` returns why a body does not
+/// decode). `log` holds a metadata zone's bytes after its superblock block,
+/// up to the zone's write pointer (a multiple of `block`); `room` is how
+/// many bytes the log could ever hold (the zone's capacity minus the
+/// superblock block).
+///
+/// The rule (`docs/format/zonefs.md`, "Mount"): only a torn tail is
+/// dropped. A log ends [`LogEnd::Clean`] when frames and zero padding reach
+/// its end, and [`LogEnd::Torn`] when its last frame runs past its end and
+/// nothing shows that it was not cut there by the write pointer. Everything
+/// else is [`LogDamage`]: a complete frame whose checksum fails (or whose
+/// body `f` refuses), non-zero bytes where the format has zeros, a length
+/// that could not fit in the zone, and a frame that looks cut but is
+/// followed by a valid frame or whose checksum matches a complete frame
+/// inside the log (a damaged length field).
 pub(crate) fn read_frames(
     log: &[u8],
     block: usize,
-    mut f: impl FnMut(&[u8]) -> bool,
-) -> (usize, bool) {
+    room: usize,
+    mut f: impl FnMut(usize, &[u8]) -> Result<(), String>,
+) -> Result<LogEnd, LogDamage> {
+    let damage = |at: usize, what: String| Err(LogDamage { at, what });
     let mut pos = 0usize;
-    let mut good_end = 0usize;
+    let mut first = true;
     loop {
         let in_block = pos % block;
         if in_block != 0 && block - in_block < FRAME_HEADER {
-            pos += block - in_block;
+            // A frame never starts here: the writer left zeros.
+            let next = pos - in_block + block;
+            if !zeros(log, pos, next) {
+                return damage(
+                    pos,
+                    format!(
+                        "non-zero bytes in the last {} bytes of a block, where the format has zeros",
+                        block - in_block
+                    ),
+                );
+            }
+            pos = next;
         }
         if pos >= log.len() {
-            return (good_end, true);
+            return Ok(LogEnd::Clean);
         }
-        let Some(h) = log.get(pos..pos + FRAME_HEADER) else {
-            return (good_end, false);
+        let Some((len, crc)) = header_at(log, pos) else {
+            // The log ends at a block boundary and a header never crosses one.
+            return damage(pos, "a frame header cut by the end of the log".into());
         };
-        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-        let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
         if len == 0 {
-            // Padding: the next frame (if any) starts at the next block.
-            pos = (pos / block + 1) * block;
+            // Padding: zeros up to the next block.
+            let next = pos - pos % block + block;
+            if !zeros(log, pos, next) {
+                return damage(
+                    pos,
+                    "a zero length (padding) followed by non-zero bytes in its block".into(),
+                );
+            }
+            pos = next;
             continue;
         }
-        let Some(body) = log.get(pos + FRAME_HEADER..pos + FRAME_HEADER + len) else {
-            return (good_end, false);
+        let end = pos
+            .checked_add(FRAME_HEADER)
+            .and_then(|p| p.checked_add(len))
+            .filter(|&e| e <= room);
+        let Some(end) = end else {
+            return damage(
+                pos,
+                format!(
+                    "frame length {len} runs past the zone's capacity (the log holds at most \
+                     {room} bytes): no write had that length"
+                ),
+            );
         };
-        if crc32c(body) != crc {
-            return (good_end, false);
+        if end > log.len() {
+            return cut_frame(log, block, pos, len, crc, first);
         }
-        pos += FRAME_HEADER + len;
-        good_end = pos;
-        if !f(body) {
-            return (good_end, true);
+        let body = &log[pos + FRAME_HEADER..end];
+        if crc32c(body) != crc {
+            return damage(
+                pos,
+                format!("the checksum of a complete {len}-byte frame fails"),
+            );
+        }
+        if let Err(what) = f(pos, body) {
+            return damage(pos, what);
+        }
+        first = false;
+        pos = end;
+    }
+}
+
+/// `(len, crc)` of the frame header at `pos`, if the log holds one there.
+fn header_at(log: &[u8], pos: usize) -> Option<(usize, u32)> {
+    let h = log.get(pos..pos.checked_add(FRAME_HEADER)?)?;
+    let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+    let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+    Some((len, crc))
+}
+
+/// True if `log[from..to]` (clipped to the log) is all zeros.
+fn zeros(log: &[u8], from: usize, to: usize) -> bool {
+    log.get(from..to.min(log.len()))
+        .is_none_or(|s| s.iter().all(|&b| b == 0))
+}
+
+/// A complete frame with a valid checksum starts at `pos`; its length.
+fn valid_frame_at(log: &[u8], pos: usize) -> Option<usize> {
+    let (len, crc) = header_at(log, pos)?;
+    let body = log.get(pos + FRAME_HEADER..(pos + FRAME_HEADER).checked_add(len)?)?;
+    (len > 0 && crc32c(body) == crc).then_some(len)
+}
+
+/// What follows the end `e` of a frame is what the writer leaves after one:
+/// the end of the log, zeros up to the next block (the padding of a sync, or
+/// the bytes too short for a header), or another valid frame.
+fn a_frame_may_end_at(log: &[u8], block: usize, e: usize) -> bool {
+    e == log.len()
+        || (!e.is_multiple_of(block) && zeros(log, e, e - e % block + block))
+        || valid_frame_at(log, e).is_some()
+}
+
+/// The frame at `pos` claims `len` body bytes and the log ends before them.
+/// A crash leaves exactly that: a write cut at the write pointer, which is
+/// a block boundary, with nothing after it. It is [`LogEnd::Torn`] unless
+/// the bytes show otherwise:
+///
+/// * the body's first byte (its kind) is one no writer puts there: a
+///   snapshot is the first frame of a zone and only it;
+/// * the checksum field and the body bytes present are all zeros: padding
+///   whose length field is damaged;
+/// * the frame's checksum matches the bytes up to some point inside the
+///   log, and what follows there is what follows a frame's end: the frame
+///   is complete and its length field is damaged (a false alarm needs a
+///   32-bit checksum to match by chance);
+/// * a valid frame starts at a later block boundary (every metadata sync
+///   starts at one): the log goes on past the "cut".
+fn cut_frame(
+    log: &[u8],
+    block: usize,
+    pos: usize,
+    len: usize,
+    crc: u32,
+    first: bool,
+) -> Result<LogEnd, LogDamage> {
+    let damage = |what: String| Err(LogDamage { at: pos, what });
+    let body = &log[pos + FRAME_HEADER..];
+    if let Some(&kind) = body.first() {
+        let possible = if first {
+            kind == KIND_SNAPSHOT
+        } else {
+            (KIND_CREATE..=KIND_RELOCATE).contains(&kind)
+        };
+        if !possible {
+            return damage(format!(
+                "a {len}-byte frame of kind {kind} cut by the write pointer: no write puts that \
+                 kind {}",
+                if first {
+                    "first after a superblock"
+                } else {
+                    "after a snapshot"
+                }
+            ));
         }
     }
+    if crc == 0 && body.iter().all(|&b| b == 0) {
+        // Padding with a damaged length: a writer's checksum is zero once
+        // in 2^32 frames, and its body starts with a non-zero kind.
+        return damage(format!(
+            "a {len}-byte length in what reads as padding (its checksum field and the bytes \
+             after it are zeros)"
+        ));
+    }
+    let mut register = !0u32;
+    for (i, b) in body.iter().enumerate() {
+        register = crc32c_register(register, std::slice::from_ref(b));
+        if !register == crc && a_frame_may_end_at(log, block, pos + FRAME_HEADER + i + 1) {
+            return damage(format!(
+                "the length field says {len} bytes, past the write pointer, but the checksum \
+                 matches the first {} bytes: a complete frame whose length is damaged",
+                i + 1
+            ));
+        }
+    }
+    let mut budget = SCAN_BUDGET_BASE.saturating_add(body.len().saturating_mul(SCAN_BUDGET_FACTOR));
+    let mut at = pos - pos % block + block;
+    while at < log.len() {
+        if let Some((n, _)) = header_at(log, at) {
+            let kind = log.get(at + FRAME_HEADER).copied().unwrap_or(0);
+            let fits = n > 0 && at + FRAME_HEADER + n <= log.len();
+            if fits && (KIND_CREATE..=KIND_RELOCATE).contains(&kind) {
+                if budget < n {
+                    break;
+                }
+                budget -= n;
+                if valid_frame_at(log, at).is_some() {
+                    return damage(format!(
+                        "a frame cut by the end of the log ({len} bytes claimed) is followed by \
+                         a valid frame at log byte {at}: the log goes on, so the write pointer \
+                         did not cut it"
+                    ));
+                }
+            }
+        }
+        at += block;
+    }
+    Ok(LogEnd::Torn { at: pos })
 }
 
 #[cfg(test)]
@@ -357,39 +558,154 @@ mod tests {
         );
     }
 
-    #[test]
-    fn frames_skip_padding_and_stop_at_a_torn_frame() {
+    /// A log as the writer makes it, with 64-byte blocks: a snapshot, then
+    /// syncs of records (one with a body that skips a block's last bytes,
+    /// one that spans blocks), each padded to a block.
+    fn sample_log() -> (Vec<u8>, Vec<Vec<u8>>) {
         let block = 64;
+        let mut bodies = Vec::new();
         let mut log = Vec::new();
-        push_frame(&mut log, &[1, 2, 3], block);
-        pad_to_block(&mut log, block);
+        let mut sync = |log: &mut Vec<u8>, frames: &[Vec<u8>]| {
+            for b in frames {
+                push_frame(log, b, block);
+                bodies.push(b.clone());
+            }
+            pad_to_block(log, block);
+        };
+        sync(&mut log, &[vec![KIND_SNAPSHOT, 1, 2, 3]]);
         // 50 bytes of body: the next header would start 6 bytes before the
         // block's end, so it is pushed to the next block.
-        push_frame(&mut log, &[4; 50], block);
-        push_frame(&mut log, &[5; 5], block);
-        assert_eq!((log.len() - 5 - FRAME_HEADER) % block, 0);
-        let end_of_good = log.len();
-        pad_to_block(&mut log, block);
+        let mut rec = vec![KIND_CREATE];
+        rec.extend((0..49).map(|i| i as u8 + 1));
+        sync(&mut log, &[rec, vec![KIND_DELETE, 5, 5, 5, 5]]);
+        let mut long = vec![KIND_EXTENTS];
+        long.extend((0..150).map(|i| (i * 7) as u8 | 1));
+        sync(
+            &mut log,
+            &[vec![KIND_MKDIR, 9], long, vec![KIND_RENAME, 1, 2]],
+        );
+        sync(&mut log, &[vec![KIND_RELOCATE, 8, 8]]);
+        (log, bodies)
+    }
+
+    fn read(log: &[u8], room: usize) -> (Result<LogEnd, LogDamage>, Vec<Vec<u8>>) {
         let mut seen = Vec::new();
-        let (end, clean) = read_frames(&log, block, |b| {
+        let r = read_frames(log, 64, room, |_, b| {
             seen.push(b.to_vec());
-            true
+            Ok(())
         });
-        assert_eq!(seen, vec![vec![1, 2, 3], vec![4; 50], vec![5; 5]]);
-        assert_eq!((end, clean), (end_of_good, true));
-        // A torn frame: header present, body cut or CRC wrong.
-        let mut torn = log.clone();
-        torn.truncate(end_of_good - 2);
-        let (end, clean) = read_frames(&torn, block, |_| true);
-        assert!(!clean);
-        assert!(end < end_of_good);
-        let mut flipped = log.clone();
-        flipped[end_of_good - 1] ^= 0xFF;
-        let mut n = 0;
-        let (_, clean) = read_frames(&flipped, block, |_| {
-            n += 1;
-            true
+        (r, seen)
+    }
+
+    #[test]
+    fn frames_skip_padding_and_every_block_boundary_cut_is_a_clean_or_torn_log() {
+        let (log, bodies) = sample_log();
+        assert_eq!(log.len() % 64, 0);
+        let (r, seen) = read(&log, 4096);
+        assert_eq!(r, Ok(LogEnd::Clean));
+        assert_eq!(seen, bodies);
+        // What a crash leaves: the log cut at any block boundary (the write
+        // pointer). Never damage; the frames read are a prefix.
+        let mut torn = 0;
+        for cut in (0..=log.len()).step_by(64) {
+            let (r, seen) = read(&log[..cut], 4096);
+            assert!(
+                matches!(r, Ok(LogEnd::Clean) | Ok(LogEnd::Torn { .. })),
+                "cut at {cut}: {r:?}"
+            );
+            torn += usize::from(matches!(r, Ok(LogEnd::Torn { .. })));
+            assert_eq!(seen[..], bodies[..seen.len()], "cut at {cut}");
+        }
+        assert!(torn >= 2, "{torn} cuts fell inside a frame");
+        // A genuinely cut record: header and part of the body written.
+        let cut = 64 * 4;
+        assert!(matches!(read(&log[..cut], 4096).0, Ok(LogEnd::Torn { .. })));
+    }
+
+    #[test]
+    fn every_flipped_byte_of_a_log_is_damage() {
+        let (log, _) = sample_log();
+        for i in 0..log.len() {
+            for bit in [0x01u8, 0x10, 0x80, 0xFF] {
+                let mut bad = log.clone();
+                bad[i] ^= bit;
+                let (r, _) = read(&bad, 4096);
+                assert!(
+                    matches!(r, Err(LogDamage { .. })),
+                    "byte {i} ^ {bit:#x}: {r:?}"
+                );
+                // Also when the log was cut after the damaged byte's block.
+                let cut = (i / 64 + 1) * 64;
+                if cut < log.len() {
+                    let (r, _) = read(&bad[..cut], 4096);
+                    assert!(
+                        !matches!(r, Ok(LogEnd::Clean)),
+                        "byte {i} ^ {bit:#x}, cut at {cut}: {r:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn what_a_cut_frame_cannot_be() {
+        let (log, _) = sample_log();
+        // The frame at 192 (mkdir, then a 151-byte extents record from 203).
+        assert_eq!(&log[192..196], &2u32.to_le_bytes());
+        let at_long = 192 + FRAME_HEADER + 2;
+        assert_eq!(log[at_long + FRAME_HEADER], KIND_EXTENTS);
+        let cut = 64 * 5;
+        // Cut genuinely: torn.
+        assert_eq!(read(&log[..cut], 4096).0, Ok(LogEnd::Torn { at: at_long }));
+        // A length no write could have had: past the zone's capacity.
+        let (r, _) = read(&log[..cut], 300);
+        assert!(
+            matches!(r, Err(LogDamage { at, .. }) if at == at_long),
+            "{r:?}"
+        );
+        // A kind no writer puts there.
+        let mut bad = log[..cut].to_vec();
+        bad[at_long + FRAME_HEADER] = KIND_SNAPSHOT;
+        assert!(matches!(read(&bad, 4096).0, Err(LogDamage { at, .. }) if at == at_long));
+        bad[at_long + FRAME_HEADER] = 0;
+        assert!(matches!(read(&bad, 4096).0, Err(LogDamage { at, .. }) if at == at_long));
+        // A middle frame whose length now runs past the end: its checksum
+        // matches the bytes up to its real end.
+        let mut bad = log.clone();
+        bad[at_long + 1] ^= 0x04;
+        let (r, _) = read(&bad, 1 << 20);
+        assert!(
+            matches!(&r, Err(LogDamage { at, what }) if *at == at_long && what.contains("length is damaged")),
+            "{r:?}"
+        );
+        // Length and checksum both damaged: the next sync's frame, at a
+        // block boundary, shows the log goes on.
+        bad[at_long + 4] ^= 0x01;
+        let (r, _) = read(&bad, 1 << 20);
+        assert!(
+            matches!(&r, Err(LogDamage { at, what }) if *at == at_long && what.contains("log goes on")),
+            "{r:?}"
+        );
+        // Padding in a block's last 8 bytes whose length is damaged: the
+        // "body" would start at the end of the log.
+        let mut pad = Vec::new();
+        push_frame(&mut pad, &[KIND_SNAPSHOT; 48], 64);
+        pad_to_block(&mut pad, 64);
+        assert_eq!(read(&pad, 4096).0, Ok(LogEnd::Clean));
+        pad[56] = 1;
+        let (r, _) = read(&pad, 4096);
+        assert!(matches!(r, Err(LogDamage { at: 56, .. })), "{r:?}");
+        // A body the caller refuses is damage at its frame.
+        let r = read_frames(&log, 64, 4096, |at, b| {
+            if b[0] == KIND_RENAME {
+                Err(format!("refused at {at}"))
+            } else {
+                Ok(())
+            }
         });
-        assert_eq!((n, clean), (2, false));
+        assert!(
+            matches!(&r, Err(LogDamage { what, .. }) if what.starts_with("refused")),
+            "{r:?}"
+        );
     }
 }

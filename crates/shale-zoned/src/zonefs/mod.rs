@@ -47,8 +47,9 @@ use crate::device::{ZoneCondition, ZonedDevice, ZonedError};
 mod format;
 pub mod gc;
 mod inspect;
+mod mount;
 
-use format::{pad_to_block, push_frame, read_frames, Dec, Enc, Superblock, SuperblockError};
+use format::{pad_to_block, push_frame, Dec, Enc, Superblock};
 
 pub use format::Extent;
 pub use gc::GcReport;
@@ -134,7 +135,9 @@ impl Default for GcOptions {
 /// errors keep their kind.
 #[derive(Debug)]
 pub enum ZoneFsError {
-    /// No metadata zone holds a superblock: the device was never formatted.
+    /// Zones 0 and 1, where every zone file system keeps its superblocks,
+    /// are both empty: the device was never formatted (or a format was cut
+    /// before its first superblock and snapshot were written).
     NotFormatted,
     /// A superblock of another format version.
     UnsupportedVersion {
@@ -148,7 +151,12 @@ pub enum ZoneFsError {
         /// The same of the device.
         device: (u32, u64, u64, u32),
     },
-    /// Superblocks exist but none is followed by a valid snapshot.
+    /// The metadata is damaged: a superblock whose magic is there and whose
+    /// checksum fails, a metadata zone holding data but no superblock, a
+    /// metadata frame that fails its checksum or does not decode, or
+    /// anything else that no crash leaves (only a last record cut by the
+    /// write pointer is dropped). The reason names the zone (and the byte
+    /// offset of a bad frame). The mount that returns it wrote nothing.
     Corrupt {
         /// What is wrong.
         reason: String,
@@ -175,9 +183,10 @@ pub enum ZoneFsError {
 impl fmt::Display for ZoneFsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ZoneFsError::NotFormatted => {
-                f.write_str("not a zone file system: no metadata zone holds a superblock")
-            }
+            ZoneFsError::NotFormatted => f.write_str(
+                "not a zone file system: zones 0 and 1, where its superblocks go, are empty \
+                 (never formatted, or formatting was cut short)",
+            ),
             ZoneFsError::UnsupportedVersion { found } => write!(
                 f,
                 "zone file system format version {found} is not supported (this build reads {})",
@@ -529,7 +538,7 @@ impl State {
     }
 
     /// Applies one record body (replay). False for an unknown or malformed
-    /// record, which ends the replay.
+    /// record: damage, which refuses the mount.
     fn apply_record(&mut self, body: &[u8]) -> bool {
         let mut d = Dec::new(body);
         let ok = (|| {
@@ -705,15 +714,11 @@ impl Inner {
                 capacity: cap,
             });
         }
-        // Seal the current zone if a block is left (informational).
-        let cur_end = self.zone_start(st.active_meta) + st.zones[st.active_meta as usize].capacity;
-        if st.meta_wp + self.block <= cur_end && st.meta_wp > self.zone_start(st.active_meta) {
-            let mut seal = Vec::new();
-            push_frame(&mut seal, &[format::KIND_SEAL], block);
-            pad_to_block(&mut seal, block);
-            self.dev.write_at(st.meta_wp, &seal)?;
-            st.counters.metadata_bytes += seal.len() as u64;
-        }
+        // No seal is written in the current zone (earlier builds wrote one):
+        // when a crash cuts this roll, the mount goes on in the current zone,
+        // and its log must read on to the write pointer; and after a torn
+        // tail a seal would be a valid frame after the cut one, which is
+        // what damage looks like.
         self.dev.reset_zone(next)?;
         st.counters.resets += 1;
         self.dev.write_at(self.zone_start(next), &buf)?;
@@ -956,52 +961,29 @@ impl ZoneFs {
     }
 
     /// Mounts the file system on `dev`: replays the metadata from the newest
-    /// metadata zone holding a valid superblock and snapshot, then the records
-    /// after it up to the first torn or damaged one. A partly written data
-    /// zone that holds live data becomes again the open zone of its files'
-    /// lifetime class (the first such zone of each class; the others are
-    /// finished); data zones that hold none are reset. Starts the collector
-    /// thread when `options.gc.background`.
+    /// metadata zone (the snapshot after its superblock, then the records
+    /// up to the write pointer), or from the zone before it when a crash
+    /// cut the roll into it. Only a last record cut by the write pointer (a
+    /// torn write) is dropped; any other damage to the superblocks or the
+    /// log is [`ZoneFsError::Corrupt`], returned before anything is written
+    /// (`docs/format/zonefs.md`, "Mount"). Then, unless read-only: a partly
+    /// written data zone that holds live data becomes again the open zone
+    /// of its files' lifetime class (the first such zone of each class; the
+    /// others are finished); data zones that hold none are reset; the log
+    /// rolls after a torn tail. Starts the collector thread when
+    /// `options.gc.background`.
     ///
-    /// Errors: [`ZoneFsError::NotFormatted`], [`ZoneFsError::GeometryMismatch`],
-    /// [`ZoneFsError::UnsupportedVersion`], [`ZoneFsError::Corrupt`]; device
-    /// errors.
+    /// Errors: [`ZoneFsError::NotFormatted`] (zones 0 and 1 empty),
+    /// [`ZoneFsError::GeometryMismatch`], [`ZoneFsError::UnsupportedVersion`],
+    /// [`ZoneFsError::Corrupt`]; device errors.
     pub fn mount_with(dev: Arc<dyn ZonedDevice>, options: MountOptions) -> FsResult<ZoneFs> {
         let g = dev.geometry();
         let block = u64::from(g.block_size);
         let report = dev.report_all()?;
-        let mut candidates = Vec::new();
-        let mut first_error = None;
-        for z in report.iter().take(MAX_META_ZONES as usize) {
-            if z.condition == ZoneCondition::Offline || z.write_pointer <= z.start {
-                continue;
-            }
-            let mut b = vec![0u8; block as usize];
-            dev.read_at(z.start, &mut b)?;
-            match Superblock::decode(&b) {
-                Ok(sb) if z.index < sb.meta_zones => candidates.push((sb, z.index)),
-                Ok(_) => {}
-                Err(SuperblockError::Version(v)) => {
-                    first_error.get_or_insert(ZoneFsError::UnsupportedVersion { found: v });
-                }
-                Err(_) => {}
-            }
-        }
-        // Zones 0 and 1 are metadata zones of every file system, and a roll
-        // resets only one metadata zone at a time, so one of them holds a
-        // superblock: it names the file system (uuid) and its metadata
-        // zones. A superblock-like block in a data zone (file data) is never
-        // trusted.
-        let Some(authority) = candidates
-            .iter()
-            .filter(|(_, zone)| *zone < 2)
-            .max_by_key(|(sb, _)| sb.sequence)
-            .map(|(sb, _)| *sb)
-        else {
-            return Err(first_error.unwrap_or(ZoneFsError::NotFormatted));
-        };
-        candidates.retain(|(sb, zone)| sb.uuid == authority.uuid && *zone < authority.meta_zones);
-        candidates.sort_by_key(|(sb, _)| std::cmp::Reverse(sb.sequence));
+        // Nothing is written before the metadata is read whole: every
+        // error below leaves the device as it was.
+        let heads = mount::read_heads(dev.as_ref(), &report, block)?;
+        let candidates = mount::superblocks(&heads)?;
         let newest = candidates[0].0;
         let found = shape(
             newest.nr_zones,
@@ -1051,49 +1033,63 @@ impl ZoneFs {
             zombies: HashMap::new(),
             counters: ZoneFsStats::default(),
         };
-        let mut chosen = None;
-        for (sb, zone) in candidates {
-            if zone >= meta_zones || sb.uuid != newest.uuid {
-                continue;
+        // The newest metadata zone, or, when a crash cut the roll into it,
+        // the zone that roll started from: one below it in the ring, and the
+        // next superblock down in sequence. Damage in either is an error,
+        // never a reason to look further back.
+        let (zone, sb) = (candidates[0].1, candidates[0].0);
+        let mut st = fresh(meta_zones);
+        let (mut st, chosen, replayed, cut_roll) = match mount::replay(
+            dev.as_ref(),
+            &report[zone as usize],
+            sb.sequence,
+            block,
+            &mut st,
+        )? {
+            mount::Replay::Log { torn, sealed } => (st, (zone, sb), (torn, sealed), None),
+            mount::Replay::RollCut if sb.sequence == 1 && candidates.len() == 1 => {
+                // Format writes the first superblock and snapshot
+                // together after resetting every zone: it was cut.
+                return Err(ZoneFsError::NotFormatted);
             }
-            let z = report[zone as usize];
-            let end = z.write_pointer.min(z.start + z.capacity);
-            let mut log = vec![0u8; (end - z.start - block) as usize];
-            dev.read_at(z.start + block, &mut log)?;
-            let mut st = fresh(meta_zones);
-            let mut first = true;
-            let mut snapshot_ok = false;
-            let mut records_ok = true;
-            let (good_end, clean) = read_frames(&log, block as usize, |body| {
-                if first {
-                    first = false;
-                    snapshot_ok = st.load_snapshot(body);
-                    return snapshot_ok;
+            mount::Replay::RollCut => {
+                let from = (zone + meta_zones - 1) % meta_zones;
+                let Some(&(prev_sb, prev)) = candidates.get(1).filter(|(_, z)| *z == from) else {
+                    return Err(ZoneFsError::Corrupt {
+                        reason: format!(
+                            "metadata zone {zone} holds the newest superblock (sequence {}) but \
+                             its snapshot was cut by the write pointer (a roll cut by a crash), \
+                             and zone {from}, where that roll started, does not hold the next \
+                             superblock down. Nothing was mounted or written",
+                            sb.sequence
+                        ),
+                    });
+                };
+                let mut st = fresh(meta_zones);
+                let prev_zone = &report[prev as usize];
+                match mount::replay(dev.as_ref(), prev_zone, prev_sb.sequence, block, &mut st)? {
+                    mount::Replay::Log { torn, sealed } => {
+                        (st, (prev, prev_sb), (torn, sealed), Some(zone))
+                    }
+                    mount::Replay::RollCut => {
+                        return Err(ZoneFsError::Corrupt {
+                            reason: format!(
+                                "metadata zones {zone} and {prev} both hold a superblock without \
+                                 a snapshot; a crash cuts one roll, not two. Nothing was mounted \
+                                 or written"
+                            ),
+                        })
+                    }
                 }
-                if body == [format::KIND_SEAL] {
-                    return false;
-                }
-                records_ok = st.apply_record(body);
-                records_ok
-            });
-            if !snapshot_ok {
-                continue;
             }
-            st.active_meta = zone;
-            st.meta_wp = z.start + block + good_end.div_ceil(block as usize) as u64 * block;
-            let tail_ok = clean && records_ok && st.meta_wp >= end;
-            if !tail_ok {
-                // Later writes go after the damaged bytes (the seal of the roll).
-                st.meta_wp = end;
-            }
-            chosen = Some((st, tail_ok));
-            break;
-        }
-        let Some((mut st, tail_ok)) = chosen else {
-            return Err(ZoneFsError::Corrupt {
-                reason: "no metadata zone holds a valid snapshot after its superblock".into(),
-            });
         };
+        let (torn, sealed) = replayed;
+        let z = report[chosen.0 as usize];
+        st.active_meta = chosen.0;
+        // Clean or torn, the log is read up to the write pointer; after a
+        // torn tail the mount rolls, so nothing follows the cut frame.
+        st.meta_wp = z.write_pointer.min(z.start + z.capacity);
+        let roll = torn || sealed || chosen.1.version < format::VERSION;
         let inner = Inner {
             block,
             zone_size: g.zone_size,
@@ -1107,11 +1103,7 @@ impl ZoneFs {
             locks: Mutex::new(HashMap::new()),
         };
         if !options.read_only {
-            inner.settle_zones(
-                &mut st,
-                &report,
-                !tail_ok || newest.version < format::VERSION,
-            )?;
+            inner.settle_zones(&mut st, &report, roll, cut_roll)?;
         }
         *lock(&inner.state) = st;
         let inner = Arc::new(inner);
@@ -1133,15 +1125,25 @@ impl ZoneFs {
 }
 
 impl Inner {
-    /// The writes of a read-write mount, after the replay: data zones
-    /// without live data reset, partly written ones adopted or finished,
-    /// the log rolled when `roll`, other metadata zones finished, a sync.
+    /// The writes of a read-write mount, after the replay: the metadata
+    /// zone of a roll cut by a crash (`cut_roll`) reset, data zones without
+    /// live data reset, partly written ones adopted or finished, the log
+    /// rolled when `roll`, other metadata zones finished, a sync.
     fn settle_zones(
         &self,
         st: &mut State,
         report: &[crate::device::Zone],
         roll: bool,
+        cut_roll: Option<u32>,
     ) -> FsResult<()> {
+        if let Some(z) = cut_roll {
+            // Its superblock is newer than the zone the mount replayed, and
+            // its snapshot is cut: reset, so that the zone is empty (as the
+            // emulator leaves it) rather than finished around a frame that
+            // would then look complete and damaged.
+            self.dev.reset_zone(z)?;
+            st.counters.resets += 1;
+        }
         let slots = st.open.len();
         // The lifetime class of each data zone's files (placement keeps one
         // class per zone; the first file found decides).
@@ -1181,9 +1183,10 @@ impl Inner {
             }
         }
         if roll {
-            // Records after a damaged one would be unreadable, and records of
-            // this version must not follow an older superblock: start a new
-            // metadata zone.
+            // Records after a torn one would follow a frame that runs past
+            // them, records of this version must not follow an older
+            // superblock, and earlier builds stop reading at a seal: start a
+            // new metadata zone.
             self.roll(st)?;
         }
         // Other metadata zones (superseded, or a roll cut short by a crash)
@@ -1216,7 +1219,10 @@ impl ZoneFs {
     }
 
     /// Sequence number of the active metadata zone's superblock (grows by one
-    /// at every roll of the metadata log).
+    /// at every roll of the metadata log). After a mount that went back from
+    /// a roll cut by a crash, it is the cut zone's (one above the active
+    /// zone's), so that the next roll writes a sequence above every
+    /// superblock the device held.
     pub fn metadata_sequence(&self) -> u64 {
         lock(&self.inner.state).sequence
     }

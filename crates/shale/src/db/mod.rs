@@ -19,12 +19,14 @@
 //! * One background thread flushes immutable memtables and deletes obsolete files.
 
 mod background;
+mod destroy;
 mod group_commit;
 mod open;
 mod quarantine;
 mod range;
 mod read;
 mod repair;
+mod survey;
 mod table_cache;
 mod write;
 
@@ -40,7 +42,7 @@ use shale_env::{FileLock, FileSystem};
 
 pub use range::Range;
 pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
-pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairReport, LOST_DIR};
+pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairOptions, RepairReport, LOST_DIR};
 
 impl Readable for Db {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -47,6 +47,18 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
     opts.validate()?;
     let fs = opts.fs.clone();
     check_directory(path, &*fs, &opts, access)?;
+    let lock_path = path.join(LOCK);
+    if access == Access::ReadOnly
+        && !fs
+            .exists(&lock_path)
+            .map_err(|e| Error::io("stat", &lock_path, e))?
+    {
+        // A reader creates the lock file only for a database it can open:
+        // the manifest is recovered once before (reads only), so that a
+        // refused directory is left exactly as it was.
+        let names = fs.list(path).map_err(|e| Error::io("list", path, e))?;
+        recover_manifest(path, &opts, &names, &Arc::new(ObsoleteFiles::default()))?;
+    }
     let lock = take_lock(path, &*fs, access)?;
     let names = fs.list(path).map_err(|e| Error::io("list", path, e))?;
     let obsolete = Arc::new(ObsoleteFiles::default());
@@ -360,6 +372,11 @@ fn check_directory(path: &Path, fs: &dyn FileSystem, opts: &Options, access: Acc
 fn check_leftovers(path: &Path, fs: &dyn FileSystem, names: &[String]) -> Result<()> {
     for n in names {
         let leftover = match parse(n) {
+            // An emptied `lost/`: what Db::destroy leaves of repair's directory.
+            None if n == super::LOST_DIR => {
+                let p = path.join(n);
+                fs.list(&p).is_ok_and(|entries| entries.is_empty())
+            }
             Some(FileType::Lock | FileType::Temp | FileType::Manifest(_)) => true,
             Some(FileType::Wal(_)) => {
                 let p = path.join(n);
@@ -379,7 +396,11 @@ fn check_leftovers(path: &Path, fs: &dyn FileSystem, names: &[String]) -> Result
     Ok(())
 }
 
-fn take_lock(path: &Path, fs: &dyn FileSystem, access: Access) -> Result<Box<dyn FileLock>> {
+pub(crate) fn take_lock(
+    path: &Path,
+    fs: &dyn FileSystem,
+    access: Access,
+) -> Result<Box<dyn FileLock>> {
     let lock_path = path.join(LOCK);
     let taken = match access {
         Access::ReadWrite => fs.lock(&lock_path),

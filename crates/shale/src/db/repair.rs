@@ -70,10 +70,11 @@ use std::sync::Arc;
 use shale_env::{FileSystem, RandomAccessFile, WriteLifetime};
 
 use super::quarantine::Quarantine;
+use super::survey::survey;
 use super::{background, Db};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::filenames::{parse, table_name, wal_name, FileType, LOCK};
+use crate::filenames::{parse, table_name, wal_name, FileType, CURRENT, LOCK};
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
@@ -86,6 +87,15 @@ use crate::wal::salvage::{salvage_log, DamagedRecord, LogPiece};
 
 /// Where repair moves the files it replaces, inside the database directory.
 pub const LOST_DIR: &str = "lost";
+
+/// How [`Db::repair_with`] treats a directory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RepairOptions {
+    /// Repair a directory that cannot be recognised as shale's (foreign
+    /// files are moved to `lost/` with the rest). Off by default: only for a
+    /// database whose files are too damaged to be recognised.
+    pub force: bool,
+}
 
 /// What [`Db::repair`] found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -187,10 +197,28 @@ impl Db {
     /// documentation of `db/repair.rs` for what is kept, held back and
     /// lost). For a database that [`Db::open`] refuses with
     /// [`Error::Corruption`]. The report says what was lost, file by file.
-    /// Nothing is deleted: replaced files go to `lost/` in the directory.
+    /// Nothing is deleted: replaced files (the old `CURRENT` included) go to
+    /// `lost/` in the directory.
+    ///
+    /// Refuses with [`Error::NotADatabase`], touching nothing, a directory
+    /// that is not recognisably shale's: one holding a file shale never
+    /// writes or whose bytes are another program's (a `CURRENT` naming a
+    /// manifest that is not shale's, a table with another engine's magic), or
+    /// nothing that can be recognised as shale's at all (see `db/survey.rs`).
+    /// [`Db::repair_with`] with [`RepairOptions::force`] repairs it anyway.
+    /// [`Error::Locked`] while the database is open elsewhere.
     pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<RepairReport> {
+        Db::repair_with(path, options, RepairOptions::default())
+    }
+
+    /// [`Db::repair`] with [`RepairOptions`].
+    pub fn repair_with(
+        path: impl AsRef<Path>,
+        options: Options,
+        repair: RepairOptions,
+    ) -> Result<RepairReport> {
         let path = path.as_ref();
-        let report = rebuild_manifest(path, &options)?;
+        let report = rebuild_manifest(path, &options, repair)?;
         let db = Db::open(path, options)?;
         db.compact_all()?;
         db.close()?;
@@ -198,7 +226,7 @@ impl Db {
     }
 }
 
-fn rebuild_manifest(path: &Path, opts: &Options) -> Result<RepairReport> {
+fn rebuild_manifest(path: &Path, opts: &Options, repair: RepairOptions) -> Result<RepairReport> {
     opts.validate()?;
     let fs = opts.fs.clone();
     let not_a_db = |reason: &str| Error::NotADatabase {
@@ -207,6 +235,11 @@ fn rebuild_manifest(path: &Path, opts: &Options) -> Result<RepairReport> {
     };
     if !fs.exists(path).map_err(|e| Error::io("stat", path, e))? {
         return Err(not_a_db("directory does not exist"));
+    }
+    // Whose directory it is, before anything (even the lock file) is
+    // written in it.
+    if !repair.force {
+        survey(path, &*fs)?.require_shale(path, "repair (--force repairs it anyway)")?;
     }
     let names = fs.list(path).map_err(|e| Error::io("list", path, e))?;
     let mut tables = Vec::new();
@@ -272,6 +305,10 @@ fn rebuild_manifest(path: &Path, opts: &Options) -> Result<RepairReport> {
     let version = Version::default().apply(&r.edit, &Arc::new(ObsoleteFiles::default()));
     let log_number = r.next_file_number;
     let manifest_number = r.next_file_number + 1;
+    // The old CURRENT goes to lost/ first: it is never overwritten.
+    if names.iter().any(|n| n == CURRENT) {
+        r.move_current_to_lost()?;
+    }
     let wal_path = path.join(wal_name(log_number));
     fs.create_append(&wal_path, WriteLifetime::Short)
         .map_err(|e| Error::io("create wal", &wal_path, e))?;
@@ -852,6 +889,38 @@ impl Repairer<'_> {
         {
             self.edit.added.push((0, f));
         }
+        Ok(())
+    }
+
+    /// Moves `CURRENT` to `lost/` (durably) before a new one is written.
+    fn move_current_to_lost(&mut self) -> Result<()> {
+        let lost = self.dir.join(LOST_DIR);
+        self.fs
+            .create_dir_all(&lost)
+            .map_err(|e| Error::io("create directory", &lost, e))?;
+        // An earlier repair's CURRENT there is kept too.
+        let mut name = CURRENT.to_string();
+        for n in 1.. {
+            let taken = lost.join(&name);
+            if !self
+                .fs
+                .exists(&taken)
+                .map_err(|e| Error::io("stat", &taken, e))?
+            {
+                break;
+            }
+            name = format!("{CURRENT}.{n}");
+        }
+        let from = self.dir.join(CURRENT);
+        self.fs
+            .rename(&from, &lost.join(&name))
+            .map_err(|e| Error::io("move to lost/", &from, e))?;
+        for dir in [lost.as_path(), self.dir] {
+            self.fs
+                .sync_dir(dir)
+                .map_err(|e| Error::io("sync directory", dir, e))?;
+        }
+        self.report.moved_to_lost.push(name);
         Ok(())
     }
 

@@ -950,15 +950,16 @@ pub fn open_existing(
             dir.display()
         )));
     }
-    let db = Db::open(
+    // The check reads only: a refused database is left exactly as it was.
+    let check = Db::open_read_only(
         dir,
         storage.options(Options {
             create_if_missing: false,
-            ..opts
+            ..opts.clone()
         }),
     )?;
     let bad = {
-        let mut it = db.iter(&ReadOptions::default())?;
+        let mut it = check.iter(&ReadOptions::default())?;
         let mut bad = None;
         for last in [false, true] {
             if last {
@@ -974,14 +975,20 @@ pub fn open_existing(
         }
         bad
     };
+    check.close()?;
     if let Some(key) = bad {
-        db.close()?;
         return Err(CliError::msg(format!(
             "--use_existing_db: {} does not hold db_bench keys of --key_size {key_size} (it holds {key}); pass the --key_size it was filled with, or another --db",
             dir.display()
         )));
     }
-    Ok(db)
+    Ok(Db::open(
+        dir,
+        storage.options(Options {
+            create_if_missing: false,
+            ..opts
+        }),
+    )?)
 }
 
 /// The whole run's JSON document.
@@ -1073,7 +1080,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     let mut db = slot.open(if a.db.use_existing_db {
         open_existing(&storage, dir, opts.clone(), key_size)?
     } else {
-        storage.remove_db_dir(dir, "shale")?;
+        storage.remove_db_dir(dir)?;
         Db::open(dir, opts.clone())?
     });
     crate::interrupt::install();
@@ -1130,7 +1137,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             }
             if dirty {
                 slot.close(db)?;
-                storage.remove_db_dir(dir, "shale")?;
+                storage.remove_db_dir(dir)?;
                 db = slot.open(Db::open(dir, opts.clone())?);
                 dirty = false;
             }
@@ -1266,27 +1273,40 @@ mod tests {
         let db = dir.path().join("db");
         // Absent, then empty: nothing to remove.
         let storage = Storage::posix();
-        let remove_db_dir = |d: &Path, engine: &str| storage.remove_db_dir(d, engine);
-        remove_db_dir(&db, "shale").expect("absent");
+        storage.remove_db_dir(&db).expect("absent");
         std::fs::create_dir(&db).expect("mkdir");
-        remove_db_dir(&db, "shale").expect("empty");
-        // A shale database goes.
-        Db::open(&db, Options::default())
-            .expect("open")
-            .close()
-            .expect("close");
-        remove_db_dir(&db, "shale").expect("shale database");
-        assert!(!db.exists());
+        storage.remove_db_dir(&db).expect("empty");
+        // A shale database goes, but not while it is open.
+        let open = Db::open(&db, Options::default()).expect("open");
+        open.put(b"k", b"v").expect("put");
+        let e = storage.remove_db_dir(&db).expect_err("open elsewhere");
+        assert!(e.to_string().contains("locked"), "{e}");
+        open.close().expect("close");
+        storage.remove_db_dir(&db).expect("shale database");
+        assert_eq!(std::fs::read_dir(&db).expect("list").count(), 0);
         // Anything else stays, with an error naming it.
-        std::fs::create_dir(&db).expect("mkdir");
         std::fs::write(db.join("notes.txt"), "keep me").expect("write");
-        let e = remove_db_dir(&db, "shale").expect_err("foreign file");
+        let e = storage.remove_db_dir(&db).expect_err("foreign file");
         assert!(e.to_string().contains("notes.txt"), "{e}");
         assert!(db.join("notes.txt").exists());
         std::fs::remove_file(db.join("notes.txt")).expect("rm");
         std::fs::write(db.join("000005.sst"), "").expect("write");
-        let e = remove_db_dir(&db, "shale").expect_err("no CURRENT");
+        let e = storage
+            .remove_db_dir(&db)
+            .expect_err("nothing recognisable");
+        assert!(e.to_string().contains("recognised"), "{e}");
+        assert!(db.join("000005.sst").exists());
+        // A peer's directory is only checked here (its harness destroys it).
+        std::fs::remove_file(db.join("000005.sst")).expect("rm");
+        std::fs::write(db.join("000007.ldb"), "").expect("write");
+        let e = Storage::check_peer_db_dir(&db, "leveldb").expect_err("no CURRENT");
         assert!(e.to_string().contains("no CURRENT"), "{e}");
+        std::fs::write(db.join("CURRENT"), "MANIFEST-000002\n").expect("write");
+        Storage::check_peer_db_dir(&db, "leveldb").expect("a leveldb database");
+        assert!(db.join("000007.ldb").exists());
+        std::fs::write(db.join("notes.txt"), "keep me").expect("write");
+        let e = Storage::check_peer_db_dir(&db, "leveldb").expect_err("foreign file");
+        assert!(e.to_string().contains("notes.txt"), "{e}");
         assert!(is_shale_file("MANIFEST-000001", false));
         assert!(is_shale_file("000012.log", false));
         assert!(is_shale_file(shale::LOST_DIR, true));

@@ -392,7 +392,7 @@ fn sweep_shale(
     if a.db.use_existing_db {
         open_existing(c.storage, dir, c.base.clone(), cfg.key_size)?.close()?;
     } else {
-        c.storage.remove_db_dir(dir, "shale")?;
+        c.storage.remove_db_dir(dir)?;
         let db = c.db.open(Db::open(dir, c.base.clone())?);
         let fill_cfg = Config {
             threads: 1,
@@ -526,7 +526,7 @@ fn sweep_peer(
             )));
         }
     } else {
-        Storage::posix().remove_db_dir(&dir, engine)?;
+        Storage::check_peer_db_dir(&dir, engine)?;
         let steps = vec![DbBenchStep {
             name: "fillrandom".into(),
             seed: super::bench_seed(cfg.seed, "fillrandom", 0),
