@@ -73,11 +73,11 @@ struct Built {
 }
 
 /// The database: 300,000 keys, 200,000 of them compacted into L6 and
-/// 100,000 flushed on top (compacted by the engine into the levels above);
-/// then keys 0..6,000 overwritten and 6,000..9,000 deleted, flushed to an
+/// 100,000 flushed on top (L0 tables, below the compaction trigger); then
+/// keys 0..6,000 overwritten and 6,000..9,000 deleted, flushed to another
 /// L0 table; then in the log only, batches of 1 to 350 operations
 /// overwriting 9,000..11,000 and 0..1,000 again, deleting 11,000..12,000 and
-/// 3,000..3,500, and adding 1,000 new keys.
+/// 3,000..3,500, and adding 1,000 new keys. Prints the tables per level.
 fn build() -> Built {
     let fs = Arc::new(MemFs::new());
     let db = Db::open(DIR, options(fs.clone())).expect("open");
@@ -153,6 +153,11 @@ fn build() -> Built {
         .collect();
     assert!(levels.contains(&0), "an L0 table: {levels:?}");
     assert!(levels.iter().any(|&l| l > 0), "tables below L0: {levels:?}");
+    let mut per_level = [0usize; shale::NUM_LEVELS];
+    for &l in &levels {
+        per_level[l] += 1;
+    }
+    eprintln!("salvage sweep: tables per level {per_level:?}");
     db.close().expect("close");
     Built { fs, model, deleted }
 }
