@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{ok, run, stderr};
+use common::{mkfs_small, ok, run, stderr};
 use shale::{Db, Options};
 use shale_zoned::{EmulatedOptions, EmulatedZoned, ZoneFs};
 
@@ -243,22 +243,7 @@ fn a_zoned_device_with_files_is_not_formatted_over() {
     let dir = tempfile::tempdir().expect("tempdir");
     let dev = dir.path().join("z.img");
     let z = path(&dev);
-    ok(&[
-        "zoned",
-        "mkfs",
-        "--device",
-        &z,
-        "--zones",
-        "24",
-        "--zone-size",
-        "1M",
-        "--zone-capacity",
-        "768K",
-        "--max-open",
-        "6",
-        "--max-active",
-        "6",
-    ]);
+    mkfs_small(&z);
     ok(&["put", "--zoned", &z, "--db", "/mine", "k", "v"]);
     let image = || (std::fs::read(&dev).expect("read"), contents(dir.path()));
     let before = image();

@@ -8,7 +8,7 @@ use shale_workload::Dataset;
 use shale_zoned::{EmulatedOptions, EmulatedZoned, ZonedGeometry};
 
 mod common;
-use common::{ok, run, stderr, stdout};
+use common::{mkfs_small, ok, run, stderr, stdout};
 
 fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()
@@ -17,27 +17,6 @@ fn path(p: &Path) -> String {
 fn hex(bytes: &[u8]) -> String {
     let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("0x{digits}")
-}
-
-/// Formats a small emulated device at `dev`: 24 zones of 1 MiB with 768 KiB
-/// writable (the QEMU namespace's shape), 6 open and active zones.
-fn mkfs_small(dev: &str) -> String {
-    ok(&[
-        "zoned",
-        "mkfs",
-        "--device",
-        dev,
-        "--zones",
-        "24",
-        "--zone-size",
-        "1M",
-        "--zone-capacity",
-        "768K",
-        "--max-open",
-        "6",
-        "--max-active",
-        "6",
-    ])
 }
 
 #[test]

@@ -58,6 +58,15 @@ pub enum Error {
     },
     /// The database was closed.
     Closed,
+    /// [`crate::Db::close`] found snapshots or iterators still open. The
+    /// database is closed all the same (synced, its lock released); those
+    /// handles now fail with [`Error::Closed`].
+    LiveHandles {
+        /// Snapshots still open (a `Range` holds one).
+        snapshots: usize,
+        /// Iterators still open (a `Range` holds two).
+        iterators: usize,
+    },
     /// A broken internal invariant: a bug in shale, never a caller's mistake
     /// or bad input. The operation is refused rather than given a wrong answer.
     Internal(String),
@@ -129,6 +138,15 @@ impl fmt::Display for Error {
                 )
             }
             Error::Closed => write!(f, "database is closed"),
+            Error::LiveHandles {
+                snapshots,
+                iterators,
+            } => write!(
+                f,
+                "database closed with {snapshots} snapshot(s) and {iterators} iterator(s) still \
+                 open (a range holds one snapshot and two iterators): they now fail with \
+                 \"database is closed\"; drop them before closing"
+            ),
             Error::Internal(msg) => write!(f, "internal error (a bug in shale): {msg}"),
             Error::ReadOnly { path } => {
                 write!(f, "database {} is open read-only", path.display())

@@ -39,7 +39,7 @@ pub trait EventListener: Send + Sync {
 pub enum CompactionReason {
     /// Chosen by the picker (level sizes, the L0 trigger).
     Automatic,
-    /// Asked for with [`crate::Db::compact_all`].
+    /// Asked for with [`crate::Db::compact_all`] or [`crate::Db::compact_range`].
     Manual,
 }
 

@@ -21,6 +21,7 @@ mod memtable;
 mod metrics;
 mod options;
 mod rate_limit;
+pub mod stat;
 mod sync;
 mod table;
 mod version;
@@ -36,8 +37,8 @@ pub mod fuzz_api;
 pub use batch::WriteBatch;
 pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
-    DamagedFile, DamagedKind, Db, DbIterator, DbSummary, KeyRange, LevelSummary, Range,
-    ReadOptions, Readable, RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
+    prefix_successor, DamagedFile, DamagedKind, Db, DbIterator, DbSummary, KeyRange, LevelSummary,
+    Range, ReadOptions, Readable, RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventListener};

@@ -1,15 +1,14 @@
 //! `stats`: the shape of the database (per level) and its read counters.
 
-use std::fmt::Write as _;
 use std::io::Write;
 
 use serde_json::{json, Map, Value};
+use shale::stat::{index_bytes_per_data_block, stat_text};
 use shale::{BlockKind, DbSummary, LevelSummary, Metrics};
 
 use super::{open_read_only, storage_for};
 use crate::args::StatsArgs;
 use crate::error::{CliError, CliResult};
-use crate::fmt::{human_bytes, rate_text, ratio};
 use crate::storage::Create;
 
 pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
@@ -35,7 +34,7 @@ pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         s.push('\n');
         s
     } else {
-        let mut s = stats_text(&summary, &metrics);
+        let mut s = stat_text(&summary, &metrics);
         if let Some(space) = &zoned {
             s.push('\n');
             s.push_str(&space.text());
@@ -43,15 +42,6 @@ pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
         s
     };
     out.write_all(text.as_bytes()).map_err(CliError::output)
-}
-
-/// Index bytes (partitions and top-level indexes) per data block, `None` without
-/// data blocks.
-pub fn index_bytes_per_data_block(l: &LevelSummary) -> Option<f64> {
-    ratio(
-        l.index_partition_bytes + l.top_level_index_bytes,
-        l.data_blocks,
-    )
 }
 
 /// The JSON document of `stats --json`.
@@ -195,183 +185,6 @@ pub fn metrics_json(m: &Metrics) -> Value {
         );
     }
     Value::Object(obj)
-}
-
-/// The LSM table of `stats`: per level its size against its target, score and
-/// the compactions into it (like Pebble's metrics table), then the totals.
-fn lsm_text(s: &mut String, summary: &DbSummary, m: &Metrics) {
-    let _ = writeln!(
-        s,
-        "{:<6} {:>11} {:>11} {:>7} {:>12} {:>11} {:>11} {:>7}",
-        "level", "size", "target", "score", "compactions", "read", "written", "w-amp"
-    );
-    let user = m.bytes_written_user;
-    for l in &summary.levels {
-        let c = m.levels.get(l.level).copied().unwrap_or_default();
-        let written = if l.level == 0 {
-            m.flush_bytes
-        } else {
-            c.compaction_bytes_written
-        };
-        let marker = if l.level == summary.base_level {
-            "*"
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            s,
-            "{:<6} {:>11} {:>11} {:>7.2} {:>12} {:>11} {:>11} {:>7}",
-            format!("L{}{marker}", l.level),
-            human_bytes(l.bytes),
-            l.target_bytes.map_or("-".into(), human_bytes),
-            l.score,
-            c.compactions,
-            human_bytes(c.compaction_bytes_read),
-            human_bytes(written),
-            ratio(written, user).map_or("-".into(), |x| format!("{x:.2}")),
-        );
-    }
-    let _ = writeln!(
-        s,
-        "(* base level; L0 \"written\" is flushes) write amplification {}, \
-         pending compaction {}, L0 tables {}, {} flushes, {} compactions ({} trivial moves), \
-         {} stalls ({:.3} s)",
-        m.write_amplification()
-            .map_or("-".into(), |x| format!("{x:.2}")),
-        human_bytes(m.pending_compaction_bytes),
-        m.l0_files,
-        m.flushes,
-        m.compactions(),
-        m.trivial_moves,
-        m.stall_count,
-        m.stall_micros as f64 / 1e6,
-    );
-}
-
-/// The text report of `stats`: a table of the levels with totals, then the
-/// counters.
-pub fn stats_text(summary: &DbSummary, m: &Metrics) -> String {
-    let mut s = String::new();
-    // Writing to a String cannot fail; results are ignored below.
-    let _ = writeln!(
-        s,
-        "{:<6} {:>7} {:>11} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "level", "tables", "size", "entries", "data blocks", "data", "index", "top index", "filter"
-    );
-    let row = |s: &mut String, name: &str, l: &LevelSummary| {
-        let _ = writeln!(
-            s,
-            "{:<6} {:>7} {:>11} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11}",
-            name,
-            l.tables,
-            human_bytes(l.bytes),
-            l.entries,
-            l.data_blocks,
-            human_bytes(l.data_bytes),
-            human_bytes(l.index_partition_bytes),
-            human_bytes(l.top_level_index_bytes),
-            human_bytes(l.filter_bytes),
-        );
-    };
-    for l in &summary.levels {
-        row(&mut s, &format!("L{}", l.level), l);
-    }
-    let total = summary.total();
-    row(&mut s, "total", &total);
-    let _ = writeln!(s);
-    lsm_text(&mut s, summary, m);
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "filters except last level: {}",
-        human_bytes(summary.filter_bytes_except_last_level)
-    );
-    let _ = writeln!(
-        s,
-        "index bytes per data block: {}",
-        index_bytes_per_data_block(&total).map_or("-".into(), |x| format!("{x:.2}"))
-    );
-    let _ = writeln!(
-        s,
-        "data padding (page-aligned blocks): {} ({})",
-        human_bytes(total.data_padding_bytes),
-        match total.data_bytes {
-            0 => "-".to_string(),
-            d => format!(
-                "{:.2}% of data bytes",
-                total.data_padding_bytes as f64 * 100.0 / d as f64
-            ),
-        }
-    );
-    let _ = writeln!(
-        s,
-        "user data: {} of keys, {} of values",
-        human_bytes(total.raw_key_bytes),
-        human_bytes(total.raw_value_bytes)
-    );
-    let _ = writeln!(s);
-    let per_get = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));
-    let _ = writeln!(
-        s,
-        "gets: {} (found {}, not found {}, memtable hits {}); I/Os per get {}, physical reads per get {}",
-        m.gets,
-        m.gets_found,
-        m.gets_not_found(),
-        m.gets_memtable_hits,
-        per_get(m.cache_misses_per_get()),
-        per_get(m.physical_reads_per_get()),
-    );
-    let _ = writeln!(
-        s,
-        "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",
-        "block kind", "cache hits", "cache misses", "hit rate", "physical reads", "bytes read"
-    );
-    for kind in BlockKind::ALL {
-        let b = m.block(kind);
-        let _ = writeln!(
-            s,
-            "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",
-            kind.name(),
-            b.cache_hits,
-            b.cache_misses,
-            rate_text(b.hit_rate()),
-            b.physical_reads,
-            human_bytes(b.bytes_read),
-        );
-    }
-    let _ = writeln!(
-        s,
-        "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",
-        "all",
-        m.cache_hits(),
-        m.cache_misses(),
-        rate_text(m.hit_rate()),
-        m.physical_reads(),
-        human_bytes(m.bytes_read()),
-    );
-    let _ = writeln!(
-        s,
-        "table cache: {} hits, {} misses; filter probes: {} negative, {} positive",
-        m.table_cache_hits, m.table_cache_misses, m.filter_negatives, m.filter_positives
-    );
-    let _ = writeln!(
-        s,
-        "written: {} user, {} WAL, {} tables; {} WAL syncs, {} flushes, {} compactions",
-        human_bytes(m.bytes_written_user),
-        human_bytes(m.bytes_written_wal),
-        human_bytes(m.bytes_written_tables),
-        m.wal_syncs,
-        m.flushes,
-        m.compactions()
-    );
-    let _ = writeln!(
-        s,
-        "block cache: {} used of {} ({} pinned metadata)",
-        human_bytes(m.block_cache_usage),
-        human_bytes(m.block_cache_capacity),
-        human_bytes(m.block_cache_pinned)
-    );
-    s
 }
 
 #[cfg(test)]
@@ -528,7 +341,7 @@ mod tests {
 
     #[test]
     fn text_lists_levels_totals_and_counters() {
-        let text = stats_text(&sample(), &Metrics::default());
+        let text = stat_text(&sample(), &Metrics::default());
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("level"));
         assert!(lines[1].starts_with("L0 "), "{}", lines[1]);

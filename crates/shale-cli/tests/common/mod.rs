@@ -40,3 +40,24 @@ pub(crate) fn ok(args: &[&str]) -> String {
     );
     stdout(&o)
 }
+
+/// Formats a small emulated device at `dev`: 24 zones of 1 MiB with 768 KiB
+/// writable (the QEMU namespace's shape), 6 open and active zones.
+pub(crate) fn mkfs_small(dev: &str) -> String {
+    ok(&[
+        "zoned",
+        "mkfs",
+        "--device",
+        dev,
+        "--zones",
+        "24",
+        "--zone-size",
+        "1M",
+        "--zone-capacity",
+        "768K",
+        "--max-open",
+        "6",
+        "--max-active",
+        "6",
+    ])
+}

@@ -28,7 +28,7 @@ use crate::format::SeqNo;
 use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
-use crate::options::Options;
+use crate::options::{Options, NUM_LEVELS};
 use crate::version::{FileMeta, NewFile, Version, VersionEdit};
 
 enum Job {
@@ -549,6 +549,169 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     // The inputs are obsolete once their last reference goes.
     drop(inputs);
     db.delete_obsolete_files(false)
+}
+
+/// The user-key range of a manual compaction: `None` ends are open.
+#[derive(Clone, Copy)]
+pub(crate) struct KeyRange<'a> {
+    pub start: Option<&'a [u8]>,
+    pub end: Option<&'a [u8]>,
+}
+
+impl KeyRange<'_> {
+    /// True if `f`'s keys meet the range (`end` inclusive).
+    fn overlaps(&self, f: &FileMeta) -> bool {
+        self.start.is_none_or(|s| f.largest.user_key() >= s)
+            && self.end.is_none_or(|e| f.smallest.user_key() <= e)
+    }
+}
+
+/// One step of a manual range compaction: `inputs` merged into `output_level`.
+struct RangeStep {
+    inputs: Vec<(usize, Arc<FileMeta>)>,
+    output_level: usize,
+}
+
+/// The step that compacts `level`'s tables meeting `range`, on `version`:
+/// into the next level below that holds tables, or (the last level holding
+/// any) rewritten in place, so that the range is rewritten down to the
+/// bottom of the tree and its deletions can go. L0 takes every L0 table as
+/// soon as one meets the range (they overlap each other: a newer one must
+/// never be left above an older one that went down), into the base level
+/// when nothing lies below.
+fn range_step(
+    version: &Version,
+    level: usize,
+    range: KeyRange<'_>,
+    opts: &Options,
+) -> Option<RangeStep> {
+    let files = &version.levels[level];
+    let mine: Vec<Arc<FileMeta>> = if level == 0 {
+        if files.iter().any(|f| range.overlaps(f)) {
+            files.clone()
+        } else {
+            Vec::new()
+        }
+    } else {
+        files
+            .iter()
+            .filter(|f| range.overlaps(f))
+            .cloned()
+            .collect()
+    };
+    if mine.is_empty() {
+        return None;
+    }
+    let below = (level + 1..NUM_LEVELS).find(|&l| !version.levels[l].is_empty());
+    let output_level = match below {
+        Some(l) => l,
+        None if level == 0 => {
+            let shape = summarize(version, &HashSet::new());
+            picker::level_targets(&picker::level_bytes(&shape), &picker_options(opts)).base_level
+        }
+        None => level,
+    };
+    let mut inputs: Vec<(usize, Arc<FileMeta>)> = mine.into_iter().map(|f| (level, f)).collect();
+    if output_level != level {
+        let lo = inputs.iter().map(|(_, f)| f.smallest.user_key()).min();
+        let hi = inputs.iter().map(|(_, f)| f.largest.user_key()).max();
+        let hull = KeyRange { start: lo, end: hi };
+        let under: Vec<_> = version.levels[output_level]
+            .iter()
+            .filter(|f| hull.overlaps(f))
+            .map(|f| (output_level, f.clone()))
+            .collect();
+        inputs.extend(under);
+    }
+    Some(RangeStep {
+        inputs,
+        output_level,
+    })
+}
+
+/// Compacts the tables holding keys in `range` down the tree, one level at a
+/// time from L0 (see [`range_step`]), beside the background work: automatic
+/// flushes and compactions go on, and a step waits only while a table it
+/// needs is being compacted. One manual compaction (this or
+/// [`compact_all`]) runs at a time.
+pub(crate) fn compact_range(db: &DbInner, range: KeyRange<'_>) -> Result<()> {
+    let _serial = db.compaction_lock.lock();
+    let mut level = 0;
+    while level < NUM_LEVELS {
+        let step = {
+            let mut st = db.state.lock();
+            loop {
+                st.check_poison()?;
+                if db.closing.load(Ordering::Acquire) {
+                    return Err(Error::Closed);
+                }
+                let version = db.sv.load().version.clone();
+                match range_step(&version, level, range, &db.opts) {
+                    Some(s)
+                        if s.inputs
+                            .iter()
+                            .any(|(_, f)| st.compacting.contains(&f.number)) =>
+                    {
+                        db.cv.wait(&mut st);
+                    }
+                    Some(s) => {
+                        for (_, f) in &s.inputs {
+                            st.compacting.insert(f.number);
+                        }
+                        st.manual_running = true;
+                        break Some(s);
+                    }
+                    None => break None,
+                }
+            }
+        };
+        let Some(step) = step else {
+            level += 1;
+            continue;
+        };
+        let result = run_range_step(db, &step);
+        let mut st = db.state.lock();
+        for (_, f) in &step.inputs {
+            st.compacting.remove(&f.number);
+        }
+        st.manual_running = false;
+        if let Err(e) = &result {
+            if !matches!(e, Error::Closed) {
+                db.background_failed(&mut st, e);
+            }
+        }
+        db.cv.notify_all();
+        drop(st);
+        result?;
+        level += 1;
+    }
+    db.delete_obsolete_files(false)
+}
+
+fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
+    let out_level = step.output_level;
+    let events =
+        CompactionEvents::begin(db, CompactionReason::Manual, &step.inputs, out_level, false);
+    let version = db.sv.load().version.clone();
+    let shape = summarize(&version, &HashSet::new());
+    let base_level =
+        picker::level_targets(&picker::level_bytes(&shape), &picker_options(&db.opts)).base_level;
+    let grandparents = first_keys(&version, out_level + 1);
+    let output = job::Outputs {
+        level: out_level,
+        target_file_size: picker::output_file_size(
+            db.opts.target_file_size_base,
+            out_level,
+            base_level,
+        ),
+        grandparents: &grandparents,
+    };
+    let bottommost = is_bottommost(&version, &step.inputs, out_level);
+    let result = job::merge(db, &step.inputs, &output, bottommost)
+        .and_then(|merged| install(db, &step.inputs, out_level, merged));
+    let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
+    events.end(db, result);
+    outcome
 }
 
 /// Recomputes the compaction debt of the current version (after a change).

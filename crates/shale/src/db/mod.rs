@@ -32,7 +32,7 @@ mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -40,7 +40,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_env::{FileLock, FileSystem};
 
-pub use range::Range;
+pub use range::{prefix_successor, Range};
 pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
 pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairOptions, RepairReport, LOST_DIR};
 
@@ -160,7 +160,11 @@ pub(crate) struct DbInner {
     pub next_job: AtomicU64,
     /// Opened with [`Db::open_read_only`]: no background work, no writes.
     pub read_only: bool,
-    _lock: Box<dyn FileLock>,
+    /// The directory lock, released when the database closes (even while
+    /// snapshots or iterators still hold the rest of this state).
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Iterators alive (`DbIterator`s, and the two of each `Range`).
+    pub live_iterators: AtomicUsize,
 }
 
 /// An open database.
@@ -332,6 +336,25 @@ impl Db {
             .get(key, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
+    /// The database's statistics as text, in the spirit of Pebble's metrics
+    /// table: tables and bytes per level, the LSM table (sizes against
+    /// targets, scores, compactions, write amplification, stalls), then the
+    /// read counters per block kind, the caches and the bytes written (what
+    /// `shale stats` prints; [`Db::summary`] and [`Db::metrics`] give the
+    /// same as numbers).
+    pub fn stat(&self) -> Result<String> {
+        let summary = self.summary()?;
+        Ok(crate::stat::stat_text(&summary, &self.metrics()))
+    }
+
+    /// The values of `keys` (in their order) read in one state of the
+    /// database: no write lands between two of them. The first error ends
+    /// the call.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.inner
+            .multi_get(keys, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
     /// Like [`Db::get`], as of `opts.snapshot` when set.
     pub fn get_with(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         let seq = opts.seq_for(&self.inner, self.inner.visible_seq.load(Ordering::Acquire))?;
@@ -387,6 +410,28 @@ impl Db {
         self.check_writable()?;
         self.flush()?;
         background::compact_all(&self.inner)
+    }
+
+    /// Compacts the keys in `[start, end]` (`None`: open at that end) down
+    /// the tree: the memtable is flushed, then level by level from L0 the
+    /// tables holding keys of the range are merged into the next level that
+    /// holds tables, and the last one is rewritten in place, so that
+    /// overwritten versions and deletions in the range that no snapshot
+    /// needs are gone from disk (RocksDB's and Pebble's `CompactRange`).
+    /// Runs beside the automatic flushes and compactions, waiting only for
+    /// the tables it needs; one manual compaction (this or
+    /// [`Db::compact_all`]) at a time. A range holding no table is no work.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.check_writable()?;
+        if let (Some(s), Some(e)) = (start, end) {
+            if s > e {
+                return Err(Error::InvalidArgument(
+                    "compact_range: start is after end".into(),
+                ));
+            }
+        }
+        self.flush()?;
+        background::compact_range(&self.inner, background::KeyRange { start, end })
     }
 
     /// Waits until no flush or compaction runs and none is needed (every level
@@ -532,18 +577,32 @@ impl Db {
     /// acknowledged before survives a machine crash. Errors of the final sync
     /// are returned.
     /// Tables that became obsolete and are no longer read are deleted.
+    ///
+    /// The database is closed whatever this returns, and its lock released
+    /// (another process may open it). Snapshots, iterators and ranges still
+    /// open then fail with [`Error::Closed`]; when there were any, this
+    /// returns [`Error::LiveHandles`] naming how many (after a successful
+    /// sync), so that a caller learns it closed under them.
     pub fn close(self) -> Result<()> {
         self.stop_background();
-        if self.inner.read_only {
-            return Ok(());
+        if !self.inner.read_only {
+            self.inner.wal.lock().sync()?;
+            if let Some(cause) = self.inner.state.lock().poison.clone() {
+                return Err(Error::Poisoned {
+                    cause: Box::new(cause),
+                });
+            }
+            self.inner.delete_obsolete_files(false)?;
         }
-        self.inner.wal.lock().sync()?;
-        if let Some(cause) = self.inner.state.lock().poison.clone() {
-            return Err(Error::Poisoned {
-                cause: Box::new(cause),
+        let snapshots: usize = self.inner.snapshots.lock().values().sum();
+        let iterators = self.inner.live_iterators.load(Ordering::Acquire);
+        if snapshots + iterators > 0 {
+            return Err(Error::LiveHandles {
+                snapshots,
+                iterators,
             });
         }
-        self.inner.delete_obsolete_files(false)
+        Ok(())
     }
 
     fn stop_background(&self) {
@@ -572,6 +631,9 @@ impl Drop for Db {
             self.inner.events.set_stall(&mut st.stall, None);
         }
         self.inner.events.stop();
+        // Snapshots and iterators may keep the rest alive; they fail with
+        // `Closed` from now on, and the directory is free for another opener.
+        drop(self.inner.lock.lock().take());
     }
 }
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -153,7 +153,8 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         next_job: AtomicU64::new(1),
         read_only: access == Access::ReadOnly,
         opts,
-        _lock: lock,
+        lock: Mutex::new(Some(lock)),
+        live_iterators: AtomicUsize::new(0),
     };
     if access == Access::ReadWrite {
         inner.delete_obsolete_files(true)?;

@@ -28,23 +28,84 @@ impl Db {
     /// Every key in `range` with its value, as a Rust iterator over a
     /// snapshot: `db.range(&b"a"[..]..&b"m"[..])`, `db.range::<&[u8], _>(..)`.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
-        // An exclusive lower or inclusive upper bound is the next key in
-        // byte order: the bound followed by a zero byte.
-        let successor = |k: &K| [k.as_ref(), &[0]].concat();
-        let opts = ReadOptions {
-            lower_bound: match range.start_bound() {
-                Bound::Included(k) => Some(k.as_ref().to_vec()),
-                Bound::Excluded(k) => Some(successor(k)),
-                Bound::Unbounded => None,
-            },
-            upper_bound: match range.end_bound() {
-                Bound::Included(k) => Some(successor(k)),
-                Bound::Excluded(k) => Some(k.as_ref().to_vec()),
-                Bound::Unbounded => None,
-            },
-            ..ReadOptions::default()
-        };
-        let snapshot = self.snapshot();
+        Range::new(self.snapshot(), bounds(range))
+    }
+
+    /// Every key that starts with `prefix`, in key order, over a snapshot
+    /// (an empty prefix: every key).
+    pub fn prefix(&self, prefix: &[u8]) -> Result<Range> {
+        self.prefix_from(prefix, &[])
+    }
+
+    /// The keys that start with `prefix` and are at least `prefix ++ start`,
+    /// in key order, over a snapshot: exactly go-ethereum's
+    /// `NewIterator(prefix, start)`.
+    pub fn prefix_from(&self, prefix: &[u8], start: &[u8]) -> Result<Range> {
+        Range::new(self.snapshot(), prefix_bounds(prefix, start))
+    }
+}
+
+impl Snapshot {
+    /// [`Db::range`] as of the snapshot.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
+        Range::new(self.another(), bounds(range))
+    }
+
+    /// [`Db::prefix`] as of the snapshot.
+    pub fn prefix(&self, prefix: &[u8]) -> Result<Range> {
+        self.prefix_from(prefix, &[])
+    }
+
+    /// [`Db::prefix_from`] as of the snapshot.
+    pub fn prefix_from(&self, prefix: &[u8], start: &[u8]) -> Result<Range> {
+        Range::new(self.another(), prefix_bounds(prefix, start))
+    }
+}
+
+/// The smallest key above every key that starts with `prefix`: `prefix` with
+/// its trailing `0xff` bytes dropped and its last byte incremented. `None`
+/// when there is none (an empty prefix, or one of `0xff` bytes only): the
+/// keys with that prefix run to the end of the key space. The upper bound of
+/// a prefix scan with [`ReadOptions`].
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let keep = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut out = prefix[..=keep].to_vec();
+    out[keep] += 1;
+    Some(out)
+}
+
+/// Read options bounding an iterator to `range`.
+fn bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: R) -> ReadOptions<'static> {
+    // An exclusive lower or inclusive upper bound is the next key in byte
+    // order: the bound followed by a zero byte.
+    let successor = |k: &K| [k.as_ref(), &[0]].concat();
+    ReadOptions {
+        lower_bound: match range.start_bound() {
+            Bound::Included(k) => Some(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Some(successor(k)),
+            Bound::Unbounded => None,
+        },
+        upper_bound: match range.end_bound() {
+            Bound::Included(k) => Some(successor(k)),
+            Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+            Bound::Unbounded => None,
+        },
+        ..ReadOptions::default()
+    }
+}
+
+/// Read options bounding an iterator to the keys with `prefix` from
+/// `prefix ++ start` on.
+fn prefix_bounds(prefix: &[u8], start: &[u8]) -> ReadOptions<'static> {
+    ReadOptions {
+        lower_bound: Some([prefix, start].concat()),
+        upper_bound: prefix_successor(prefix),
+        ..ReadOptions::default()
+    }
+}
+
+impl Range {
+    fn new(snapshot: Snapshot, opts: ReadOptions<'_>) -> Result<Range> {
         Ok(Range {
             front: snapshot.iter(&opts)?,
             back: snapshot.iter(&opts)?,
@@ -55,9 +116,7 @@ impl Db {
             _snapshot: snapshot,
         })
     }
-}
 
-impl Range {
     /// The current entry of `it`, an error, or the end.
     fn take(it: &DbIterator) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         if it.valid() {

@@ -22,6 +22,10 @@ use crate::version::FileMeta;
 
 impl DbInner {
     pub(crate) fn get(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        // Only snapshots outlive their database's handle.
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         let sv = self.sv.load();
         let result = self.get_in(&sv, key, seq);
         self.stats.gets.incr();
@@ -29,6 +33,28 @@ impl DbInner {
             self.stats.gets_found.incr();
         }
         result
+    }
+
+    pub(crate) fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        seq: SeqNo,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        // One super version for all: the keys are read in one state.
+        let sv = self.sv.load();
+        keys.iter()
+            .map(|key| {
+                let result = self.get_in(&sv, key.as_ref(), seq);
+                self.stats.gets.incr();
+                if matches!(result, Ok(Some(_))) {
+                    self.stats.gets_found.incr();
+                }
+                result
+            })
+            .collect()
     }
 
     fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
@@ -125,6 +151,17 @@ impl Snapshot {
         Snapshot { db, seq }
     }
 
+    /// A second handle on the same state (both must be dropped to release
+    /// it).
+    pub(crate) fn another(&self) -> Snapshot {
+        let mut snaps = self.db.snapshots.lock();
+        *snaps.entry(self.seq).or_insert(0) += 1;
+        Snapshot {
+            db: self.db.clone(),
+            seq: self.seq,
+        }
+    }
+
     /// The sequence number the snapshot reads at.
     pub fn seq(&self) -> SeqNo {
         self.seq
@@ -136,8 +173,12 @@ impl Snapshot {
     }
 
     /// An iterator over the snapshot's state within the bounds of `opts`
-    /// (`opts.snapshot` is ignored).
+    /// (`opts.snapshot` is ignored). [`Error::Closed`] once the database is
+    /// closed.
     pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        if self.db.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         Ok(DbIterator::new(&self.db, self.seq, opts))
     }
 }
@@ -160,6 +201,23 @@ impl Drop for Snapshot {
     }
 }
 
+/// An iterator's place in its database's count of live iterators
+/// ([`crate::Db::close`] reports them).
+struct Live(Arc<DbInner>);
+
+impl Live {
+    fn new(db: &Arc<DbInner>) -> Live {
+        db.live_iterators.fetch_add(1, Ordering::AcqRel);
+        Live(db.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.live_iterators.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// An iterator over the user keys and values of the database (or of a
 /// snapshot), in key order, within optional bounds (lower inclusive, upper
 /// exclusive), forward and backward.
@@ -171,6 +229,8 @@ impl Drop for Snapshot {
 pub struct DbIterator {
     /// Keeps the tables of the iterator's version from being deleted.
     _sv: Arc<SuperVersion>,
+    /// Counts the iterator as live in its database.
+    live: Live,
     it: MergingIterator,
     seq: SeqNo,
     lower: Option<Vec<u8>>,
@@ -213,6 +273,7 @@ impl DbIterator {
         }
         DbIterator {
             _sv: sv,
+            live: Live::new(db),
             it: MergingIterator::new(children),
             seq,
             lower: opts.lower_bound.clone(),
@@ -270,6 +331,7 @@ impl DbIterator {
     fn find_prev_entry(&mut self) {
         self.valid = false;
         self.reverse = true;
+        self.check_open();
         if self.error.is_some() {
             return;
         }
@@ -367,11 +429,19 @@ impl DbIterator {
         }
     }
 
+    /// Once the database is closed, the iterator ends with `Closed`.
+    fn check_open(&mut self) {
+        if self.error.is_none() && self.live.0.closing.load(Ordering::Acquire) {
+            self.error = Some(Error::Closed);
+        }
+    }
+
     /// Advances the internal cursor to the newest visible version of the next
     /// user key that is not `skip` and not deleted.
     fn find_entry(&mut self, mut skip: Option<Vec<u8>>) {
         self.valid = false;
         self.reverse = false;
+        self.check_open();
         if self.error.is_some() {
             return;
         }

@@ -1148,7 +1148,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             let summary = db.summary()?;
             let metrics = db.metrics();
             if !a.json {
-                write!(out, "{}", super::stats::stats_text(&summary, &metrics))
+                write!(out, "{}", shale::stat::stat_text(&summary, &metrics))
                     .map_err(CliError::output)?;
             }
             r.stats = Some(super::stats::stats_json(&summary, &metrics));
