@@ -180,6 +180,38 @@ fn a_damaged_manifest_is_refused_then_repaired_without_losing_keys() {
 }
 
 #[test]
+fn repair_of_a_damaged_table_keeps_its_other_blocks_and_prints_what_was_lost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    ok(&["load", "--db", &db, "--keys", "30000"]);
+    let data = dir.path().join("db");
+    let largest = tables(&data)
+        .into_iter()
+        .max_by_key(|n| std::fs::metadata(data.join(n)).expect("metadata").len())
+        .expect("a table");
+    // A byte of the fifth data page (format 3: one data block a page).
+    let path = data.join(&largest);
+    let len = std::fs::metadata(&path).expect("metadata").len();
+    flip_from_end(&path, len - (4 * 4096 + 100));
+    let report = ok(&["repair", "--db", &db]);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(&format!("damaged table {largest}: ")))
+        .unwrap_or_else(|| panic!("no line on the damaged table: {report}"));
+    assert!(line.contains(" 1 lost, "), "{line}");
+    assert!(line.contains("; lost bytes 16384+4096"), "{line}");
+    assert!(line.contains("; keys 0x"), "{line}");
+    assert!(
+        report.contains(&format!("moved to lost/: {largest}")),
+        "{report}"
+    );
+    // One data block of about 28 entries lost, nothing else.
+    let rows = ok(&["scan", "--db", &db]).lines().count();
+    assert!((29_940..30_000).contains(&rows), "{rows} rows");
+    assert_dataset_value(&db, 29999);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let o = run(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2));

@@ -37,8 +37,8 @@ pub mod fuzz_api;
 pub use batch::WriteBatch;
 pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
-    prefix_successor, Db, DbIterator, DbSummary, LevelSummary, Range, ReadOptions, Readable,
-    RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
+    prefix_successor, DamagedFile, DamagedKind, Db, DbIterator, DbSummary, KeyRange, LevelSummary,
+    Range, ReadOptions, Readable, RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventListener};

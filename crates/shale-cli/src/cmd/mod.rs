@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use shale::{Db, Options};
 
 use crate::args::{Command, ZonedArg, ZonedCommand};
+use crate::bytes::display_key;
 use crate::error::{CliError, CliResult};
 use crate::storage::{Create, Storage};
 
@@ -85,32 +86,99 @@ fn compact(a: &crate::args::CompactArgs, out: &mut dyn Write) -> CliResult {
     .map_err(CliError::output)
 }
 
-/// `repair`: rebuild the manifest, then one line per problem and a summary.
+/// `repair`: rebuild the manifest, then the problems met, what was lost of
+/// each damaged file, the quarantine, the files moved aside and a summary.
+/// Lists are capped ([`REPAIR_LIST_CAP`] items, then "... and N more").
 fn repair(a: &crate::args::RepairArgs, out: &mut dyn Write) -> CliResult {
     let r = Db::repair_with(
         &a.db,
         Options::default(),
         shale::RepairOptions { force: a.force },
     )?;
-    for p in &r.problems {
-        writeln!(out, "problem: {p}").map_err(CliError::output)?;
+    let mut w = |line: String| writeln!(out, "{line}").map_err(CliError::output);
+    let problems = r.problems.len();
+    for p in r.problems.iter().take(4 * REPAIR_LIST_CAP) {
+        w(format!("problem: {p}"))?;
+    }
+    if problems > 4 * REPAIR_LIST_CAP {
+        w(format!(
+            "problem: ... and {} more",
+            problems - 4 * REPAIR_LIST_CAP
+        ))?;
+    }
+    for f in &r.damaged_files {
+        w(damaged_file_line(f))?;
+    }
+    if r.entries_quarantined > 0 {
+        w(format!(
+            "quarantined: {} entries (older than a version that may have been lost); {} keys \
+             lost their value{}",
+            r.entries_quarantined,
+            r.quarantined_keys.len(),
+            capped(&r.quarantined_keys, |k| display_key(k), ": ")
+        ))?;
     }
     for name in &r.moved_to_lost {
-        writeln!(out, "moved to {}/: {name}", shale::LOST_DIR).map_err(CliError::output)?;
+        w(format!("moved to {}/: {name}", shale::LOST_DIR))?;
     }
-    writeln!(
-        out,
-        "repaired: {} tables kept, {} salvaged, {} unreadable, {} log records replayed \
-         ({} logs damaged), {} entries, last sequence {}",
+    w(format!(
+        "repaired: {} tables kept, {} salvaged, {} unreadable, {} rewritten, {} log records \
+         replayed ({} logs damaged), {} entries quarantined, {} entries, last sequence {}",
         r.tables_kept,
         r.tables_salvaged,
         r.tables_unreadable,
+        r.tables_rewritten,
         r.wal_records,
         r.wals_damaged,
+        r.entries_quarantined,
         r.entries,
         r.last_sequence
-    )
-    .map_err(CliError::output)
+    ))
+}
+
+/// Items a `repair` list shows before "... and N more".
+const REPAIR_LIST_CAP: usize = 8;
+
+/// `prefix` and the first [`REPAIR_LIST_CAP`] items, comma-separated, then
+/// "... and N more"; empty for no item.
+fn capped<T>(items: &[T], show: impl Fn(&T) -> String, prefix: &str) -> String {
+    if items.is_empty() {
+        return String::new();
+    }
+    let mut s: Vec<String> = items.iter().take(REPAIR_LIST_CAP).map(show).collect();
+    if items.len() > REPAIR_LIST_CAP {
+        s.push(format!("... and {} more", items.len() - REPAIR_LIST_CAP));
+    }
+    format!("{prefix}{}", s.join(", "))
+}
+
+/// One line on a damaged table or log: counts, lost byte ranges
+/// (`offset+length`) and the keys they may have held.
+fn damaged_file_line(f: &shale::DamagedFile) -> String {
+    let (unit, done) = match f.kind {
+        shale::DamagedKind::Table => ("data blocks", "recovered"),
+        shale::DamagedKind::Log => ("records", "replayed"),
+    };
+    let kind = match f.kind {
+        shale::DamagedKind::Table => "table",
+        shale::DamagedKind::Log => "log",
+    };
+    let mut line = format!(
+        "damaged {kind} {}: {} {unit} {done}, {} lost, {} entries recovered",
+        f.name, f.recovered, f.lost, f.entries_recovered
+    );
+    line += &capped(&f.lost_bytes, |(o, l)| format!("{o}+{l}"), "; lost bytes ");
+    let bound = |k: &Option<Vec<u8>>| k.as_deref().map(display_key).unwrap_or_default();
+    line += &capped(
+        &f.lost_key_ranges,
+        |r| format!("{}..={}", bound(&r.start), bound(&r.end)),
+        "; keys ",
+    );
+    line += &capped(&f.lost_keys, |k| display_key(k), "; keys named ");
+    if let Some(at) = f.replay_stopped_at {
+        line += &format!("; replay stopped at offset {at} (point in time)");
+    }
+    line
 }
 
 /// The storage of a command's `--zoned` and its database directory (`--db`,

@@ -22,6 +22,7 @@ mod background;
 mod destroy;
 mod group_commit;
 mod open;
+mod quarantine;
 mod range;
 mod read;
 mod repair;
@@ -41,7 +42,7 @@ use shale_env::{FileLock, FileSystem};
 
 pub use range::{prefix_successor, Range};
 pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
-pub use repair::{RepairOptions, RepairReport, LOST_DIR};
+pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairOptions, RepairReport, LOST_DIR};
 
 impl Readable for Db {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -205,6 +205,11 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     for i in 0..4 {
         add("table_roundtrip", &format!("random-{i}"), rng.bytes(1024));
     }
+
+    add("salvage", "table-v1", with(0, TABLE));
+    add("salvage", "small-v2-fix-crc", with(2, &small_table()));
+    add("salvage", "small-v3", with(0, &small_table_of(3)));
+    add("salvage", "wal", with(1, &WAL[..8192]));
     out
 }
 
@@ -357,6 +362,11 @@ fn replay_version_edit() {
 fn replay_write_batch() {
     let big = log_records(WAL).swap_remove(1);
     replay_decoder("write_batch", &[&big], 3000);
+}
+
+#[test]
+fn replay_salvage() {
+    replay_decoder("salvage", &[], 2000);
 }
 
 #[test]

@@ -33,6 +33,7 @@ pub(crate) mod index;
 pub(crate) mod layout;
 pub(crate) mod paged;
 pub(crate) mod reader;
+pub(crate) mod salvage;
 #[cfg(test)]
 pub(crate) mod test_util;
 #[cfg(test)]
@@ -40,7 +41,7 @@ mod tests;
 
 pub(crate) use builder::TableBuilder;
 pub use reader::inspect_table;
-pub(crate) use reader::TableReader;
+pub(crate) use reader::{check_metadata, TableReader};
 
 /// Block compression. Persisted in every block trailer: DO NOT CHANGE the values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1268,6 +1268,21 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
     Ok(layout_with_tail(blocks, meta))
 }
 
+/// Checks every block of a table but its data blocks (a full scan reads
+/// those): the footer, the properties, every index block and the filter
+/// (in version 3 the top-level filter index and every filter partition),
+/// with their checksums. Nothing is counted or cached. `Corruption` names the
+/// first damaged block.
+pub(crate) fn check_metadata(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<()> {
+    let meta = read_meta(file.as_ref(), &path, None, true)?;
+    if let (false, Some(fh)) = (meta.paged(), meta.footer.filter) {
+        let contents =
+            read_block_contents(file.as_ref(), &path, fh, BlockKind::Filter, None, true)?;
+        Filter::new(contents).map_err(|c| Error::corruption(&path, fh.offset, c.0))?;
+    }
+    inspect_table(file, path).map(|_| ())
+}
+
 /// The layout of `blocks` followed by the top-level index and the properties.
 fn layout_with_tail(mut blocks: Vec<BlockInfo>, meta: Meta) -> TableLayout {
     let top_h = meta.footer.top_index;

@@ -40,6 +40,8 @@ use shale_env::{AppendFile, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::format::{mask_crc, masked_crc2};
 
+pub(crate) mod salvage;
+
 /// What recovery does with damage at the end of a write-ahead log (after
 /// RocksDB's `WALRecoveryMode`). The manifest is always read under
 /// [`WalRecoveryMode::TornWrites`].

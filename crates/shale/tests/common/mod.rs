@@ -53,3 +53,87 @@ pub(crate) fn scan_all(db: &impl Readable) -> BTreeMap<Vec<u8>, Vec<u8>> {
     it.status().expect("scan status");
     out
 }
+
+/// One record of a log (`docs/format/wal.md`).
+pub(crate) struct LogRecord {
+    /// Offset of its first fragment.
+    pub offset: u64,
+    /// `(offset, length with the 7-byte header)` of each fragment.
+    pub fragments: Vec<(u64, u64)>,
+    /// The record.
+    pub payload: Vec<u8>,
+}
+
+/// The records of an undamaged log, by its framing: 32 KiB blocks of
+/// fragments `crc:u32 len:u16 type:u8 payload`, FULL 1, FIRST 2, MIDDLE 3,
+/// LAST 4, fewer than 7 bytes at a block's end zero padding.
+pub(crate) fn log_records(bytes: &[u8]) -> Vec<LogRecord> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    let mut cur: Option<LogRecord> = None;
+    while pos + 7 <= bytes.len() {
+        let left = 32768 - pos % 32768;
+        if left < 7 {
+            pos += left;
+            continue;
+        }
+        let len = u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]) as usize;
+        let kind = bytes[pos + 6];
+        if kind == 0 {
+            break;
+        }
+        let payload = &bytes[pos + 7..pos + 7 + len];
+        let fragment = (pos as u64, (7 + len) as u64);
+        let start = || LogRecord {
+            offset: pos as u64,
+            fragments: vec![fragment],
+            payload: payload.to_vec(),
+        };
+        match kind {
+            1 => out.push(start()),
+            2 => cur = Some(start()),
+            _ => {
+                let c = cur.as_mut().expect("a record in progress");
+                c.fragments.push(fragment);
+                c.payload.extend_from_slice(payload);
+                if kind == 4 {
+                    out.extend(cur.take());
+                }
+            }
+        }
+        pos += 7 + len;
+    }
+    out
+}
+
+/// The keys a write batch names, in order: `seq:u64 count:u32` then ops
+/// `kind:u8 key:varint-prefixed [value:varint-prefixed if kind is 1]`.
+pub(crate) fn batch_keys(payload: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut p = 12;
+    let varint = |p: &mut usize| {
+        let mut v = 0usize;
+        let mut shift = 0;
+        loop {
+            let b = payload[*p];
+            *p += 1;
+            v |= ((b & 0x7f) as usize) << shift;
+            if b < 0x80 {
+                return v;
+            }
+            shift += 7;
+        }
+    };
+    while p < payload.len() {
+        let kind = payload[p];
+        p += 1;
+        let n = varint(&mut p);
+        out.push(payload[p..p + n].to_vec());
+        p += n;
+        if kind == 1 {
+            let n = varint(&mut p);
+            p += n;
+        }
+    }
+    out
+}
