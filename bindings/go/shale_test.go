@@ -1,0 +1,362 @@
+package shale
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+func openTest(t testing.TB) *DB {
+	t.Helper()
+	db, err := Open(t.TempDir(), &Options{WriteBufferSize: 1 << 20, BlockCacheBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestGetPutDeleteHas(t *testing.T) {
+	db := openTest(t)
+	if _, err := db.Get([]byte("k")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of a missing key: %v", err)
+	}
+	big := bytes.Repeat([]byte("x"), 3*getScratch+7) // larger than the stack buffer
+	for k, v := range map[string][]byte{"k": []byte("v"), "empty": {}, "big": big} {
+		if err := db.Put([]byte(k), v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.Get([]byte(k))
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("Get(%q) = %d bytes, %v; want %d bytes", k, len(got), err, len(v))
+		}
+		if ok, err := db.Has([]byte(k)); err != nil || !ok {
+			t.Fatalf("Has(%q) = %v, %v", k, ok, err)
+		}
+	}
+	if err := db.Delete([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := db.Has([]byte("k")); err != nil || ok {
+		t.Fatalf("Has after Delete = %v, %v", ok, err)
+	}
+	// The engine refuses empty keys.
+	if err := db.Put(nil, []byte("v")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Put of an empty key: %v", err)
+	}
+	var e *Error
+	if err := db.Put([]byte{}, nil); !errors.As(err, &e) || e.Code != CodeInvalidArgument || e.Message == "" {
+		t.Fatalf("Put of an empty key: %#v", err)
+	}
+	if err := db.DeleteRange([]byte("a"), []byte("b")); !errors.Is(err, ErrNoDeleteRange) {
+		t.Fatalf("DeleteRange: %v", err)
+	}
+}
+
+func TestBatch(t *testing.T) {
+	db := openTest(t)
+	b := NewBatch()
+	defer b.Close()
+	for i := 0; i < 10; i++ {
+		if err := b.Put([]byte(fmt.Sprintf("k%d", i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Delete([]byte("k3")); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 11 || b.Size() < 11*4 {
+		t.Fatalf("Len %d Size %d", b.Len(), b.Size())
+	}
+	if ok, _ := db.Has([]byte("k1")); ok {
+		t.Fatal("visible before Write")
+	}
+	if err := b.Write(db, true); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := db.Has([]byte("k1")); !ok {
+		t.Fatal("not visible after Write")
+	}
+	if ok, _ := db.Has([]byte("k3")); ok {
+		t.Fatal("deleted key visible")
+	}
+	b.Reset()
+	if b.Len() != 0 {
+		t.Fatalf("Len after Reset: %d", b.Len())
+	}
+	b.Close()
+	b.Close()
+	if err := b.Put([]byte("k"), nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Put on a closed batch: %v", err)
+	}
+}
+
+func keysOf(it *Iterator, forward bool) []string {
+	var out []string
+	ok := it.First()
+	if !forward {
+		ok = it.Last()
+	}
+	for ; ok; ok = map[bool]func() bool{true: it.Next, false: it.Prev}[forward]() {
+		out = append(out, string(it.Key()))
+	}
+	return out
+}
+
+func TestIterators(t *testing.T) {
+	db := openTest(t)
+	for _, k := range []string{"a", "b1", "b2", "b3", "c", "\xff\xff"} {
+		if err := db.Put([]byte(k), []byte("v"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		opts *IterOptions
+		want string
+	}{
+		{nil, "a b1 b2 b3 c \xff\xff"},
+		{&IterOptions{Prefix: []byte("b")}, "b1 b2 b3"},
+		{&IterOptions{Prefix: []byte("b"), LowerBound: []byte("b2")}, "b2 b3"},
+		{&IterOptions{LowerBound: []byte("b"), UpperBound: []byte("c")}, "b1 b2 b3"},
+		{&IterOptions{Prefix: []byte("\xff")}, "\xff\xff"},
+		{&IterOptions{UpperBound: []byte{}}, ""},
+	}
+	for _, c := range cases {
+		it, err := db.NewIterator(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw := fmt.Sprint(keysOf(it, true))
+		bw := keysOf(it, false)
+		for i, j := 0, len(bw)-1; i < j; i, j = i+1, j-1 {
+			bw[i], bw[j] = bw[j], bw[i]
+		}
+		want := fmt.Sprint(bytes.Fields([]byte(c.want)))
+		if fw != fmt.Sprint(toStrings(c.want)) || fmt.Sprint(bw) != fw {
+			t.Errorf("%+v: forward %s backward (reversed) %v, want %s", c.opts, fw, bw, want)
+		}
+		if it.Error() != nil {
+			t.Fatal(it.Error())
+		}
+		it.Close()
+	}
+	it, _ := db.NewIterator(nil)
+	defer it.Close()
+	if !it.Seek([]byte("b15")) || string(it.Key()) != "b2" || string(it.Value()) != "vb2" {
+		t.Fatalf("Seek: %q %q", it.Key(), it.Value())
+	}
+	if !it.SeekForPrev([]byte("b15")) || string(it.Key()) != "b1" {
+		t.Fatalf("SeekForPrev: %q", it.Key())
+	}
+	if it.Seek([]byte("\xff\xff\xff")) || it.Valid() || it.Key() != nil {
+		t.Fatal("Seek past the end is valid")
+	}
+	it.Close()
+	if it.First() || !errors.Is(it.Error(), ErrClosed) {
+		t.Fatalf("First on a closed iterator: %v", it.Error())
+	}
+}
+
+func toStrings(s string) []string {
+	var out []string
+	for _, f := range bytes.Fields([]byte(s)) {
+		out = append(out, string(f))
+	}
+	return out
+}
+
+func TestSnapshots(t *testing.T) {
+	db := openTest(t)
+	db.Put([]byte("k"), []byte("old"))
+	s, err := db.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	db.Put([]byte("k"), []byte("new"))
+	db.Put([]byte("k2"), []byte("new"))
+	if v, err := s.Get([]byte("k")); err != nil || string(v) != "old" {
+		t.Fatalf("snapshot Get: %q, %v", v, err)
+	}
+	if ok, err := s.Has([]byte("k2")); err != nil || ok {
+		t.Fatalf("snapshot Has of a later key: %v, %v", ok, err)
+	}
+	if _, err := s.Get([]byte("k2")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("snapshot Get of a later key: %v", err)
+	}
+	it, err := s.NewIterator(&IterOptions{Prefix: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(it, true); fmt.Sprint(got) != "[k]" || string(it.Value()) != "" {
+		t.Fatalf("snapshot iterator: %v", got)
+	}
+	it.First()
+	if string(it.Value()) != "old" {
+		t.Fatalf("snapshot iterator value %q", it.Value())
+	}
+	it.Close()
+	s.Release()
+	s.Release()
+	if _, err := s.Get([]byte("k")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get on a released snapshot: %v", err)
+	}
+}
+
+func TestClose(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v", err)
+	}
+	db.Put([]byte("k"), []byte("v"))
+	s, _ := db.NewSnapshot()
+	it, _ := db.NewIterator(nil)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for name, err := range map[string]error{
+		"Put":     db.Put([]byte("k"), nil),
+		"Delete":  db.Delete([]byte("k")),
+		"Flush":   db.Flush(),
+		"Sync":    db.Sync(),
+		"Compact": db.Compact(nil, nil),
+		"Write":   NewBatch().Write(db, false),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+	if _, err := db.Get([]byte("k")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get after Close: %v", err)
+	}
+	if _, err := db.Metrics(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Metrics after Close: %v", err)
+	}
+	if _, err := db.Stat(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Stat after Close: %v", err)
+	}
+	if _, err := s.Get([]byte("k")); !errors.Is(err, ErrClosed) {
+		t.Errorf("snapshot Get after Close: %v", err)
+	}
+	if it.First() || !errors.Is(it.Error(), ErrClosed) {
+		t.Errorf("iterator after Close: %v", it.Error())
+	}
+	it.Close()
+	s.Release()
+	// Read-only reopen: reads work, writes fail.
+	ro, err := OpenReadOnly(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if v, err := ro.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("read-only Get: %q, %v", v, err)
+	}
+	if err := ro.Put([]byte("k"), nil); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only Put: %v", err)
+	}
+	if _, err := Open(t.TempDir()+"/none", &Options{ErrorIfMissing: true}); !errors.Is(err, ErrNotADatabase) {
+		t.Fatalf("Open of a missing database with ErrorIfMissing: %v", err)
+	}
+	if _, err := Open(t.TempDir(), &Options{Filter: FilterKind(42)}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Open with a bad filter kind: %v", err)
+	}
+}
+
+func TestMaintenanceAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{Filter: FilterBloom, BitsPerKey: 10, MaxOpenFiles: 100, Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 2000; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("key%05d", i)), []byte("value")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact([]byte("key00100"), []byte("key00200")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	db.Get([]byte("key00042"))
+	m, err := db.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Gets == 0 || m.Flushes == 0 || m.Compactions == 0 || m.WALSyncs == 0 {
+		t.Fatalf("metrics %+v", m)
+	}
+	s, err := db.Stat()
+	if err != nil || len(s) < 100 {
+		t.Fatalf("Stat: %q, %v", s, err)
+	}
+}
+
+// Many goroutines on one database (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	db := openTest(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				k := []byte(fmt.Sprintf("g%d-%d", g, i))
+				if err := db.Put(k, k); err != nil {
+					errs <- err
+					return
+				}
+				if v, err := db.Get(k); err != nil || !bytes.Equal(v, k) {
+					errs <- fmt.Errorf("Get(%s) = %q, %v", k, v, err)
+					return
+				}
+			}
+			it, err := db.NewIterator(&IterOptions{Prefix: []byte(fmt.Sprintf("g%d-", g))})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer it.Close()
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				n++
+			}
+			if n != 300 {
+				errs <- fmt.Errorf("goroutine %d iterated %d keys", g, n)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestCodeNames(t *testing.T) {
+	if CodeClosed.String() != "SHALE_CLOSED" || Code(99).String() != "SHALE_UNKNOWN" {
+		t.Fatal(CodeClosed.String(), Code(99).String())
+	}
+	if ErrClosed.Error() != "shale: SHALE_CLOSED" {
+		t.Fatal(ErrClosed.Error())
+	}
+}

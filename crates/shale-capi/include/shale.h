@@ -1,0 +1,814 @@
+/*
+ * shale.h: the C API of shale, an embedded LSM key-value engine.
+ *
+ * Generated from crates/shale-capi by cbindgen (crates/shale-capi/tests/header.rs);
+ * do not edit. The contract (error codes, ownership, threading) is in
+ * docs/capi.md and in the comments below.
+ *
+ * Conventions of every function but shale_free and shale_code_name:
+ *  - it returns a shale_code_t: SHALE_OK or the failure;
+ *  - its last parameter, errmsg, is NULL or points to a char *: on entry it is
+ *    set to NULL, and on failure to a NUL-terminated message (when memory
+ *    allows), which the caller frees with shale_free;
+ *  - a byte string is a pointer and a length: NULL with length 0 is the empty
+ *    string, NULL with a nonzero length is SHALE_INVALID_ARGUMENT;
+ *  - a NULL handle or a NULL out-parameter is SHALE_INVALID_ARGUMENT;
+ *  - no panic crosses it: a bug in shale is SHALE_INTERNAL.
+ * Handles are opaque and stay valid until freed by their shale_*_free function;
+ * freeing one twice is SHALE_INVALID_ARGUMENT (as long as its address has not
+ * been reused by a new handle), and using one after it was freed is undefined
+ * behaviour. Closing a database (shale_close) is separate from freeing it.
+ */
+
+#ifndef SHALE_H
+#define SHALE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// No filters (every Get of a missing key reads the tables that could hold it).
+#define SHALE_FILTER_NONE 0
+
+// Blocked Bloom filters.
+#define SHALE_FILTER_BLOOM 1
+
+// Binary fuse filters (the default, 9 bits per key).
+#define SHALE_FILTER_BINARY_FUSE 2
+
+// Filters on every level but the last (the default).
+#define SHALE_FILTER_LEVELS_ALL_BUT_LAST 0
+
+// Filters on every level.
+#define SHALE_FILTER_LEVELS_ALL 1
+
+// The result of every function (but `shale_free` and `shale_code_name`).
+//
+// A missing key is not an error: the get functions return `SHALE_OK` and set
+// their `found` out-parameter to false.
+enum shale_code_t
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Success.
+  SHALE_OK = 0,
+  // A NULL pointer where one is required, a NULL pointer with a nonzero
+  // length, a handle of the wrong kind, a handle freed twice, an empty key,
+  // a range whose start is after its end, a bad option value, or a
+  // snapshot of another database.
+  SHALE_INVALID_ARGUMENT = 1,
+  // Bytes on disk do not decode or fail their checksum.
+  SHALE_CORRUPTION = 2,
+  // The file system failed an operation.
+  SHALE_IO = 3,
+  // Another process or handle has the database open.
+  SHALE_LOCKED = 4,
+  // The database was closed (by `shale_close`, or by `shale_db_free`).
+  SHALE_CLOSED = 5,
+  // A write, flush or compaction on a database opened read-only.
+  SHALE_READ_ONLY = 6,
+  // An earlier sync or background write failed; the database takes no more
+  // writes until it is reopened.
+  SHALE_POISONED = 7,
+  // The directory holds something that is not a shale database (or, with
+  // create_if_missing off, nothing).
+  SHALE_NOT_A_DATABASE = 8,
+  // A bug in shale (a broken invariant, or a panic caught at the boundary).
+  SHALE_INTERNAL = 9,
+  // `shale_close`: the database is closed (synced, its lock released), but
+  // the engine still saw snapshots or iterators open. `shale_close`
+  // releases its handles' first, so this happens only when one is freed
+  // on another thread during the close.
+  SHALE_LIVE_HANDLES = 10,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum shale_code_t shale_code_t;
+#else
+typedef int32_t shale_code_t;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// A write batch: puts and deletes applied atomically, in order (a later
+// operation on the same key wins), by `shale_write`. Belongs to no database:
+// one batch may be written to any database, any number of times. Made by
+// `shale_batch_create`, freed by `shale_batch_free`. The batch copies the
+// keys and values given to it. Thread safety: calls are serialized, so
+// concurrent use is safe, but a batch is meant for one thread at a time.
+typedef struct shale_batch_t shale_batch_t;
+
+// An open database (or a closed one, until freed).
+//
+// Made by `shale_open` or `shale_open_read_only`; `shale_close` closes it
+// (syncing the write-ahead log) and `shale_db_free` frees the handle (closing
+// it first if still open). After close every call on it, and on the
+// iterators and snapshots made from it, returns `SHALE_CLOSED`; those handles
+// must still be freed. Thread safety: every function may be called on one
+// database handle from any number of threads at once; `shale_close` waits for
+// the calls in progress. Freeing it while another thread uses it, or using it
+// after `shale_db_free`, is undefined behaviour.
+typedef struct shale_db_t shale_db_t;
+
+// An iterator over the keys and values of a database or a snapshot, in key
+// order, within optional bounds, forward and backward. It reads the state of
+// the moment it was made (later writes are not seen). Unpositioned until one
+// of the seek functions. Made by `shale_iterator_create`, freed by
+// `shale_iterator_free`. Closing the database releases what it holds: every
+// call on it then fails with `SHALE_CLOSED`, and the handle must still be
+// freed. Thread safety: calls are serialized, so concurrent use is safe, but
+// one iterator has one position: use it from one thread at a time.
+typedef struct shale_iterator_t shale_iterator_t;
+
+// Options of `shale_open` and `shale_open_read_only`: the engine's defaults
+// until set. Made by `shale_options_create`, freed by `shale_options_free`;
+// `shale_open` copies them, so they may be freed or changed right after.
+// Thread safety: the setters may be called from any thread (they are
+// serialized); a handle is normally used by one thread.
+typedef struct shale_options_t shale_options_t;
+
+// A snapshot: reads through it see the database as it was when it was taken,
+// and the engine keeps the versions it can see while it lives. Made by
+// `shale_snapshot_create`; `shale_snapshot_free` releases it. Closing the
+// database releases it too: reads through it then fail with `SHALE_CLOSED`,
+// and the handle must still be freed. Thread safety: any number of threads
+// may read through one snapshot at once.
+typedef struct shale_snapshot_t shale_snapshot_t;
+
+// A few of the engine's counters (totals since open; write counters since the
+// database was created).
+typedef struct shale_metrics_t {
+  // Gets served.
+  uint64_t gets;
+  // Gets that found a value.
+  uint64_t gets_found;
+  // Gets answered by a memtable.
+  uint64_t gets_memtable_hits;
+  // Block cache hits, every block kind.
+  uint64_t block_cache_hits;
+  // Block cache misses, every block kind.
+  uint64_t block_cache_misses;
+  // Read requests issued to the file system.
+  uint64_t physical_reads;
+  // Bytes of those reads.
+  uint64_t bytes_read;
+  // Filter probes that ruled a table out.
+  uint64_t filter_negatives;
+  // Filter probes that did not.
+  uint64_t filter_positives;
+  // Bytes of keys and values written by users.
+  uint64_t bytes_written_user;
+  // Bytes written to the write-ahead log.
+  uint64_t bytes_written_wal;
+  // Bytes of tables written by flushes and compactions.
+  uint64_t bytes_written_tables;
+  // Syncs of the write-ahead log.
+  uint64_t wal_syncs;
+  // Memtable flushes.
+  uint64_t flushes;
+  // Compactions, every level.
+  uint64_t compactions;
+  // Write groups held back by a write stall.
+  uint64_t stall_count;
+  // Microseconds writers spent stalled.
+  uint64_t stall_micros;
+  // Failed flushes, compactions and file deletions.
+  uint64_t background_errors;
+  // Tables in L0 now.
+  uint64_t l0_files;
+  // Estimated bytes compactions still have to rewrite.
+  uint64_t pending_compaction_bytes;
+  // Bytes held by the block cache now.
+  uint64_t block_cache_usage;
+  // Capacity of the block cache.
+  uint64_t block_cache_capacity;
+} shale_metrics_t;
+
+// What an iterator reads: all fields may be zero (NULL), meaning "the latest
+// state, no bounds". Each bound is NULL (none; its length must be 0) or
+// `len` bytes (an empty bound is a bound: an empty upper bound admits
+// nothing). The options are read by `shale_iterator_create` and not kept.
+typedef struct shale_read_options_t {
+  // Read as of this snapshot (of the same database), or NULL for the
+  // latest state.
+  const struct shale_snapshot_t *snapshot;
+  // First key to return (inclusive), or NULL.
+  const uint8_t *lower_bound;
+  // Length of `lower_bound`.
+  size_t lower_bound_len;
+  // Key to stop before (exclusive), or NULL.
+  const uint8_t *upper_bound;
+  // Length of `upper_bound`.
+  size_t upper_bound_len;
+  // Only keys starting with these bytes, or NULL; combined with the bounds
+  // (the iterator keeps to both).
+  const uint8_t *prefix;
+  // Length of `prefix`.
+  size_t prefix_len;
+} shale_read_options_t;
+
+// The iterator's current entry. When `valid` is false the other fields are
+// NULL and 0. The key and value point into the iterator and stay valid until
+// its next call that moves it, `shale_iterator_free`, or the close of its
+// database: copy what you keep.
+typedef struct shale_entry_t {
+  // True if the iterator is positioned on a key.
+  bool valid;
+  // The key.
+  const uint8_t *key;
+  // Length of the key.
+  size_t key_len;
+  // The value.
+  const uint8_t *value;
+  // Length of the value.
+  size_t value_len;
+} shale_entry_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+// The name of a code (`"SHALE_IO"`), a static string; `"SHALE_UNKNOWN"` for
+// a value that is not a code. One of the two functions that return no code
+// (it cannot fail).
+const char *shale_code_name(int32_t code);
+
+// Frees memory this library returned: a value from `shale_get` or
+// `shale_snapshot_get`, a message from an `errmsg` out-parameter, the text of
+// `shale_stats`. It is `malloc`ed memory, so C's `free` does the same. NULL
+// is ignored. One of the two functions that return no code (like `free`, it
+// cannot fail).
+//
+// # Safety
+//
+// `ptr` is NULL or memory returned by this library and not freed yet.
+void shale_free(void *ptr);
+
+// Makes an empty batch.
+//
+// # Safety
+//
+// `out` is valid for writing a pointer; `errmsg` is NULL or valid for writing
+// a pointer.
+shale_code_t shale_batch_create(struct shale_batch_t **out, char **errmsg);
+
+// Frees a batch. `SHALE_INVALID_ARGUMENT` (and nothing freed) for NULL or a
+// pointer that is not a live batch, such as one freed already.
+//
+// # Safety
+//
+// `batch` is NULL or a pointer returned by this library; no other thread
+// uses it.
+shale_code_t shale_batch_free(struct shale_batch_t *batch, char **errmsg);
+
+// Adds a put of `key` -> `value`. An empty key is accepted here and refused
+// by `shale_write` (`SHALE_INVALID_ARGUMENT`).
+//
+// # Safety
+//
+// `batch` is a live batch; `key` and `value` are NULL (with length 0) or
+// valid for reading their lengths; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_batch_put(struct shale_batch_t *batch,
+                             const uint8_t *key,
+                             size_t key_len,
+                             const uint8_t *value,
+                             size_t value_len,
+                             char **errmsg);
+
+// Adds a deletion of `key`.
+//
+// # Safety
+//
+// As for `shale_batch_put`.
+shale_code_t shale_batch_delete(struct shale_batch_t *batch,
+                                const uint8_t *key,
+                                size_t key_len,
+                                char **errmsg);
+
+// Removes every operation.
+//
+// # Safety
+//
+// `batch` is a live batch; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_batch_clear(struct shale_batch_t *batch, char **errmsg);
+
+// Stores the number of operations in `*count`.
+//
+// # Safety
+//
+// `batch` is a live batch; `count` is valid for writes; `errmsg` is NULL or
+// valid for writing a pointer.
+shale_code_t shale_batch_count(const struct shale_batch_t *batch, size_t *count, char **errmsg);
+
+// Stores the size of the batch's encoding in `*bytes` (what it adds to the
+// write-ahead log).
+//
+// # Safety
+//
+// As for `shale_batch_count`.
+shale_code_t shale_batch_size(const struct shale_batch_t *batch, size_t *bytes, char **errmsg);
+
+// Opens (or, with create_if_missing, creates) the database in the directory
+// `path` (a NUL-terminated string) with `options` (NULL: the defaults), and
+// stores a new handle in `*out`. `SHALE_LOCKED` if another handle or process
+// has it open.
+//
+// # Safety
+//
+// `path` is NULL or a NUL-terminated string; `options` is NULL or a live
+// options handle; `out` is valid for writing a pointer; `errmsg` is NULL or
+// valid for writing a pointer.
+shale_code_t shale_open(const char *path,
+                        const struct shale_options_t *options,
+                        struct shale_db_t **out,
+                        char **errmsg);
+
+// Opens the database in `path` for reading only: nothing is written (the logs
+// are replayed into memory), any number of read-only handles may be open at
+// once, never together with a read-write one (`SHALE_LOCKED`). Writes,
+// flushes and compactions fail with `SHALE_READ_ONLY`.
+//
+// # Safety
+//
+// As for `shale_open`.
+shale_code_t shale_open_read_only(const char *path,
+                                  const struct shale_options_t *options,
+                                  struct shale_db_t **out,
+                                  char **errmsg);
+
+// Closes the database: releases what its iterators and snapshots hold (they
+// fail with `SHALE_CLOSED` from now on), stops the background threads and
+// syncs the write-ahead log, returning a failure of that sync. Waits for
+// calls in progress on other threads. `SHALE_CLOSED` if closed already. The
+// handle stays allocated until `shale_db_free`.
+//
+// # Safety
+//
+// `db` is a live database handle; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_close(struct shale_db_t *db, char **errmsg);
+
+// Frees a database handle, closing the database first if it is open (and
+// returning that close's failure; the handle is freed either way).
+// `SHALE_INVALID_ARGUMENT` (and nothing done) for NULL or a pointer that is
+// not a live database handle, such as one freed already.
+//
+// # Safety
+//
+// `db` is NULL or a pointer returned by this library; no other thread uses
+// the handle.
+shale_code_t shale_db_free(struct shale_db_t *db, char **errmsg);
+
+// Sets `key` to `value` (synced if the options said so). Keys must not be
+// empty.
+//
+// # Safety
+//
+// `db` is a live database handle; `key` and `value` are NULL (with length 0)
+// or valid for reading their lengths; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_put(struct shale_db_t *db,
+                       const uint8_t *key,
+                       size_t key_len,
+                       const uint8_t *value,
+                       size_t value_len,
+                       char **errmsg);
+
+// Deletes `key` (synced if the options said so). Deleting a missing key is
+// not an error.
+//
+// # Safety
+//
+// As for `shale_put`.
+shale_code_t shale_delete(struct shale_db_t *db, const uint8_t *key, size_t key_len, char **errmsg);
+
+// Applies `batch` atomically, syncing the write-ahead log first if `sync`.
+// The batch is not changed (it can be written again, or cleared and reused).
+//
+// # Safety
+//
+// `db` is a live database handle; `batch` a live batch handle; `errmsg` is
+// NULL or valid for writing a pointer.
+shale_code_t shale_write(struct shale_db_t *db,
+                         const struct shale_batch_t *batch,
+                         bool sync,
+                         char **errmsg);
+
+// Reads `key` in the latest state. Found: `*found` is true and `*value`
+// holds a copy of the value (`*value_len` bytes, malloc'ed, never NULL; the
+// caller frees it with `shale_free`). Missing: `SHALE_OK`, `*found` false,
+// `*value` untouched.
+//
+// # Safety
+//
+// `db` is a live database handle; `key` is NULL (with length 0) or valid for
+// reading `key_len` bytes; `value`, `value_len` and `found` are valid for
+// writes; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_get(struct shale_db_t *db,
+                       const uint8_t *key,
+                       size_t key_len,
+                       uint8_t **value,
+                       size_t *value_len,
+                       bool *found,
+                       char **errmsg);
+
+// Reads `key` into the caller's buffer: `*value_len` is the value's full
+// length, and the first `min(*value_len, buf_cap)` bytes are copied to `buf`.
+// When `*value_len > buf_cap`, call again with a larger buffer (the value may
+// have changed meanwhile). Missing: `SHALE_OK` with `*found` false. With
+// `buf_cap` 0 (and `buf` NULL) it only tells whether the key exists and how
+// long its value is.
+//
+// # Safety
+//
+// `db` is a live database handle; `key` as for `shale_get`; `buf` NULL (with
+// `buf_cap` 0) or valid for writing `buf_cap` bytes; `value_len` and `found`
+// valid for writes; `errmsg` NULL or valid for writing a pointer.
+shale_code_t shale_get_into(struct shale_db_t *db,
+                            const uint8_t *key,
+                            size_t key_len,
+                            uint8_t *buf,
+                            size_t buf_cap,
+                            size_t *value_len,
+                            bool *found,
+                            char **errmsg);
+
+// Flushes the memtable to a table and waits until every memtable is flushed
+// (durable, and the write-ahead logs they came from deleted).
+//
+// # Safety
+//
+// `db` is a live database handle; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_flush(struct shale_db_t *db, char **errmsg);
+
+// Makes every write acknowledged so far durable (it survives a machine
+// crash). The engine has no sync of the write-ahead log alone yet, so this
+// flushes the memtables (as `shale_flush`): correct, but it writes a table.
+//
+// # Safety
+//
+// As for `shale_flush`.
+shale_code_t shale_sync(struct shale_db_t *db, char **errmsg);
+
+// Flushes, then merges every table into the last level, dropping versions no
+// snapshot can see and deletions that shadow nothing.
+//
+// # Safety
+//
+// As for `shale_flush`.
+shale_code_t shale_compact_all(struct shale_db_t *db, char **errmsg);
+
+// Compacts the keys in `[start, end]` (both inclusive; a NULL `start` or
+// `end` leaves that end open): flushes the memtable, then merges the tables
+// holding keys of the range down the tree, so that overwritten versions and
+// deletions in it that no snapshot needs are gone from disk. Runs beside the
+// automatic compactions. `SHALE_INVALID_ARGUMENT` when `start > end`.
+//
+// # Safety
+//
+// `db` is a live database handle; `start` and `end` are NULL (with length 0)
+// or valid for reading their lengths; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_compact_range(struct shale_db_t *db,
+                                 const uint8_t *start,
+                                 size_t start_len,
+                                 const uint8_t *end,
+                                 size_t end_len,
+                                 char **errmsg);
+
+// Reads `n` keys in one state of the database (no write lands between two
+// of them): key `i` is `keys[i]` of `key_lens[i]` bytes. For each, `found[i]`
+// says whether it exists and, if so, `values[i]` holds a copy of its value
+// (`value_lens[i]` bytes, malloc'ed, freed by the caller with `shale_free`);
+// for a missing key `values[i]` is NULL and `value_lens[i]` 0. On failure
+// nothing is allocated. `n` may be 0 (then every array may be NULL).
+//
+// # Safety
+//
+// `db` is a live database handle; `keys` and `key_lens` are valid for reading
+// `n` elements and each `keys[i]` is NULL (with length 0) or valid for reading
+// `key_lens[i]` bytes; `values`, `value_lens` and `found` are valid for
+// writing `n` elements; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_multi_get(struct shale_db_t *db,
+                             const uint8_t *const *keys,
+                             const size_t *key_lens,
+                             size_t n,
+                             uint8_t **values,
+                             size_t *value_lens,
+                             bool *found,
+                             char **errmsg);
+
+// Fills `*out` with the engine's counters.
+//
+// # Safety
+//
+// `db` is a live database handle; `out` is valid for writing a
+// `shale_metrics_t`; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_metrics(struct shale_db_t *db, struct shale_metrics_t *out, char **errmsg);
+
+// The database's statistics as text for people (what `shale stats` prints:
+// tables and bytes per level, scores, compactions, write amplification,
+// stalls, reads per block kind, caches). Stored NUL-terminated in `*text`
+// (malloc'ed; the caller frees it with `shale_free`). The format may change.
+//
+// # Safety
+//
+// `db` is a live database handle; `text` is valid for writing a pointer;
+// `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_stats(struct shale_db_t *db, char **text, char **errmsg);
+
+// Makes an iterator over `db` with `options` (NULL: the latest state, no
+// bounds) and stores it in `*out`. `SHALE_INVALID_ARGUMENT` for a snapshot of
+// another database; `SHALE_CLOSED` for a snapshot released by a close.
+//
+// # Safety
+//
+// `db` is a live database handle; `options` is NULL or valid for reading a
+// `shale_read_options_t` whose pointers are NULL or valid for their lengths
+// (and `snapshot` NULL or a live snapshot handle); `out` is valid for writing
+// a pointer; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_iterator_create(struct shale_db_t *db,
+                                   const struct shale_read_options_t *options,
+                                   struct shale_iterator_t **out,
+                                   char **errmsg);
+
+// Frees an iterator (also after its database closed). `SHALE_INVALID_ARGUMENT`
+// (and nothing freed) for NULL or a pointer that is not a live iterator, such
+// as one freed already.
+//
+// # Safety
+//
+// `iterator` is NULL or a pointer returned by this library; no other thread
+// uses it.
+shale_code_t shale_iterator_free(struct shale_iterator_t *iterator, char **errmsg);
+
+// Positions the iterator on the first key (at or after the lower bound). This
+// and every other move stores the entry it lands on in `*entry` when `entry`
+// is not NULL (one call per step), and returns `SHALE_OK` when positioned or
+// at the end, or the error (I/O, corruption) that ended the iteration (as
+// `shale_iterator_status` does).
+//
+// # Safety
+//
+// `iterator` is a live iterator; `entry` is NULL or valid for writing a
+// `shale_entry_t`; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_iterator_seek_to_first(struct shale_iterator_t *iterator,
+                                          struct shale_entry_t *entry,
+                                          char **errmsg);
+
+// Positions the iterator on the last key (before the upper bound).
+//
+// # Safety
+//
+// As for `shale_iterator_seek_to_first`.
+shale_code_t shale_iterator_seek_to_last(struct shale_iterator_t *iterator,
+                                         struct shale_entry_t *entry,
+                                         char **errmsg);
+
+// Positions the iterator on the first key `>= key` (within the bounds).
+//
+// # Safety
+//
+// As for `shale_iterator_seek_to_first`; `key` is NULL (with length 0) or
+// valid for reading `key_len` bytes.
+shale_code_t shale_iterator_seek(struct shale_iterator_t *iterator,
+                                 const uint8_t *key,
+                                 size_t key_len,
+                                 struct shale_entry_t *entry,
+                                 char **errmsg);
+
+// Positions the iterator on the last key `<= key` (within the bounds).
+//
+// # Safety
+//
+// As for `shale_iterator_seek`.
+shale_code_t shale_iterator_seek_for_prev(struct shale_iterator_t *iterator,
+                                          const uint8_t *key,
+                                          size_t key_len,
+                                          struct shale_entry_t *entry,
+                                          char **errmsg);
+
+// Moves to the next key; does nothing when not positioned.
+//
+// # Safety
+//
+// As for `shale_iterator_seek_to_first`.
+shale_code_t shale_iterator_next(struct shale_iterator_t *iterator,
+                                 struct shale_entry_t *entry,
+                                 char **errmsg);
+
+// Moves to the previous key; does nothing when not positioned.
+//
+// # Safety
+//
+// As for `shale_iterator_seek_to_first`.
+shale_code_t shale_iterator_prev(struct shale_iterator_t *iterator,
+                                 struct shale_entry_t *entry,
+                                 char **errmsg);
+
+// Stores in `*valid` whether the iterator is positioned on a key.
+//
+// # Safety
+//
+// `iterator` is a live iterator; `valid` is valid for writes; `errmsg` is
+// NULL or valid for writing a pointer.
+shale_code_t shale_iterator_valid(const struct shale_iterator_t *iterator,
+                                  bool *valid,
+                                  char **errmsg);
+
+// Stores the current entry in `*entry` without moving.
+//
+// # Safety
+//
+// `iterator` is a live iterator; `entry` is valid for writing a
+// `shale_entry_t`; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_iterator_entry(const struct shale_iterator_t *iterator,
+                                  struct shale_entry_t *entry,
+                                  char **errmsg);
+
+// Stores the current key in `*key` and `*key_len` (pointing into the
+// iterator, valid until it moves, is freed or its database closes).
+// `SHALE_INVALID_ARGUMENT` when the iterator is not positioned.
+//
+// # Safety
+//
+// `iterator` is a live iterator; `key` and `key_len` are valid for writes;
+// `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_iterator_key(const struct shale_iterator_t *iterator,
+                                const uint8_t **key,
+                                size_t *key_len,
+                                char **errmsg);
+
+// Stores the current value in `*value` and `*value_len` (as for
+// `shale_iterator_key`).
+//
+// # Safety
+//
+// As for `shale_iterator_key`.
+shale_code_t shale_iterator_value(const struct shale_iterator_t *iterator,
+                                  const uint8_t **value,
+                                  size_t *value_len,
+                                  char **errmsg);
+
+// Returns the error (I/O, corruption) that ended the iteration, or
+// `SHALE_OK`: reaching the end is not an error.
+//
+// # Safety
+//
+// `iterator` is a live iterator; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_iterator_status(const struct shale_iterator_t *iterator, char **errmsg);
+
+// Makes options holding the engine's defaults (create_if_missing on, a
+// 32 MiB block cache, 64 MiB write buffer, 1000 open files, binary fuse
+// filters of 9 bits per key on every level but the last, writes not synced).
+//
+// # Safety
+//
+// `out` is valid for writing a pointer; `errmsg` is NULL or valid for
+// writing a pointer.
+shale_code_t shale_options_create(struct shale_options_t **out, char **errmsg);
+
+// Frees options. `SHALE_INVALID_ARGUMENT` (and nothing freed) for NULL or a
+// pointer that is not live options.
+//
+// # Safety
+//
+// `options` is NULL or a pointer returned by this library.
+shale_code_t shale_options_free(struct shale_options_t *options, char **errmsg);
+
+// Creates the database if the directory holds none (default on).
+//
+// # Safety
+//
+// `options` is a live options handle; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_options_set_create_if_missing(struct shale_options_t *options,
+                                                 bool value,
+                                                 char **errmsg);
+
+// Fails the open if a database exists (default off).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_error_if_exists(struct shale_options_t *options,
+                                               bool value,
+                                               char **errmsg);
+
+// Block cache capacity in bytes (default 32 MiB).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_block_cache_bytes(struct shale_options_t *options,
+                                                 uint64_t bytes,
+                                                 char **errmsg);
+
+// Size at which the memtable is flushed, in bytes (default 64 MiB; 0 is
+// `SHALE_INVALID_ARGUMENT`).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_write_buffer_size(struct shale_options_t *options,
+                                                 size_t bytes,
+                                                 char **errmsg);
+
+// Table files kept open (default 1000; 0 is `SHALE_INVALID_ARGUMENT`).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_max_open_files(struct shale_options_t *options,
+                                              size_t files,
+                                              char **errmsg);
+
+// Background threads for flushes and compactions (default 2; 0 is
+// `SHALE_INVALID_ARGUMENT`).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_max_background_jobs(struct shale_options_t *options,
+                                                   size_t jobs,
+                                                   char **errmsg);
+
+// The filter policy: `kind` is `SHALE_FILTER_NONE`, `SHALE_FILTER_BLOOM` or
+// `SHALE_FILTER_BINARY_FUSE`; `bits_per_key` its memory budget (10 bits a
+// key: about 1% false positives for Bloom; 1 to 32); `levels` is
+// `SHALE_FILTER_LEVELS_ALL_BUT_LAST` or `SHALE_FILTER_LEVELS_ALL` (ignored
+// for `SHALE_FILTER_NONE`). Anything else is `SHALE_INVALID_ARGUMENT`.
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_filter_policy(struct shale_options_t *options,
+                                             int32_t kind,
+                                             uint32_t bits_per_key,
+                                             int32_t levels,
+                                             char **errmsg);
+
+// Whether `shale_put`, `shale_delete` and `shale_delete_range` sync the
+// write-ahead log before returning (default off: a write survives a crash of
+// the process, not of the machine). `shale_write` takes its own flag.
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_sync(struct shale_options_t *options, bool value, char **errmsg);
+
+// Takes a snapshot of the database's current state.
+//
+// # Safety
+//
+// `db` is a live database handle; `out` is valid for writing a pointer;
+// `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_snapshot_create(struct shale_db_t *db,
+                                   struct shale_snapshot_t **out,
+                                   char **errmsg);
+
+// Releases a snapshot and frees its handle (also after the database closed).
+// `SHALE_INVALID_ARGUMENT` (and nothing freed) for NULL or a pointer that is
+// not a live snapshot, such as one freed already.
+//
+// # Safety
+//
+// `snapshot` is NULL or a pointer returned by this library; no other thread
+// uses it.
+shale_code_t shale_snapshot_free(struct shale_snapshot_t *snapshot, char **errmsg);
+
+// Like `shale_get`, as of the snapshot.
+//
+// # Safety
+//
+// As for `shale_get`, with a live snapshot handle for `snapshot`.
+shale_code_t shale_snapshot_get(const struct shale_snapshot_t *snapshot,
+                                const uint8_t *key,
+                                size_t key_len,
+                                uint8_t **value,
+                                size_t *value_len,
+                                bool *found,
+                                char **errmsg);
+
+// Like `shale_get_into`, as of the snapshot.
+//
+// # Safety
+//
+// As for `shale_get_into`, with a live snapshot handle for `snapshot`.
+shale_code_t shale_snapshot_get_into(const struct shale_snapshot_t *snapshot,
+                                     const uint8_t *key,
+                                     size_t key_len,
+                                     uint8_t *buf,
+                                     size_t buf_cap,
+                                     size_t *value_len,
+                                     bool *found,
+                                     char **errmsg);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* SHALE_H */
