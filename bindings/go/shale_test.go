@@ -42,13 +42,17 @@ func TestGetPutDeleteHas(t *testing.T) {
 	if ok, err := db.Has([]byte("k")); err != nil || ok {
 		t.Fatalf("Has after Delete = %v, %v", ok, err)
 	}
-	// The engine refuses empty keys.
-	if err := db.Put(nil, []byte("v")); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("Put of an empty key: %v", err)
+	// The empty key is a key like any other.
+	if err := db.Put(nil, []byte("v")); err != nil {
+		t.Fatalf("Put of the empty key: %v", err)
 	}
+	if v, err := db.Get([]byte{}); err != nil || string(v) != "v" {
+		t.Fatalf("Get of the empty key = %q, %v", v, err)
+	}
+	// A typed error carries its code and message.
 	var e *Error
-	if err := db.Put([]byte{}, nil); !errors.As(err, &e) || e.Code != CodeInvalidArgument || e.Message == "" {
-		t.Fatalf("Put of an empty key: %#v", err)
+	if err := db.Compact([]byte("b"), []byte("a")); !errors.As(err, &e) || e.Code != CodeInvalidArgument || e.Message == "" {
+		t.Fatalf("Compact with start after end: %#v", err)
 	}
 	if err := db.DeleteRange([]byte("a"), []byte("b")); !errors.Is(err, ErrNoDeleteRange) {
 		t.Fatalf("DeleteRange: %v", err)

@@ -54,8 +54,8 @@ enum shale_code_t
   // Success.
   SHALE_OK = 0,
   // A NULL pointer where one is required, a NULL pointer with a nonzero
-  // length, a handle of the wrong kind, a handle freed twice, an empty key,
-  // a range whose start is after its end, a bad option value, or a
+  // length, a handle of the wrong kind, a handle freed twice, a range whose
+  // start is after its end, a bad option value, or a
   // snapshot of another database.
   SHALE_INVALID_ARGUMENT = 1,
   // Bytes on disk do not decode or fail their checksum.
@@ -261,8 +261,7 @@ shale_code_t shale_batch_create(struct shale_batch_t **out, char **errmsg);
 // uses it.
 shale_code_t shale_batch_free(struct shale_batch_t *batch, char **errmsg);
 
-// Adds a put of `key` -> `value`. An empty key is accepted here and refused
-// by `shale_write` (`SHALE_INVALID_ARGUMENT`).
+// Adds a put of `key` -> `value` (the empty key is a key like any other).
 //
 // # Safety
 //

@@ -72,8 +72,7 @@ pub unsafe extern "C" fn shale_batch_free(
     }
 }
 
-/// Adds a put of `key` -> `value`. An empty key is accepted here and refused
-/// by `shale_write` (`SHALE_INVALID_ARGUMENT`).
+/// Adds a put of `key` -> `value` (the empty key is a key like any other).
 ///
 /// # Safety
 ///

@@ -47,8 +47,8 @@ pub enum shale_code_t {
     /// Success.
     SHALE_OK = 0,
     /// A NULL pointer where one is required, a NULL pointer with a nonzero
-    /// length, a handle of the wrong kind, a handle freed twice, an empty key,
-    /// a range whose start is after its end, a bad option value, or a
+    /// length, a handle of the wrong kind, a handle freed twice, a range whose
+    /// start is after its end, a bad option value, or a
     /// snapshot of another database.
     SHALE_INVALID_ARGUMENT = 1,
     /// Bytes on disk do not decode or fail their checksum.

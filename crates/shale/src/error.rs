@@ -41,7 +41,8 @@ pub enum Error {
         /// The failure that poisoned the database.
         cause: Box<Error>,
     },
-    /// The caller passed something unusable (an empty key, a bad option).
+    /// The caller passed something unusable (a bad option, a range whose
+    /// start is after its end).
     InvalidArgument(String),
     /// The directory is not a shale database (and `create_if_missing` is off), or
     /// it is one of an unsupported format version.

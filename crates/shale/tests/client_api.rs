@@ -325,3 +325,54 @@ fn stat_is_a_text_table_of_the_levels_and_counters() {
     assert!(text.contains("gets: 1 (found 1"), "{text}");
     db.close().expect("close");
 }
+
+#[test]
+fn the_empty_key_is_a_key_in_every_table_format() {
+    for version in [1u32, 2, 3] {
+        let fs = Arc::new(MemFs::new());
+        let options = || Options {
+            fs: fs.clone(),
+            write_buffer_size: 4 << 10,
+            max_background_jobs: 1,
+            table_format_version: version,
+            ..Options::default()
+        };
+        let db = Db::open("/db", options()).expect("open");
+        db.put(b"", b"empty").expect("put the empty key");
+        for i in 0..500u32 {
+            db.put(&k(i), b"v").expect("put");
+        }
+        assert_eq!(db.get(b"").expect("get"), Some(b"empty".to_vec()));
+        db.flush().expect("flush");
+        assert_eq!(db.get(b"").expect("get"), Some(b"empty".to_vec()));
+        db.compact_all().expect("compact");
+        assert_eq!(
+            db.get(b"").expect("get"),
+            Some(b"empty".to_vec()),
+            "v{version}"
+        );
+        let first = db
+            .range::<&[u8], _>(..)
+            .expect("range")
+            .next()
+            .expect("a row")
+            .expect("row");
+        assert_eq!(first, (Vec::new(), b"empty".to_vec()));
+        assert_eq!(keys(db.prefix(b"").expect("prefix")).len(), 501);
+        let last = db
+            .range::<&[u8], _>(..=&b""[..])
+            .expect("range")
+            .next_back()
+            .expect("a row")
+            .expect("row");
+        assert_eq!(last.0, Vec::<u8>::new());
+        db.delete(b"").expect("delete");
+        db.compact_all().expect("compact");
+        assert_eq!(db.get(b"").expect("get"), None);
+        db.close().expect("close");
+        let db = Db::open("/db", options()).expect("reopen");
+        assert_eq!(db.get(b"").expect("get"), None);
+        assert_eq!(db.get(&k(499)).expect("get"), Some(b"v".to_vec()));
+        db.close().expect("close");
+    }
+}

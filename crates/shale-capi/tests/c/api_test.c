@@ -174,7 +174,11 @@ static void test_reads_and_writes(shale_db_t *db) {
     /* Bad arguments. */
     EXPECT(SHALE_INVALID_ARGUMENT, shale_put(db, NULL, 3, K("x"), ERR));
     EXPECT(SHALE_INVALID_ARGUMENT, shale_put(db, K("k"), NULL, 3, ERR));
-    EXPECT(SHALE_INVALID_ARGUMENT, shale_put(db, NULL, 0, K("x"), ERR)); /* empty key */
+    /* The empty key is a key like any other. */
+    EXPECT(SHALE_OK, shale_put(db, NULL, 0, K("empty"), ERR));
+    CHECK(value_is(db, "", "empty"));
+    EXPECT(SHALE_OK, shale_delete(db, NULL, 0, ERR));
+    CHECK(value_is(db, "", NULL));
     EXPECT(SHALE_INVALID_ARGUMENT, shale_put(NULL, K("k"), K("v"), ERR));
     EXPECT(SHALE_INVALID_ARGUMENT, shale_delete(db, NULL, 1, ERR));
     EXPECT(SHALE_INVALID_ARGUMENT, shale_get(db, NULL, 2, &value, &len, &found, ERR));
@@ -219,11 +223,13 @@ static void test_batches(shale_db_t *db) {
     EXPECT(SHALE_OK, shale_batch_clear(b, ERR));
     EXPECT(SHALE_OK, shale_batch_count(b, &n, ERR));
     CHECK(n == 0);
-    /* A batch holding an empty key is refused as a whole. */
+    /* A batch may hold the empty key. */
     EXPECT(SHALE_OK, shale_batch_put(b, K("erin"), K("50"), ERR));
     EXPECT(SHALE_OK, shale_batch_put(b, NULL, 0, K("x"), ERR));
-    EXPECT(SHALE_INVALID_ARGUMENT, shale_write(db, b, false, ERR));
-    CHECK(value_is(db, "erin", NULL));
+    EXPECT(SHALE_OK, shale_write(db, b, false, ERR));
+    CHECK(value_is(db, "erin", "50"));
+    CHECK(value_is(db, "", "x"));
+    EXPECT(SHALE_OK, shale_batch_clear(b, ERR));
     EXPECT(SHALE_INVALID_ARGUMENT, shale_write(db, NULL, false, ERR));
     EXPECT(SHALE_INVALID_ARGUMENT, shale_write(NULL, b, false, ERR));
     EXPECT(SHALE_OK, shale_batch_free(b, ERR));
