@@ -298,3 +298,23 @@ fn a_zoned_device_with_files_is_not_formatted_over() {
     assert!(!huge.exists());
     assert!(!EmulatedZoned::state_path_of(&huge).exists());
 }
+
+#[test]
+fn bench_zns_too_small_for_the_ssd_model_is_refused_before_it_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("posix");
+    let dev = dir.path().join("z.img");
+    let o = run(&[
+        "bench",
+        "zns",
+        "--num",
+        "100",
+        "--db",
+        &path(&db),
+        "--device",
+        &path(&dev),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("use --num"), "{}", stderr(&o));
+    assert!(!db.exists() && !dev.exists(), "nothing ran");
+}

@@ -54,6 +54,49 @@ impl FtlConfig {
             separate_gc_frontier: false,
         }
     }
+
+    /// The erase blocks of a device of this configuration, or why it
+    /// cannot be built (what [`Ftl::new`] checks, without allocating the
+    /// device's tables).
+    pub fn erase_blocks(&self) -> Result<u64, FtlError> {
+        let bad = |why: String| Err(FtlError::InvalidConfig(why));
+        if self.pages_per_block == 0 {
+            return bad("pages per block must be at least 1".into());
+        }
+        if self.logical_pages == 0 {
+            return bad("the device needs at least one logical page".into());
+        }
+        if !(self.over_provisioning.is_finite() && self.over_provisioning > 0.0) {
+            return bad(format!(
+                "over-provisioning must be a positive fraction (got {})",
+                self.over_provisioning
+            ));
+        }
+        let ppb = u64::from(self.pages_per_block);
+        // The small subtraction keeps 12800 × 1.1 = 14080.000000000002 at 14080.
+        let physical_pages =
+            (self.logical_pages as f64 * (1.0 + self.over_provisioning) - 1e-6).ceil();
+        let blocks = (physical_pages / ppb as f64).ceil() as u64;
+        let logical_blocks = self.logical_pages.div_ceil(ppb);
+        // Room for the frontiers, the free block kept for GC and one block of
+        // spare pages.
+        let needed = logical_blocks + 3 + u64::from(self.separate_gc_frontier);
+        if blocks < needed {
+            return bad(format!(
+                "{blocks} erase blocks of {ppb} pages leave too little spare space for \
+                 {} logical pages: at least {needed} blocks are needed (raise the \
+                 over-provisioning or the logical size)",
+                self.logical_pages
+            ));
+        }
+        if blocks.saturating_mul(ppb) >= u64::from(UNMAPPED) {
+            return bad(format!(
+                "{} physical pages exceed the model's 2^32 - 1",
+                blocks * ppb
+            ));
+        }
+        Ok(blocks)
+    }
 }
 
 /// Why an FTL cannot be built or cannot go on.
@@ -175,42 +218,8 @@ pub struct Ftl {
 impl Ftl {
     /// Builds an empty (fresh, all-erased) device.
     pub fn new(config: FtlConfig) -> Result<Ftl, FtlError> {
-        let bad = |why: String| Err(FtlError::InvalidConfig(why));
-        if config.pages_per_block == 0 {
-            return bad("pages per block must be at least 1".into());
-        }
-        if config.logical_pages == 0 {
-            return bad("the device needs at least one logical page".into());
-        }
-        if !(config.over_provisioning.is_finite() && config.over_provisioning > 0.0) {
-            return bad(format!(
-                "over-provisioning must be a positive fraction (got {})",
-                config.over_provisioning
-            ));
-        }
+        let blocks = config.erase_blocks()?;
         let ppb = u64::from(config.pages_per_block);
-        // The small subtraction keeps 12800 × 1.1 = 14080.000000000002 at 14080.
-        let physical_pages =
-            (config.logical_pages as f64 * (1.0 + config.over_provisioning) - 1e-6).ceil();
-        let blocks = (physical_pages / ppb as f64).ceil() as u64;
-        let logical_blocks = config.logical_pages.div_ceil(ppb);
-        // Room for the frontiers, the free block kept for GC and one block of
-        // spare pages.
-        let needed = logical_blocks + 3 + u64::from(config.separate_gc_frontier);
-        if blocks < needed {
-            return bad(format!(
-                "{blocks} erase blocks of {ppb} pages leave too little spare space for \
-                 {} logical pages: at least {needed} blocks are needed (raise the \
-                 over-provisioning or the logical size)",
-                config.logical_pages
-            ));
-        }
-        if blocks.saturating_mul(ppb) >= u64::from(UNMAPPED) {
-            return bad(format!(
-                "{} physical pages exceed the model's 2^32 - 1",
-                blocks * ppb
-            ));
-        }
         let physical_blocks = blocks as u32;
         Ok(Ftl {
             config,

@@ -274,12 +274,13 @@ fn erase_block_pages(events: &[TraceEvent], op: f64, utilisation: f64, pages: u3
 fn ftl_holds(num: u64, value_size: usize, op: f64, utilisation: f64) -> bool {
     let user_bytes = num.saturating_mul((KEY_SIZE + value_size) as u64);
     let logical = (user_bytes.div_ceil(FTL_PAGE_SIZE) as f64 / utilisation).ceil() as u64;
-    shale_zoned::ftl::Ftl::new(shale_zoned::ftl::FtlConfig {
+    shale_zoned::ftl::FtlConfig {
         logical_pages: logical.max(1),
         over_provisioning: op,
         pages_per_block: 1,
         separate_gc_frontier: false,
-    })
+    }
+    .erase_blocks()
     .is_ok()
 }
 
@@ -445,23 +446,27 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
     if !ftl_holds(num, a.value_size, smallest_op, a.utilisation) {
         let holds = |n| ftl_holds(n, a.value_size, smallest_op, a.utilisation);
         let (mut lo, mut hi) = (num, num.max(1));
-        while !holds(hi) {
+        // Doubling ends: past 2^40 entries the model's page count overflows.
+        while !holds(hi) && hi < 1 << 40 {
             (lo, hi) = (hi, hi.saturating_mul(2));
         }
-        // The least that holds: in (lo, hi].
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if holds(mid) {
-                hi = mid;
-            } else {
-                lo = mid;
+        let advice = if holds(hi) {
+            // The least that holds: in (lo, hi].
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if holds(mid) {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
             }
-        }
-        let least = hi;
+            format!("use --num {hi} or more")
+        } else {
+            "raise --op".to_string()
+        };
         return Err(CliError::Usage(format!(
-            "--num {num}: too little data for the SSD model at {:.0}% over-provisioning (it \
-             needs a few spare erase blocks); use --num {least} or more",
-            smallest_op * 100.0
+            "--num {num}: too little data for the SSD model at --op {smallest_op} (it needs a \
+             few spare erase blocks); {advice}"
         )));
     }
     let cfg = Config {
