@@ -5,7 +5,8 @@
 //! ```text
 //! batch  := seqno: fixed64 | count: fixed32 | op{count}
 //! op     := kind: u8 (ValueKind) | key: varint-length-prefixed
-//!           | value: varint-length-prefixed          (only when kind = Value)
+//!           | value: varint-length-prefixed  (kind = Value: the value;
+//!                                             kind = RangeDelete: the range's end)
 //! ```
 //!
 //! The sequence number is that of the first op; op `i` gets `seqno + i`.
@@ -28,6 +29,17 @@ impl Default for WriteBatch {
     fn default() -> Self {
         WriteBatch::new()
     }
+}
+
+/// One operation of a batch, as [`WriteBatch::for_each`] shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchEntry<'a> {
+    /// A put of key -> value.
+    Put(&'a [u8], &'a [u8]),
+    /// A deletion of the key.
+    Delete(&'a [u8]),
+    /// A deletion of `[start, end)`.
+    DeleteRange(&'a [u8], &'a [u8]),
 }
 
 /// One operation decoded from a batch.
@@ -60,6 +72,33 @@ impl WriteBatch {
         self.rep.push(ValueKind::Delete as u8);
         put_length_prefixed(&mut self.rep, key);
         self.count += 1;
+    }
+
+    /// Adds a deletion of every key in `[start, end)` written before this
+    /// batch (one small op, whatever the range holds). `start == end` is an
+    /// empty range and adds nothing; `start > end` makes the write fail with
+    /// [`Error::InvalidArgument`].
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
+        if start == end {
+            return;
+        }
+        self.rep.push(ValueKind::RangeDelete as u8);
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
+        self.count += 1;
+    }
+
+    /// Calls `f` on every operation in order, as a client replays a batch
+    /// into another store. Stops at the first error `f` returns.
+    pub fn for_each<E>(&self, mut f: impl FnMut(BatchEntry<'_>) -> Result<(), E>) -> Result<(), E> {
+        for op in self.ops().flatten() {
+            f(match op.kind {
+                ValueKind::Value => BatchEntry::Put(op.key, op.value),
+                ValueKind::Delete => BatchEntry::Delete(op.key),
+                ValueKind::RangeDelete => BatchEntry::DeleteRange(op.key, op.value),
+            })?;
+        }
+        Ok(())
     }
 
     /// Number of operations.
@@ -96,11 +135,19 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Checks that every op decodes. The empty key is a key like any other
-    /// (the smallest), as in LevelDB, RocksDB and Pebble.
+    /// Checks that every op decodes and every range deletion has
+    /// `start < end`. The empty key is a key like any other (the smallest), as
+    /// in LevelDB, RocksDB and Pebble.
     pub(crate) fn validate(&self) -> Result<()> {
-        for op in self.ops() {
-            op.map_err(|reason| Error::InvalidArgument(format!("write batch: {reason}")))?;
+        for (i, op) in self.ops().enumerate() {
+            let op = op.map_err(|reason| Error::InvalidArgument(format!("write batch: {reason}")))?;
+            if op.kind == ValueKind::RangeDelete && op.key >= op.value {
+                return Err(Error::InvalidArgument(format!(
+                    "write batch: op {i} deletes the range [{}, {}), whose start is above its end",
+                    crate::format::user_key_text(op.key),
+                    crate::format::user_key_text(op.value)
+                )));
+            }
         }
         Ok(())
     }
@@ -168,6 +215,9 @@ impl<'a> Iterator for BatchOps<'a> {
             let key = get_length_prefixed(&mut self.rest).ok_or("truncated key")?;
             let value = match kind {
                 ValueKind::Value => get_length_prefixed(&mut self.rest).ok_or("truncated value")?,
+                ValueKind::RangeDelete => {
+                    get_length_prefixed(&mut self.rest).ok_or("truncated range end")?
+                }
                 ValueKind::Delete => &[][..],
             };
             Ok(BatchOp { kind, key, value })

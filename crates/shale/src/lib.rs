@@ -20,6 +20,7 @@ mod iter;
 mod memtable;
 mod metrics;
 mod options;
+mod rangedel;
 mod rate_limit;
 pub mod stat;
 mod sync;
@@ -34,7 +35,7 @@ mod golden;
 #[doc(hidden)]
 pub mod fuzz_api;
 
-pub use batch::WriteBatch;
+pub use batch::{BatchEntry, WriteBatch};
 pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
     prefix_successor, DamagedFile, DamagedKind, Db, DbIterator, DbSummary, KeyRange, LevelSummary,

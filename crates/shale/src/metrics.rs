@@ -146,6 +146,11 @@ pub(crate) struct Stats {
     pub(crate) stalls: Counter,
     pub(crate) stall_micros: Counter,
     pub(crate) background_errors: Counter,
+    pub(crate) range_del_dropped_entries: Counter,
+    pub(crate) range_del_dropped_bytes: Counter,
+    pub(crate) range_dels_dropped: Counter,
+    pub(crate) delete_only_tables: Counter,
+    pub(crate) delete_only_bytes: Counter,
 }
 
 impl Stats {
@@ -246,6 +251,11 @@ impl Stats {
             stall_count: self.stalls.get(),
             stall_micros: self.stall_micros.get(),
             background_errors: self.background_errors.get(),
+            range_del_dropped_entries: self.range_del_dropped_entries.get(),
+            range_del_dropped_bytes: self.range_del_dropped_bytes.get(),
+            range_dels_dropped: self.range_dels_dropped.get(),
+            delete_only_tables: self.delete_only_tables.get(),
+            delete_only_bytes: self.delete_only_bytes.get(),
             pending_compaction_bytes: 0,
             l0_files: 0,
             running_flushes: 0,
@@ -363,6 +373,19 @@ pub struct Metrics {
     /// Flushes, compactions and file deletions that failed (each poisons the
     /// database; see [`crate::Error::Poisoned`]).
     pub background_errors: u64,
+    /// Key versions compactions dropped because a range deletion covers them.
+    pub range_del_dropped_entries: u64,
+    /// Bytes (keys and values) of those versions.
+    pub range_del_dropped_bytes: u64,
+    /// Range deletions compactions dropped (shadowed by a newer one, or at the
+    /// last level with nothing left to delete).
+    pub range_dels_dropped: u64,
+    /// Tables deleted without being read because a newer range deletion
+    /// covers them whole (delete-only compactions).
+    pub delete_only_tables: u64,
+    /// Bytes of those tables: with `range_del_dropped_bytes`, what range
+    /// deletions reclaimed.
+    pub delete_only_bytes: u64,
     /// Estimated bytes compactions must still rewrite (gauge).
     pub pending_compaction_bytes: u64,
     /// Tables in L0 (gauge).
@@ -468,6 +491,14 @@ impl Metrics {
             stall_count: d(self.stall_count, earlier.stall_count),
             stall_micros: d(self.stall_micros, earlier.stall_micros),
             background_errors: d(self.background_errors, earlier.background_errors),
+            range_del_dropped_entries: d(
+                self.range_del_dropped_entries,
+                earlier.range_del_dropped_entries,
+            ),
+            range_del_dropped_bytes: d(self.range_del_dropped_bytes, earlier.range_del_dropped_bytes),
+            range_dels_dropped: d(self.range_dels_dropped, earlier.range_dels_dropped),
+            delete_only_tables: d(self.delete_only_tables, earlier.delete_only_tables),
+            delete_only_bytes: d(self.delete_only_bytes, earlier.delete_only_bytes),
             pending_compaction_bytes: self.pending_compaction_bytes,
             l0_files: self.l0_files,
             running_flushes: self.running_flushes,

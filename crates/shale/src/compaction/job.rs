@@ -15,6 +15,17 @@
 //! output is the *bottommost* data for its key range (no deeper level holds
 //! overlapping tables) and nothing older survives under it.
 //!
+//! # Range deletions
+//!
+//! The inputs' range deletions are fragmented together. In each fragment the
+//! newest sequence number of each stripe survives; at the bottommost level one
+//! in the oldest stripe goes too (every reader sees it, and everything under it
+//! goes with it). A key version is dropped when a range deletion of its own
+//! stripe is newer than it. Each output table gets the fragments of its key
+//! span: outputs end between user keys `a` and `b`, and the fragments are cut
+//! at `a ++ [0]`, so that a table's range deletions never reach a key of the
+//! next table (tables of a level keep disjoint user-key ranges).
+//!
 //! # Concurrency
 //!
 //! A job runs on one background thread. It reaches the database only through
@@ -36,6 +47,8 @@ use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::Options;
 use crate::rate_limit::RateLimiter;
+use crate::format::RANGE_DEL_TABLE_FORMAT_VERSION;
+use crate::rangedel::{key_successor, Fragments};
 use crate::table::{TableBuildOptions, TableBuilder, TableProperties};
 use crate::version::{FileMeta, NewFile};
 
@@ -72,6 +85,8 @@ pub(crate) trait JobHost {
     fn closing(&self) -> bool;
     /// An iterator over table `number` of `level` for a compaction.
     fn scan_table(&self, number: u64, level: usize) -> Result<Box<dyn InternalIterator>>;
+    /// The range deletions of table `number` of `level`.
+    fn table_range_dels(&self, number: u64, level: usize) -> Result<Arc<Fragments>>;
     /// A new file number for an output table, registered as being written so
     /// that nothing deletes it before it is installed or abandoned.
     fn new_output(&self) -> u64;
@@ -100,11 +115,35 @@ pub(crate) fn merge(
     bottommost: bool,
 ) -> Result<MergeOutput> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut input_dels = Vec::new();
     for (level, f) in inputs {
         children.push(db.scan_table(f.number, *level)?);
+        if f.range_deletions > 0 {
+            input_dels.push(db.table_range_dels(f.number, *level)?);
+        }
     }
     let mut it = MergingIterator::new(children);
     let snapshots = db.snapshots();
+    // The stripe of a sequence number: index of the oldest snapshot that sees
+    // it (snapshots.len(): only the latest state sees it).
+    let stripe = |seq: SeqNo| snapshots.partition_point(|&s| s < seq);
+    let mut dels = Fragments::merge(input_dels.iter().map(|d| d.as_ref()));
+    let dels_in = dels.count();
+    dels.retain_seqs(|seq, newer| newer.is_none_or(|n| stripe(n) != stripe(seq)));
+    // What hides the inputs' versions; `dels` is what the outputs carry.
+    let cover = dels.clone();
+    if bottommost {
+        dels.retain_seqs(|seq, _| stripe(seq) != 0);
+    }
+    db.stats()
+        .range_dels_dropped
+        .add(dels_in.saturating_sub(dels.count()));
+    // A version is gone if a range deletion of its stripe is newer.
+    let covered = |user_key: &[u8], seq: SeqNo| {
+        cover
+            .fragment_at(user_key)
+            .is_some_and(|f| f.seqs.iter().any(|&t| t > seq && stripe(t) == stripe(seq)))
+    };
     let output_level = output.level;
     let mut splitter = Splitter::new(output.target_file_size, output.grandparents);
     let mut out = TableOutput::new(
@@ -114,8 +153,12 @@ pub(crate) fn merge(
         db.rate_limiter(),
         output_level,
     );
+    out.range_dels = !dels.is_empty();
     let mut tables: Vec<NewFile> = Vec::new();
     let mut numbers: Vec<u64> = Vec::new();
+    // Range deletions from here on belong to the output being written.
+    let mut dels_from: Option<Vec<u8>> = None;
+    let mut last_user_key: Vec<u8> = Vec::new();
 
     let result = (|| -> Result<()> {
         it.seek_to_first();
@@ -146,8 +189,8 @@ pub(crate) fn merge(
             }
             // `versions` holds every version of one user key, newest first. The
             // common case, a single version, needs no selection.
-            let selected;
-            let kept: &[usize] = if n == 1 {
+            let mut selected;
+            let mut kept: &[usize] = if n == 1 {
                 let dropped = bottommost
                     && parse_internal_key(&versions[0].0)
                         .is_some_and(|k| k.value_kind() == Some(ValueKind::Delete));
@@ -160,11 +203,39 @@ pub(crate) fn merge(
                 selected = select_versions(versions, &snapshots, bottommost);
                 &selected
             };
+            if !cover.is_empty() && !kept.is_empty() {
+                // Versions a range deletion hides from every reader. (The newest
+                // of a stripe hidden means all of the stripe is.)
+                selected = kept
+                    .iter()
+                    .copied()
+                    .filter(|&i| {
+                        let live = parse_internal_key(&versions[i].0)
+                            .is_none_or(|k| !covered(k.user_key, k.seq));
+                        if !live {
+                            let (k, v) = &versions[i];
+                            db.stats().range_del_dropped_entries.incr();
+                            db.stats()
+                                .range_del_dropped_bytes
+                                .add((k.len() + v.len()) as u64);
+                        }
+                        live
+                    })
+                    .collect();
+                kept = &selected;
+            }
             if !kept.is_empty() {
-                let split = splitter.split_before(user_key(&versions[0].0), out.estimated_size());
+                let key = user_key(&versions[0].0);
+                let split = splitter.split_before(key, out.estimated_size());
                 if out.builder.is_none() || split {
-                    if let Some(f) = out.finish()? {
-                        tables.push(f);
+                    if out.builder.is_some() {
+                        // Cut the range deletions just after the last key.
+                        let cut = key_successor(&last_user_key);
+                        let part = dels.clip(dels_from.as_deref(), Some(&cut));
+                        dels_from = Some(cut);
+                        if let Some(f) = out.finish(part)? {
+                            tables.push(f);
+                        }
                     }
                     let number = db.new_output();
                     numbers.push(number);
@@ -174,11 +245,20 @@ pub(crate) fn merge(
                 for &i in kept {
                     out.add(&versions[i].0, &versions[i].1)?;
                 }
+                last_user_key.clear();
+                last_user_key.extend_from_slice(key);
             }
             n = 0;
         }
         it.status()?;
-        if let Some(f) = out.finish()? {
+        let rest = dels.clip(dels_from.as_deref(), None);
+        if out.builder.is_none() && !rest.is_empty() {
+            // Range deletions with no key left beside them.
+            let number = db.new_output();
+            numbers.push(number);
+            out.open(number)?;
+        }
+        if let Some(f) = out.finish(rest)? {
             tables.push(f);
         }
         db.fs()
@@ -273,9 +353,11 @@ pub(crate) fn write_memtable(
         return Ok(None);
     }
     let mut out = TableOutput::new(dir, opts, stats, limiter, 0);
+    let dels = mem.range_dels();
+    out.range_dels = !dels.is_empty();
     out.open(number)?;
     mem.for_each(|k, v| out.add(k, v))?;
-    out.finish()
+    out.finish(dels.as_ref().clone())
 }
 
 /// The write-lifetime hint of tables of `level`.
@@ -295,6 +377,9 @@ struct TableOutput<'a> {
     limiter: Option<Arc<RateLimiter>>,
     level: usize,
     builder: Option<(u64, TableBuilder)>,
+    /// The tables will carry range deletions: written in the version that
+    /// can (see [`RANGE_DEL_TABLE_FORMAT_VERSION`]).
+    range_dels: bool,
 }
 
 impl<'a> TableOutput<'a> {
@@ -312,6 +397,7 @@ impl<'a> TableOutput<'a> {
             limiter,
             level,
             builder: None,
+            range_dels: false,
         }
     }
 
@@ -339,7 +425,11 @@ impl<'a> TableOutput<'a> {
                 .applies_to(self.level)
                 .then(|| self.opts.filter_policy.bits_per_key_at(self.level)),
             filter_kind: self.opts.filter_policy.kind,
-            format_version: self.opts.table_format_version,
+            format_version: if self.range_dels {
+                RANGE_DEL_TABLE_FORMAT_VERSION
+            } else {
+                self.opts.table_format_version
+            },
         };
         self.builder = Some((number, TableBuilder::new(writer, path, build)));
         Ok(())
@@ -356,17 +446,29 @@ impl<'a> TableOutput<'a> {
         self.builder.as_ref().map_or(0, |(_, b)| b.estimated_size())
     }
 
-    fn finish(&mut self) -> Result<Option<NewFile>> {
-        let Some((number, builder)) = self.builder.take() else {
+    /// Finishes the table being written with the range deletions `dels`;
+    /// `None` if nothing was written (the file is removed).
+    fn finish(&mut self, dels: Fragments) -> Result<Option<NewFile>> {
+        let Some((number, mut builder)) = self.builder.take() else {
             return Ok(None);
         };
-        if builder.num_entries() == 0 {
+        if builder.num_entries() == 0 && dels.is_empty() {
             builder.abort()?;
             return Ok(None);
         }
+        let smallest = dels.smallest_key();
+        let largest = dels.largest_key();
+        builder.set_range_dels(dels)?;
         let props = builder.finish()?;
         self.stats.bytes_written_tables.add(props.file_size);
-        Ok(Some(new_file(number, &props)?))
+        let mut file = new_file(number, &props, smallest.as_ref())?;
+        // The table's key range covers its range deletions.
+        if let Some(hi) = largest {
+            if props.num_entries == 0 || hi > file.largest {
+                file.largest = hi;
+            }
+        }
+        Ok(Some(file))
     }
 }
 
@@ -402,7 +504,14 @@ impl ObjectWriter for LimitedWriter {
     }
 }
 
-fn new_file(number: u64, p: &TableProperties) -> Result<NewFile> {
+/// The manifest's record of a table just written. Its key range spans its
+/// entries and `dels_smallest`, the first range deletion's start (the caller
+/// extends the largest key).
+fn new_file(
+    number: u64,
+    p: &TableProperties,
+    dels_smallest: Option<&InternalKey>,
+) -> Result<NewFile> {
     let key = |k: &[u8], what: &str| {
         InternalKey::from_encoded(k.to_vec()).ok_or_else(|| {
             Error::Internal(format!(
@@ -410,14 +519,26 @@ fn new_file(number: u64, p: &TableProperties) -> Result<NewFile> {
             ))
         })
     };
+    let (smallest, largest) = match (p.num_entries, dels_smallest) {
+        (0, Some(lo)) => (lo.clone(), lo.clone()),
+        (_, lo) => {
+            let first = key(&p.smallest_key, "smallest")?;
+            let smallest = match lo {
+                Some(lo) if *lo < first => lo.clone(),
+                _ => first,
+            };
+            (smallest, key(&p.largest_key, "largest")?)
+        }
+    };
     Ok(NewFile {
         number,
         size: p.file_size,
-        smallest: key(&p.smallest_key, "smallest")?,
-        largest: key(&p.largest_key, "largest")?,
+        smallest,
+        largest,
         smallest_seqno: p.smallest_seqno,
         largest_seqno: p.largest_seqno,
         num_entries: p.num_entries,
+        range_deletions: p.range_deletions,
     })
 }
 

@@ -29,6 +29,7 @@ use crate::iter::InternalIterator;
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::{Options, NUM_LEVELS};
+use crate::rangedel::Fragments;
 use crate::version::{FileMeta, NewFile, Version, VersionEdit};
 
 enum Job {
@@ -91,6 +92,9 @@ impl job::JobHost for DbInner {
     }
     fn scan_table(&self, number: u64, level: usize) -> Result<Box<dyn InternalIterator>> {
         Ok(self.table_cache.get(number, level)?.scan())
+    }
+    fn table_range_dels(&self, number: u64, level: usize) -> Result<Arc<Fragments>> {
+        Ok(self.table_cache.get(number, level)?.range_dels().clone())
     }
     fn new_output(&self) -> u64 {
         let mut st = self.state.lock();

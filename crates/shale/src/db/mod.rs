@@ -375,6 +375,18 @@ impl Db {
         self.write(b, &WriteOptions::default())
     }
 
+    /// Deletes every key in `[start, end)` (not synced): one small write
+    /// whatever the range holds, as Pebble's and RocksDB's `DeleteRange`. Keys
+    /// written later are not affected; a snapshot taken before still sees the
+    /// keys. Compaction drops what it covers and deletes tables it covers
+    /// whole without reading them. `start == end` does nothing; `start > end`
+    /// is [`Error::InvalidArgument`].
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write(b, &WriteOptions::default())
+    }
+
     /// Applies `batch` atomically. When this returns `Ok`, the batch is visible
     /// to reads and in the WAL (handed to the OS; synced if `opts.sync`). After a
     /// failed WAL write or sync the database is poisoned: this and every later

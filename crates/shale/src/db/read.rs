@@ -17,6 +17,7 @@ use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO
 use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
 use crate::memtable::MemGet;
 use crate::options::NUM_LEVELS;
+use crate::rangedel::Fragments;
 use crate::table::TableGet;
 use crate::version::FileMeta;
 
@@ -77,7 +78,10 @@ impl DbInner {
                 let table = self.table_cache.get(f.number, level)?;
                 match table.get(key, seq, policy.applies_to(level))? {
                     TableGet::Found(ValueKind::Value, v) => return Ok(Some(v)),
-                    TableGet::Found(ValueKind::Delete, _) => return Ok(None),
+                    // A deletion, or a range deletion over the key.
+                    TableGet::Found(ValueKind::Delete | ValueKind::RangeDelete, _) => {
+                        return Ok(None)
+                    }
                     TableGet::FilteredOut | TableGet::Absent => {}
                 }
             }
@@ -232,6 +236,9 @@ pub struct DbIterator {
     /// Counts the iterator as live in its database.
     live: Live,
     it: MergingIterator,
+    /// The range deletions of every source, fragmented together: a version
+    /// is hidden when one newer than it (and visible at `seq`) covers it.
+    range_dels: Fragments,
     seq: SeqNo,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
@@ -250,12 +257,17 @@ impl DbIterator {
         let sv = db.sv.load_full();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         let mut error = None;
+        let mut dels: Vec<Arc<Fragments>> = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             children.push(Box::new(mem.iter()));
+            dels.push(mem.range_dels());
         }
         for f in &sv.version.levels[0] {
             match db.table_cache.get(f.number, 0) {
-                Ok(t) => children.push(t.iter()),
+                Ok(t) => {
+                    dels.push(t.range_dels().clone());
+                    children.push(t.iter());
+                }
                 Err(e) => error = Some(e),
             }
         }
@@ -263,6 +275,14 @@ impl DbIterator {
             let files = sv.version.levels[level].clone();
             if files.is_empty() {
                 continue;
+            }
+            // Only tables that have range deletions are opened here; the
+            // others open as the iteration reaches them.
+            for f in files.iter().filter(|f| f.range_deletions > 0) {
+                match db.table_cache.get(f.number, level) {
+                    Ok(t) => dels.push(t.range_dels().clone()),
+                    Err(e) => error = Some(e),
+                }
             }
             let db = db.clone();
             children.push(Box::new(ConcatIterator::new(
@@ -275,6 +295,7 @@ impl DbIterator {
             _sv: sv,
             live: Live::new(db),
             it: MergingIterator::new(children),
+            range_dels: Fragments::merge(dels.iter().map(|d| d.as_ref())),
             seq,
             lower: opts.lower_bound.clone(),
             upper: opts.upper_bound.clone(),
@@ -355,7 +376,7 @@ impl DbIterator {
             }
             if ik.seq <= self.seq {
                 match ik.value_kind() {
-                    Some(ValueKind::Value) => {
+                    Some(ValueKind::Value) if !self.range_deleted(ik.user_key, ik.seq) => {
                         self.key.clear();
                         self.key.extend_from_slice(ik.user_key);
                         self.value.clear();
@@ -429,6 +450,11 @@ impl DbIterator {
         }
     }
 
+    /// True if a range deletion visible to the iterator hides `user_key#seq`.
+    fn range_deleted(&self, user_key: &[u8], seq: SeqNo) -> bool {
+        !self.range_dels.is_empty() && self.range_dels.covers(user_key, seq, self.seq)
+    }
+
     /// Once the database is closed, the iterator ends with `Closed`.
     fn check_open(&mut self) {
         if self.error.is_none() && self.live.0.closing.load(Ordering::Acquire) {
@@ -460,7 +486,7 @@ impl DbIterator {
             let skipped = ik.seq > self.seq || skip.as_deref() == Some(ik.user_key);
             if !skipped {
                 match ik.value_kind() {
-                    Some(ValueKind::Value) => {
+                    Some(ValueKind::Value) if !self.range_deleted(ik.user_key, ik.seq) => {
                         self.key.clear();
                         self.key.extend_from_slice(ik.user_key);
                         self.value.clear();

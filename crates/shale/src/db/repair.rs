@@ -79,6 +79,7 @@ use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::Options;
+use crate::rangedel::Fragments;
 use crate::table::salvage::{salvage_table, KeyBound, TableSalvage};
 use crate::table::{check_metadata, BlockCache, ReadContext, TableReader};
 use crate::version::manifest::{self, ManifestHeader};
@@ -353,6 +354,7 @@ struct Extent {
     smallest_seqno: SeqNo,
     largest_seqno: SeqNo,
     entries: u64,
+    range_dels: Arc<Fragments>,
 }
 
 /// A table as first read.
@@ -454,6 +456,16 @@ impl Repairer<'_> {
                 for l in &salvage.lost {
                     q.add_table_range(&l.after, &l.before, salvage.largest_seqno(), filter.clone());
                 }
+                if salvage.range_dels_lost {
+                    // They may have deleted any older version anywhere (no
+                    // filter holds range deletions).
+                    q.add_table_range(
+                        &KeyBound::Unbounded,
+                        &KeyBound::Unbounded,
+                        salvage.largest_seqno(),
+                        None,
+                    );
+                }
             }
         }
         for l in &lost_records {
@@ -492,7 +504,10 @@ impl Repairer<'_> {
             .map_err(|e| Error::io("open table", &path, e))?;
         let size = file.size();
         match self.check_table(file, &path, number) {
-            Ok(extent) if extent.entries == 0 || extent.smallest.is_none() => {
+            Ok(extent)
+                if (extent.entries == 0 || extent.smallest.is_none())
+                    && extent.range_dels.is_empty() =>
+            {
                 Ok(TableRead::Empty { number })
             }
             Ok(extent) => Ok(TableRead::Clean {
@@ -539,6 +554,14 @@ impl Repairer<'_> {
             extent.largest_seqno = extent.largest_seqno.max(seq);
             extent.entries += 1;
         })?;
+        extent.range_dels = reader.range_dels().clone();
+        if let Some((lo, hi)) = extent.range_dels.seq_range() {
+            if extent.entries == 0 {
+                extent.smallest_seqno = lo;
+            }
+            extent.smallest_seqno = extent.smallest_seqno.min(lo);
+            extent.largest_seqno = extent.largest_seqno.max(hi);
+        }
         check_metadata(file, path.to_path_buf())?;
         Ok(extent)
     }
@@ -558,8 +581,23 @@ impl Repairer<'_> {
                 extent,
             } => {
                 let path = self.dir.join(table_name(number));
-                let smallest = internal_key(&path, extent.smallest.unwrap_or_default())?;
-                let largest = internal_key(&path, extent.largest)?;
+                let dels = &extent.range_dels;
+                // The key range spans the entries and the range deletions.
+                let (smallest, largest) = match (&extent.smallest, dels.smallest_key()) {
+                    (None, Some(lo)) => {
+                        let hi = dels.largest_key().unwrap_or_else(|| lo.clone());
+                        (lo, hi)
+                    }
+                    (Some(first), lo) => {
+                        let first = internal_key(&path, first.clone())?;
+                        let last = internal_key(&path, extent.largest.clone())?;
+                        (
+                            lo.filter(|lo| *lo < first).unwrap_or(first),
+                            dels.largest_key().filter(|hi| *hi > last).unwrap_or(last),
+                        )
+                    }
+                    (None, None) => return Err(Error::Internal("an empty table kept".into())),
+                };
                 if !q.is_empty()
                     && q.may_touch(smallest.user_key(), largest.user_key())
                     && self.quarantine_clean(number, q)? > 0
@@ -577,6 +615,7 @@ impl Repairer<'_> {
                         smallest_seqno: extent.smallest_seqno,
                         largest_seqno: extent.largest_seqno,
                         num_entries: extent.entries,
+                        range_deletions: extent.range_dels.count(),
                     },
                 ));
                 Ok(())
@@ -611,6 +650,10 @@ impl Repairer<'_> {
         let path = self.dir.join(table_name(number));
         let reader = self.open_reader(&path, number)?;
         let mut mem = Arc::new(MemTable::new());
+        // Range deletions are kept whole: they only ever hide older versions.
+        for t in reader.range_dels().tombstones() {
+            mem.add(t.seq, ValueKind::RangeDelete, &t.start, &t.end);
+        }
         let mut it = reader.scan();
         it.seek_to_first();
         while it.valid() {
@@ -675,7 +718,7 @@ impl Repairer<'_> {
                 path.display()
             ));
         }
-        let entries = salvage.entries();
+        let entries = salvage.entries() + salvage.range_dels.count();
         self.report.damaged_files.push(DamagedFile {
             name: name.clone(),
             kind: DamagedKind::Table,
@@ -704,6 +747,9 @@ impl Repairer<'_> {
         }
         self.report.tables_salvaged += 1;
         let mut mem = Arc::new(MemTable::new());
+        for t in salvage.range_dels.tombstones() {
+            mem.add(t.seq, ValueKind::RangeDelete, &t.start, &t.end);
+        }
         for b in &salvage.blocks {
             b.for_each(|key, value| {
                 let Some(ik) = parse_internal_key(key) else {

@@ -36,6 +36,11 @@ pub enum ValueKind {
     Delete = 0,
     /// A value.
     Value = 1,
+    /// A range deletion: the key is the range's start, the value its end
+    /// (exclusive). Carried by write batches and memtables; in tables it lives
+    /// in the range-deletion block, never among the data entries, and as the
+    /// kind of a table's bound keys.
+    RangeDelete = 2,
 }
 
 impl ValueKind {
@@ -44,6 +49,7 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Value),
+            2 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
@@ -147,27 +153,30 @@ impl InternalKeyRef<'_> {
 
 impl fmt::Display for InternalKeyRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let printable = !self.user_key.is_empty()
-            && self
-                .user_key
-                .iter()
-                .all(|b| b.is_ascii_graphic() || *b == b' ');
-        if printable {
-            // Printable by the check above.
-            write!(f, "{}", String::from_utf8_lossy(self.user_key))?;
-        } else {
-            write!(f, "0x")?;
-            for b in self.user_key {
-                write!(f, "{b:02x}")?;
-            }
-        }
+        f.write_str(&user_key_text(self.user_key))?;
         let kind = match self.kind {
             0 => "DEL".to_string(),
             1 => "SET".to_string(),
+            2 => "RANGEDEL".to_string(),
             0xff => "MAX".to_string(),
             other => format!("KIND{other}"),
         };
         write!(f, "#{},{kind}", self.seq)
+    }
+}
+
+/// A user key as text: itself when it is printable ASCII, else `0x` and hex.
+pub fn user_key_text(key: &[u8]) -> String {
+    let printable = !key.is_empty() && key.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
+    if printable {
+        String::from_utf8_lossy(key).into_owned()
+    } else {
+        let mut s = String::with_capacity(2 + 2 * key.len());
+        s.push_str("0x");
+        for b in key {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
     }
 }
 
@@ -313,7 +322,7 @@ mod tests {
             .encoded()
             .to_vec();
         let n = k.len();
-        k[n - 8] = 9;
+        k[n - 8] = 3;
         assert!(parse_internal_key(&k).is_none());
     }
 }

@@ -10,7 +10,7 @@ pub use coding::{
 };
 pub use keys::{
     compare_internal, pack_trailer, parse_internal_key, InternalKey, InternalKeyRef, SeqNo,
-    ValueKind, MAX_SEQNO, TRAILER_LEN,
+    user_key_text, ValueKind, MAX_SEQNO, TRAILER_LEN,
 };
 
 /// CRC32C with the masking LevelDB introduced: a CRC stored next to the data it
@@ -37,10 +37,14 @@ pub(crate) fn mask_crc(crc: u32) -> u32 {
 }
 
 /// Version of the table format written by this build by default (see
-/// `docs/format/table.md`): 3, page-structured tables (data blocks, filter
-/// partitions and locators each on a page). Versions 1 (blocks back to back)
-/// and 2 (page-aligned data blocks) are still read, and written when asked.
-pub const TABLE_FORMAT_VERSION: u32 = 3;
+/// `docs/format/table.md`): 4, page-structured tables (data blocks, filter
+/// partitions and locators each on a page, as in version 3) that may carry a
+/// range-deletion block. Versions 1 (blocks back to back), 2 (page-aligned
+/// data blocks) and 3 are still read, and written when asked, but for a table
+/// holding range deletions, which is always version 4.
+pub const TABLE_FORMAT_VERSION: u32 = 4;
+/// The first table format version that carries range deletions.
+pub const RANGE_DEL_TABLE_FORMAT_VERSION: u32 = 4;
 /// The oldest table format version this build reads.
 pub const MIN_TABLE_FORMAT_VERSION: u32 = 1;
 /// Version of the database layout (WAL, manifest, `CURRENT`) written by this build.

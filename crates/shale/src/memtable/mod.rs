@@ -11,14 +11,20 @@
 //! writers. The write path still adds the entries of one batch from one thread,
 //! and publishes the batch's sequence numbers only after all of them are in, so a
 //! reader never observes half a batch.
+//!
+//! Range deletions sit beside the skiplist, as written and as
+//! [`Fragments`] rebuilt at each one (they are rare; a lookup into the
+//! fragments is one binary search, and none at all while there are none).
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
+use parking_lot::RwLock;
 
 use crate::format::{InternalKey, SeqNo, ValueKind};
+use crate::rangedel::{Fragments, RangeTombstone};
 
 /// Bytes charged per entry beyond its key and value: skiplist node, tower and the
 /// two heap allocations (a rough figure, so that `write_buffer_size` tracks real
@@ -29,6 +35,16 @@ const ENTRY_OVERHEAD: usize = 80;
 pub(crate) struct MemTable {
     map: SkipMap<InternalKey, Vec<u8>>,
     bytes: AtomicUsize,
+    /// True once a range deletion was added (read without the lock).
+    has_range_dels: AtomicBool,
+    range_dels: RwLock<RangeDels>,
+}
+
+/// The memtable's range deletions: as written, and fragmented.
+#[derive(Default)]
+struct RangeDels {
+    written: Vec<RangeTombstone>,
+    fragments: Arc<Fragments>,
 }
 
 /// Result of a memtable lookup.
@@ -36,7 +52,9 @@ pub(crate) struct MemTable {
 pub(crate) enum MemGet {
     /// The newest visible entry is a value.
     Value(Vec<u8>),
-    /// The newest visible entry is a deletion.
+    /// The newest visible entry is a deletion, or a range deletion newer
+    /// than the newest visible entry covers the key (older sources hold only
+    /// older versions, so the key is deleted).
     Deleted,
     /// No entry for the key at or below the sequence number.
     Absent,
@@ -54,33 +72,75 @@ impl MemTable {
         MemTable {
             map: SkipMap::new(),
             bytes: AtomicUsize::new(0),
+            has_range_dels: AtomicBool::new(false),
+            range_dels: RwLock::new(RangeDels::default()),
         }
     }
 
     /// Adds an entry. Safe to call from several threads at once. `(key, seq)`
-    /// must be new to this memtable (sequence numbers are unique).
+    /// must be new to this memtable (sequence numbers are unique). A range
+    /// deletion (`RangeDelete`) has its start as `key` and its end as `value`.
     pub(crate) fn add(&self, seq: SeqNo, kind: ValueKind, key: &[u8], value: &[u8]) {
+        if kind == ValueKind::RangeDelete {
+            self.add_range_delete(seq, key, value);
+            return;
+        }
         let ikey = InternalKey::new(key, seq, kind);
         let charge = ikey.encoded().len() + value.len() + ENTRY_OVERHEAD;
         self.map.insert(ikey, value.to_vec());
         self.bytes.fetch_add(charge, Ordering::Relaxed);
     }
 
-    /// The newest entry for `key` with sequence number `<= seq`.
+    fn add_range_delete(&self, seq: SeqNo, start: &[u8], end: &[u8]) {
+        let charge = start.len() + end.len() + ENTRY_OVERHEAD;
+        let mut dels = self.range_dels.write();
+        dels.written.push(RangeTombstone {
+            start: start.to_vec(),
+            end: end.to_vec(),
+            seq,
+        });
+        dels.fragments = Arc::new(Fragments::build(dels.written.clone()));
+        self.has_range_dels.store(true, Ordering::Release);
+        self.bytes.fetch_add(charge, Ordering::Relaxed);
+    }
+
+    /// The range deletions, fragmented (all of them: readers filter by
+    /// sequence number).
+    pub(crate) fn range_dels(&self) -> Arc<Fragments> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return Arc::default();
+        }
+        self.range_dels.read().fragments.clone()
+    }
+
+    /// The newest entry for `key` with sequence number `<= seq`, unless a
+    /// range deletion visible at `seq` deletes it.
     pub(crate) fn get(&self, key: &[u8], seq: SeqNo) -> MemGet {
+        let deleted_at = if self.has_range_dels.load(Ordering::Acquire) {
+            self.range_dels.read().fragments.covering_seq(key, seq)
+        } else {
+            None
+        };
         let target = InternalKey::seek_key(key, seq);
-        let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
-            return MemGet::Absent;
+        let found = self
+            .map
+            .lower_bound(Bound::Included(&target))
+            .filter(|e| e.key().user_key() == key);
+        let Some(entry) = found else {
+            return match deleted_at {
+                Some(_) => MemGet::Deleted,
+                None => MemGet::Absent,
+            };
         };
         let found = entry.key().as_ref();
-        if found.user_key != key {
-            return MemGet::Absent;
+        if deleted_at.is_some_and(|t| t > found.seq) {
+            return MemGet::Deleted;
         }
         match found.value_kind() {
             Some(ValueKind::Value) => MemGet::Value(entry.value().clone()),
             Some(ValueKind::Delete) => MemGet::Deleted,
-            // `add` only stores valid kinds.
-            None => MemGet::Absent,
+            // `add` keeps range deletions out of the skiplist.
+            Some(ValueKind::RangeDelete) | None => MemGet::Absent,
         }
     }
 
@@ -95,9 +155,9 @@ impl MemTable {
         self.map.len()
     }
 
-    /// True if empty.
+    /// True if it holds no entry and no range deletion.
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && !self.has_range_dels.load(Ordering::Acquire)
     }
 
     /// Calls `f` on every entry in internal-key order, stopping at its first
@@ -207,6 +267,27 @@ mod tests {
         assert_eq!(m.get(b"", 9), MemGet::Absent);
         assert_eq!(m.len(), 4);
         assert!(m.approximate_bytes() > 4 * ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn range_deletions_hide_older_versions_only() {
+        let m = MemTable::new();
+        m.add(1, ValueKind::Value, b"b", b"b1");
+        m.add(2, ValueKind::RangeDelete, b"a", b"c");
+        m.add(3, ValueKind::Value, b"b", b"b3");
+        assert!(!m.is_empty());
+        assert_eq!(m.get(b"b", 1), MemGet::Value(b"b1".to_vec()));
+        assert_eq!(m.get(b"b", 2), MemGet::Deleted);
+        assert_eq!(m.get(b"b", 3), MemGet::Value(b"b3".to_vec()));
+        // No entry here, but older sources must not be asked either.
+        assert_eq!(m.get(b"a", 2), MemGet::Deleted);
+        assert_eq!(m.get(b"a", 1), MemGet::Absent);
+        assert_eq!(m.get(b"c", 9), MemGet::Absent, "the end is exclusive");
+        assert_eq!(m.range_dels().count(), 1);
+        assert_eq!(m.len(), 2, "the range deletion is not a skiplist entry");
+        let empty = MemTable::new();
+        empty.add(1, ValueKind::RangeDelete, b"x", b"y");
+        assert!(!empty.is_empty(), "a memtable of one range deletion is flushed");
     }
 
     #[test]

@@ -52,8 +52,10 @@ use super::paged::{
 };
 use super::{fuse_fingerprint_bits, Compression, FilterKind, TableBuildOptions, TableProperties};
 use crate::error::{Error, Result};
+use crate::rangedel::Fragments;
 use crate::format::{
-    compare_internal, parse_internal_key, ValueKind, MIN_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
+    compare_internal, parse_internal_key, ValueKind, MIN_TABLE_FORMAT_VERSION,
+    RANGE_DEL_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
 };
 
 /// Writes one table through an [`ObjectWriter`].
@@ -90,6 +92,8 @@ pub(crate) struct TableBuilder {
     /// Distinct user keys given to the filter so far.
     filter_keys: u64,
     failed: Option<Error>,
+    /// Written in the range-deletion block (version 4).
+    range_dels: Fragments,
 }
 
 /// Keys a filter partition of `kind` and `bits_per_key` takes so that it,
@@ -186,6 +190,7 @@ impl TableBuilder {
             filter_partition_keys,
             filter_keys: 0,
             failed: None,
+            range_dels: Fragments::default(),
         }
     }
 
@@ -203,6 +208,11 @@ impl TableBuilder {
         let Some(parsed) = parse_internal_key(internal_key) else {
             return Err(Error::Internal("table key is not an internal key".into()));
         };
+        if parsed.value_kind() == Some(ValueKind::RangeDelete) {
+            return Err(Error::Internal(
+                "a range deletion is not a data entry (see set_range_dels)".into(),
+            ));
+        }
         if self.props.num_entries > 0
             && compare_internal(&self.last_key, internal_key) != std::cmp::Ordering::Less
         {
@@ -395,6 +405,21 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Sets the table's range deletions, written in its range-deletion block
+    /// (version 4 only: `Error::Internal` for an older version, which cannot
+    /// carry them).
+    pub(crate) fn set_range_dels(&mut self, dels: Fragments) -> Result<()> {
+        if !dels.is_empty() && self.props.format_version < RANGE_DEL_TABLE_FORMAT_VERSION {
+            return Err(Error::Internal(format!(
+                "{}: range deletions in a version-{} table",
+                self.path.display(),
+                self.props.format_version
+            )));
+        }
+        self.range_dels = dels;
+        Ok(())
+    }
+
     /// Writes the rest of the table, makes it durable (`ObjectWriter::finish`) and
     /// returns its properties. An empty table (no entries) is valid.
     pub(crate) fn finish(mut self) -> Result<TableProperties> {
@@ -499,7 +524,18 @@ impl TableBuilder {
         top_index: BlockHandle,
         filter: Option<BlockHandle>,
     ) -> Result<TableProperties> {
-        if self.props.num_entries == 0 {
+        if let Some((lo, hi)) = self.range_dels.seq_range() {
+            // A table's sequence range covers its range deletions too.
+            if self.props.num_entries == 0 {
+                self.props.smallest_seqno = lo;
+            }
+            self.props.smallest_seqno = self.props.smallest_seqno.min(lo);
+            self.props.largest_seqno = self.props.largest_seqno.max(hi);
+            let contents = self.range_dels.encode();
+            let h = self.write_block(&contents, Compression::None)?;
+            self.props.range_deletions = self.range_dels.count();
+            self.props.range_del_bytes = h.size + BLOCK_TRAILER_LEN;
+        } else if self.props.num_entries == 0 {
             self.props.smallest_seqno = 0;
         }
         self.props.largest_key = self.last_key.clone();

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! table        := data_block* [filter_block] index_partition* top_index
-//!                 properties footer
+//!                 [range_del_block] properties footer   // range_del_block: version 4
 //! X_block      := contents trailer       // every block, including the properties
 //! trailer      := compression:u8 crc:fixed32_le
 //!                 // crc = masked_crc32c(contents ++ [compression])
@@ -205,6 +205,8 @@ mod tag {
     pub(super) const DATA_PADDING_BYTES: u32 = 19;
     pub(super) const FILTER_PARTITIONS: u32 = 20;
     pub(super) const TOP_LEVEL_FILTER_INDEX_BYTES: u32 = 21;
+    pub(super) const RANGE_DELETIONS: u32 = 22;
+    pub(super) const RANGE_DEL_BYTES: u32 = 23;
 }
 
 fn put_prop_u64(out: &mut Vec<u8>, t: u32, v: u64) {
@@ -267,6 +269,10 @@ pub(crate) fn encode_properties(p: &TableProperties) -> Vec<u8> {
             p.top_level_filter_index_bytes,
         );
     }
+    if p.format_version >= 4 || p.range_deletions != 0 || p.range_del_bytes != 0 {
+        put_prop_u64(&mut out, tag::RANGE_DELETIONS, p.range_deletions);
+        put_prop_u64(&mut out, tag::RANGE_DEL_BYTES, p.range_del_bytes);
+    }
     out
 }
 
@@ -318,6 +324,8 @@ pub(crate) fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corru
             tag::DATA_PADDING_BYTES => p.data_padding_bytes = int()?,
             tag::FILTER_PARTITIONS => p.filter_partitions = int()?,
             tag::TOP_LEVEL_FILTER_INDEX_BYTES => p.top_level_filter_index_bytes = int()?,
+            tag::RANGE_DELETIONS => p.range_deletions = int()?,
+            tag::RANGE_DEL_BYTES => p.range_del_bytes = int()?,
             _ => {} // a property of a later version
         }
     }

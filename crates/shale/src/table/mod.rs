@@ -115,7 +115,7 @@ impl Default for TableBuildOptions {
 /// their 5-byte trailers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableProperties {
-    /// Table format version (1 or 2).
+    /// Table format version (1 to 4).
     pub format_version: u32,
     /// Entries (values and tombstones).
     pub num_entries: u64,
@@ -160,6 +160,12 @@ pub struct TableProperties {
     /// Bytes of the top-level filter index, with its trailer (version 3; also
     /// counted in `filter_bytes`).
     pub top_level_filter_index_bytes: u64,
+    /// Range deletions in the range-deletion block, one per fragment and
+    /// sequence number (version 4; 0 before).
+    pub range_deletions: u64,
+    /// Bytes of the range-deletion block with its trailer, which sits right
+    /// before the properties (version 4; 0 = none).
+    pub range_del_bytes: u64,
 }
 
 /// Cache key of a block: (table file number, block offset).

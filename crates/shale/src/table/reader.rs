@@ -35,7 +35,9 @@ use std::sync::Arc;
 
 use shale_env::RandomAccessFile;
 
-use super::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat, PAGE_SIZE};
+use super::block::{
+    cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat, BLOCK_TRAILER_LEN, PAGE_SIZE,
+};
 use super::filter::Filter;
 use super::layout::{decode_properties, unwrap_block, BlockHandle, Footer, FOOTER_LEN};
 use super::paged::{unwrap_paged, KeyArray, Locator};
@@ -43,8 +45,10 @@ use super::{BlockInfo, CachedBlock, ReadContext, TableGet, TableLayout, TablePro
 use crate::cache::Priority;
 use crate::error::{Error, Result};
 use crate::format::{
-    pack_trailer, ValueKind, MAX_SEQNO, MIN_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
+    pack_trailer, ValueKind, MAX_SEQNO, MIN_TABLE_FORMAT_VERSION, RANGE_DEL_TABLE_FORMAT_VERSION,
+    TABLE_FORMAT_VERSION,
 };
+use crate::rangedel::Fragments;
 use crate::iter::InternalIterator;
 use crate::metrics::{BlockKind, Stats};
 
@@ -86,6 +90,15 @@ impl Meta {
                 kind,
                 BlockKind::Data | BlockKind::Filter | BlockKind::IndexPartition
             )
+    }
+
+    /// The range-deletion block's handle (version 4, when it has one).
+    fn range_del_handle(&self) -> Option<BlockHandle> {
+        let bytes = self.props.range_del_bytes;
+        (bytes != 0).then(|| BlockHandle {
+            offset: self.footer.properties.offset.saturating_sub(bytes),
+            size: bytes.saturating_sub(BLOCK_TRAILER_LEN),
+        })
     }
 
     /// Where the top-level blocks begin (the end of the paged region).
@@ -193,6 +206,20 @@ fn decode_block(kind: BlockKind, contents: Vec<u8>, meta: &Meta) -> Result<Cache
     })
 }
 
+/// Reads and decodes a range-deletion block; damage is `Corruption` at its
+/// offset.
+fn read_range_dels(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    h: BlockHandle,
+    stats: Option<&Stats>,
+    verify: bool,
+) -> Result<Fragments> {
+    let contents = read_block_contents(file, path, h, BlockKind::Properties, stats, verify)?;
+    Fragments::decode(&contents)
+        .map_err(|reason| Error::corruption(path, h.offset, format!("range-deletion block: {reason}")))
+}
+
 fn read_meta(
     file: &dyn RandomAccessFile,
     path: &Path,
@@ -249,6 +276,18 @@ fn read_meta(
             .filter(|&s| footer.filter.is_none_or(|f| f.end() <= s))
             .ok_or_else(|| bad_props("index partition bytes out of range"))?
     };
+    if props.range_del_bytes != 0 {
+        let fits = props.format_version >= RANGE_DEL_TABLE_FORMAT_VERSION
+            && ph
+                .offset
+                .checked_sub(props.range_del_bytes)
+                .is_some_and(|start| start >= th.end() && props.range_del_bytes > BLOCK_TRAILER_LEN);
+        if !fits {
+            return Err(bad_props("range-deletion block out of place"));
+        }
+    } else if props.range_deletions != 0 {
+        return Err(bad_props("range deletions without a range-deletion block"));
+    }
     if props.format_version < 2 && props.data_padding_bytes != 0 {
         return Err(bad_props(
             "padding between data blocks in a version-1 table",
@@ -281,6 +320,8 @@ pub(crate) struct TableReader {
     pinned_top: Option<Arc<CachedBlock>>,
     pinned_filter: Option<Arc<CachedBlock>>,
     pinned_bytes: u64,
+    /// The range-deletion block, decoded at open (empty without one).
+    range_dels: Arc<Fragments>,
 }
 
 impl TableReader {
@@ -310,7 +351,18 @@ impl TableReader {
             pinned_top: None,
             pinned_filter: None,
             pinned_bytes: 0,
+            range_dels: Arc::default(),
         };
+        if let Some(h) = reader.meta.range_del_handle() {
+            // Metadata read at open, like the properties.
+            reader.range_dels = Arc::new(read_range_dels(
+                reader.file.as_ref(),
+                &reader.path,
+                h,
+                Some(&reader.ctx.stats),
+                reader.ctx.verify_checksums,
+            )?);
+        }
         if pin_top_index {
             let h = reader.meta.footer.top_index;
             let b = reader.read_uncached(BlockKind::TopIndex, BlockRef::classic(h))?;
@@ -334,6 +386,11 @@ impl TableReader {
     fn pin(&mut self, bytes: u64) {
         self.ctx.cache.reserve_pinned(bytes);
         self.pinned_bytes += bytes;
+    }
+
+    /// The table's range deletions (decoded at open; empty without).
+    pub(crate) fn range_dels(&self) -> &Arc<Fragments> {
+        &self.range_dels
     }
 
     /// The table's properties.
@@ -492,12 +549,25 @@ impl TableReader {
     /// `Found(Delete, _)` is a tombstone (the value is empty). `Absent`: no visible
     /// entry for the key in this table.
     pub(crate) fn get(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
-        if consult_filter && self.filtered_out(user_key)? {
-            return Ok(TableGet::FilteredOut);
-        }
-        if self.meta.paged() {
-            return self.get_paged(user_key, seq);
-        }
+        // The table's own range deletions, decoded at open: no block read.
+        let deleted_at = self.range_dels.covering_seq(user_key, seq);
+        let got = if consult_filter && self.filtered_out(user_key)? {
+            TableGet::FilteredOut
+        } else if self.meta.paged() {
+            self.get_paged(user_key, seq, deleted_at)?
+        } else {
+            self.get_classic(user_key, seq, deleted_at)?
+        };
+        Ok(match (deleted_at, got) {
+            // Older tables hold only versions older than the range deletion.
+            (Some(_), TableGet::FilteredOut | TableGet::Absent) => {
+                TableGet::Found(ValueKind::Delete, Vec::new())
+            }
+            (_, got) => got,
+        })
+    }
+
+    fn get_classic(&self, user_key: &[u8], seq: u64, deleted_at: Option<u64>) -> Result<TableGet> {
         let trailer = pack_trailer(seq.min(MAX_SEQNO), ValueKind::SEEK);
         let top_off = self.meta.footer.top_index.offset;
         let top = self.top_index()?;
@@ -546,7 +616,7 @@ impl TableReader {
             cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
                 .map_err(self.corrupt(offset))?;
             if cur.valid() {
-                return self.entry_found(&cur, block, user_key, offset);
+                return self.entry_found(&cur, block, user_key, offset, deleted_at);
             }
             // Every entry of this block sorts before the seek key. The next block
             // can only hold the key if this block's separator is the key itself.
@@ -588,12 +658,17 @@ impl TableReader {
         block: &Block,
         user_key: &[u8],
         offset: u64,
+        deleted_at: Option<u64>,
     ) -> Result<TableGet> {
         let (found_user, found_trailer) = split_target(cur.key());
         if found_user != user_key {
             return Ok(TableGet::Absent);
         }
+        if deleted_at.is_some_and(|t| t > found_trailer >> 8) {
+            return Ok(TableGet::Found(ValueKind::Delete, Vec::new()));
+        }
         let kind = ValueKind::from_u8(found_trailer as u8)
+            .filter(|&k| k != ValueKind::RangeDelete)
             .ok_or_else(|| self.corrupt(offset)(Corrupt("unknown value kind")))?;
         let value = cur.value(block).ok_or_else(|| {
             Error::Internal(format!(
@@ -636,7 +711,7 @@ impl TableReader {
     /// The version-3 `get` after the filter: locator through the top-level
     /// index, then one data block (more only where the key's versions
     /// continue into the next block).
-    fn get_paged(&self, user_key: &[u8], seq: u64) -> Result<TableGet> {
+    fn get_paged(&self, user_key: &[u8], seq: u64, deleted_at: Option<u64>) -> Result<TableGet> {
         let trailer = pack_trailer(seq.min(MAX_SEQNO), ValueKind::SEEK);
         let top_off = self.meta.footer.top_index.offset;
         let top = self.top_index()?;
@@ -682,7 +757,7 @@ impl TableReader {
                 cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
                     .map_err(self.corrupt(data_ref.offset))?;
                 if cur.valid() {
-                    return self.entry_found(&cur, block, user_key, data_ref.offset);
+                    return self.entry_found(&cur, block, user_key, data_ref.offset, deleted_at);
                 }
                 // Every entry of this block sorts before the seek key.
                 if loc.continues(g + 1, user_key) {

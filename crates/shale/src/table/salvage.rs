@@ -53,6 +53,7 @@ use super::filter::{Filter, PartitionFilter};
 use super::layout::{decode_properties, decompress, unwrap_block, BlockHandle, Footer, FOOTER_LEN};
 use super::paged::{unwrap_paged, KeyArray, Locator, PAGED_TAIL_LEN};
 use super::TableProperties;
+use crate::rangedel::Fragments;
 use crate::format::{
     compare_internal, mask_crc, parse_internal_key, SeqNo, MIN_TABLE_FORMAT_VERSION,
     TABLE_FORMAT_VERSION,
@@ -206,6 +207,12 @@ pub(crate) struct TableSalvage {
     /// nothing of the keys or sequence numbers it may have held (a table
     /// cut short before its first page by a crash, or one destroyed whole).
     pub unrecognised: bool,
+    /// The range deletions, when the table's range-deletion block reads.
+    pub range_dels: Fragments,
+    /// The table had range deletions (or may have: a version-4 table whose
+    /// properties are lost) that do not read: any version older than the
+    /// table may have been deleted by them.
+    pub range_dels_lost: bool,
 }
 
 impl TableSalvage {
@@ -261,7 +268,7 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
     let region = out.data_end.map_or(limit, |e| e as usize);
     let mut index = IndexInfo::None;
     match out.format_version {
-        Some(3) => {
+        Some(3 | 4) => {
             out.filter = footer.as_ref().and_then(|f| paged_filter(bytes, f));
             if let Some(f) = &footer {
                 index = paged_index(bytes, f, &mut out.notes);
@@ -296,6 +303,24 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
         }
     }
     out.unrecognised = footer.is_none() && properties.is_none() && out.blocks.is_empty();
+    match (&properties, &footer) {
+        (Some(p), _) if p.range_del_bytes > 0 => {
+            match read_range_dels(bytes, p, footer.as_ref()) {
+                Ok(dels) => out.range_dels = dels,
+                Err(reason) => {
+                    out.notes.push(format!("range-deletion block: {reason}"));
+                    out.range_dels_lost = true;
+                }
+            }
+        }
+        (None, Some(f)) if f.format_version >= crate::format::RANGE_DEL_TABLE_FORMAT_VERSION => {
+            out.notes.push(
+                "properties lost: whether the table held range deletions is unknown".into(),
+            );
+            out.range_dels_lost = true;
+        }
+        _ => {}
+    }
     out.properties = properties;
     // A file in which nothing is recognised tells no key range: its bytes
     // are not taken for lost data blocks (see `unrecognised`).
@@ -303,6 +328,27 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
         out.lost = lost_ranges(&out, region as u64, &index);
     }
     out
+}
+
+/// The range-deletion block, which ends where the properties begin.
+fn read_range_dels(
+    bytes: &[u8],
+    p: &TableProperties,
+    footer: Option<&Footer>,
+) -> Result<Fragments, String> {
+    let props_offset = match footer {
+        Some(f) => f.properties.offset,
+        None => return Err("the footer, which places it, is lost".into()),
+    };
+    let start = props_offset
+        .checked_sub(p.range_del_bytes)
+        .ok_or("out of place")? as usize;
+    let block = bytes
+        .get(start..props_offset as usize)
+        .ok_or("out of place")?
+        .to_vec();
+    let contents = unwrap_block(block, true).map_err(|c| c.0.to_string())?;
+    Fragments::decode(&contents)
 }
 
 /// What the index still tells about block boundaries.

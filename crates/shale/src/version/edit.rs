@@ -16,6 +16,10 @@
 //!                                   | largest internal key (length-prefixed)
 //!                                   | smallest seqno varint64 | largest seqno varint64
 //!                                   | entries varint64
+//! tag 8  NEW_FILE_RANGE_DELS  payload := the NEW_FILE payload | range deletions varint64
+//!                                   (written instead of NEW_FILE for a table with
+//!                                   range deletions, so that a build that does not
+//!                                   know them refuses the manifest)
 //! tag 7  LIFETIME_STATS  payload := count varint32 | value varint64{count}
 //!                                   (the counters of `LifetimeStats`, in its
 //!                                   field order; a reader takes the ones it
@@ -38,6 +42,7 @@ const TAG_LAST_SEQUENCE: u32 = 4;
 const TAG_DELETED_FILE: u32 = 5;
 const TAG_NEW_FILE: u32 = 6;
 const TAG_LIFETIME_STATS: u32 = 7;
+const TAG_NEW_FILE_RANGE_DELS: u32 = 8;
 
 /// Write counters over the whole life of a database (not only this open),
 /// recorded with every edit so that write amplification survives reopening.
@@ -96,6 +101,8 @@ pub(crate) struct NewFile {
     pub smallest_seqno: SeqNo,
     pub largest_seqno: SeqNo,
     pub num_entries: u64,
+    /// Range deletions in the table's range-deletion block.
+    pub range_deletions: u64,
 }
 
 /// A change to the version and to the database's counters.
@@ -136,7 +143,12 @@ impl VersionEdit {
             put_varint64(&mut out, number);
         }
         for (level, f) in &self.added {
-            put_varint32(&mut out, TAG_NEW_FILE);
+            let tag = if f.range_deletions > 0 {
+                TAG_NEW_FILE_RANGE_DELS
+            } else {
+                TAG_NEW_FILE
+            };
+            put_varint32(&mut out, tag);
             put_varint32(&mut out, *level as u32);
             put_varint64(&mut out, f.number);
             put_varint64(&mut out, f.size);
@@ -145,6 +157,9 @@ impl VersionEdit {
             put_varint64(&mut out, f.smallest_seqno);
             put_varint64(&mut out, f.largest_seqno);
             put_varint64(&mut out, f.num_entries);
+            if f.range_deletions > 0 {
+                put_varint64(&mut out, f.range_deletions);
+            }
         }
         if let Some(stats) = &self.lifetime {
             let values = stats.values();
@@ -183,7 +198,7 @@ impl VersionEdit {
                     let number = get_varint64(&mut src).ok_or("truncated deleted file")?;
                     edit.deleted.push((level, number));
                 }
-                TAG_NEW_FILE => {
+                TAG_NEW_FILE | TAG_NEW_FILE_RANGE_DELS => {
                     let level = decode_level(&mut src)?;
                     let mut field =
                         |what: &str| get_varint64(&mut src).ok_or(format!("truncated {what}"));
@@ -196,6 +211,11 @@ impl VersionEdit {
                     let smallest_seqno = field("smallest seqno")?;
                     let largest_seqno = field("largest seqno")?;
                     let num_entries = field("entry count")?;
+                    let range_deletions = if tag == TAG_NEW_FILE_RANGE_DELS {
+                        field("range deletion count")?
+                    } else {
+                        0
+                    };
                     edit.added.push((
                         level,
                         NewFile {
@@ -206,6 +226,7 @@ impl VersionEdit {
                             smallest_seqno,
                             largest_seqno,
                             num_entries,
+                            range_deletions,
                         },
                     ));
                 }
@@ -260,6 +281,19 @@ mod tests {
                     smallest_seqno: 5,
                     largest_seqno: 7,
                     num_entries: 1000,
+                    range_deletions: 0,
+                },
+            ), (
+                1,
+                NewFile {
+                    number: 34,
+                    size: 4096,
+                    smallest: InternalKey::new(b"a", 9, ValueKind::RangeDelete),
+                    largest: InternalKey::new(b"b", crate::format::MAX_SEQNO, ValueKind::RangeDelete),
+                    smallest_seqno: 9,
+                    largest_seqno: 9,
+                    num_entries: 0,
+                    range_deletions: 1,
                 },
             )],
             lifetime: Some(LifetimeStats {

@@ -89,6 +89,8 @@ pub(crate) struct FileMeta {
     pub smallest_seqno: SeqNo,
     pub largest_seqno: SeqNo,
     pub num_entries: u64,
+    /// Range deletions in the table (0: it has no range-deletion block).
+    pub range_deletions: u64,
     file: Arc<TableFile>,
 }
 
@@ -111,6 +113,7 @@ impl FileMeta {
             smallest_seqno: f.smallest_seqno,
             largest_seqno: f.largest_seqno,
             num_entries: f.num_entries,
+            range_deletions: f.range_deletions,
             file,
         }
     }
@@ -135,6 +138,7 @@ impl FileMeta {
             smallest_seqno: self.smallest_seqno,
             largest_seqno: self.largest_seqno,
             num_entries: self.num_entries,
+            range_deletions: self.range_deletions,
         }
     }
 }
@@ -266,6 +270,7 @@ mod tests {
             smallest_seqno: seq,
             largest_seqno: seq,
             num_entries: 1,
+            range_deletions: 0,
         }
     }
 

@@ -266,6 +266,7 @@ mod tests {
                 smallest_seqno: 1,
                 largest_seqno: 2,
                 num_entries: 2,
+                range_deletions: 0,
             },
         ));
         edit
