@@ -135,6 +135,7 @@ impl Fragments {
     }
 
     /// The fragments, in key order.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn fragments(&self) -> &[Fragment] {
         &self.frags
     }
@@ -158,6 +159,24 @@ impl Fragments {
     /// True if the version `key#seq` is deleted for a reader at `snapshot`.
     pub(crate) fn covers(&self, key: &[u8], seq: SeqNo, snapshot: SeqNo) -> bool {
         self.covering_seq(key, snapshot).is_some_and(|t| t > seq)
+    }
+
+    /// True if every key from `lo` to `hi` (both included) lies in fragments
+    /// that each pass `pred`.
+    pub(crate) fn spans(&self, lo: &[u8], hi: &[u8], mut pred: impl FnMut(&Fragment) -> bool) -> bool {
+        let mut i = self.frags.partition_point(|f| f.end.as_slice() <= lo);
+        let mut from = lo;
+        while let Some(f) = self.frags.get(i) {
+            if f.start.as_slice() > from || !pred(f) {
+                return false;
+            }
+            if f.end.as_slice() > hi {
+                return true;
+            }
+            from = &f.end;
+            i += 1;
+        }
+        false
     }
 
     /// The part within `[lower, upper)` (`None`: unbounded).
@@ -383,6 +402,18 @@ mod tests {
         assert!(Fragments::decode(&bad(vec![f("a", "b", &[1, 2])])).is_err());
         assert!(Fragments::decode(&bad(vec![f("a", "b", &[])])).is_err());
         assert!(Fragments::decode(&bad(vec![f("a", "b", &[MAX_SEQNO + 1])])).is_err());
+    }
+
+    #[test]
+    fn spans_need_contiguous_fragments_that_all_pass() {
+        let m = Fragments::build(vec![t("b", "d", 7), t("d", "f", 5), t("g", "h", 9)]);
+        assert!(m.spans(b"b", b"e", |_| true));
+        assert!(m.spans(b"c", b"c", |_| true));
+        assert!(!m.spans(b"b", b"f", |_| true), "f is not covered");
+        assert!(!m.spans(b"a", b"c", |_| true), "a is not covered");
+        assert!(!m.spans(b"e", b"g", |_| true), "the gap between f and g");
+        assert!(!m.spans(b"b", b"e", |f| f.seqs[0] > 6), "the second fragment fails");
+        assert!(m.spans(b"b", b"c", |f| f.seqs[0] > 6));
     }
 
     #[test]

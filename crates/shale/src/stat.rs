@@ -103,17 +103,27 @@ pub fn stat_text(summary: &DbSummary, m: &Metrics) -> String {
     // Writing to a String cannot fail; results are ignored below.
     let _ = writeln!(
         s,
-        "{:<6} {:>7} {:>11} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "level", "tables", "size", "entries", "data blocks", "data", "index", "top index", "filter"
+        "{:<6} {:>7} {:>11} {:>12} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "level",
+        "tables",
+        "size",
+        "entries",
+        "rangedels",
+        "data blocks",
+        "data",
+        "index",
+        "top index",
+        "filter"
     );
     let row = |s: &mut String, name: &str, l: &LevelSummary| {
         let _ = writeln!(
             s,
-            "{:<6} {:>7} {:>11} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11}",
+            "{:<6} {:>7} {:>11} {:>12} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11}",
             name,
             l.tables,
             human_bytes(l.bytes),
             l.entries,
+            l.range_deletions,
             l.data_blocks,
             human_bytes(l.data_bytes),
             human_bytes(l.index_partition_bytes),
@@ -156,6 +166,17 @@ pub fn stat_text(summary: &DbSummary, m: &Metrics) -> String {
         "user data: {} of keys, {} of values",
         human_bytes(total.raw_key_bytes),
         human_bytes(total.raw_value_bytes)
+    );
+    let _ = writeln!(
+        s,
+        "range deletions: {} stored; compactions dropped {} of them and {} versions they covered ({}); \
+         {} tables deleted whole without a read ({})",
+        total.range_deletions,
+        m.range_dels_dropped,
+        m.range_del_dropped_entries,
+        human_bytes(m.range_del_dropped_bytes),
+        m.delete_only_tables,
+        human_bytes(m.delete_only_bytes),
     );
     let _ = writeln!(s);
     let per_get = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));

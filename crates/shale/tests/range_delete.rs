@@ -2,9 +2,12 @@
 //! by gets, both iteration directions, snapshots, flushes, compactions and
 //! reopening; bad ranges refused; the cost of deleting a large range.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use common::{long_tests, Rng};
 use shale::env::MemFs;
 use shale::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 
@@ -128,4 +131,98 @@ fn bad_and_empty_ranges() {
     // The empty key is the smallest key: [ "", "b" ) deletes "a".
     db.delete_range(b"", b"b").expect("from the empty key");
     assert_eq!(db.get(b"a").expect("get"), None);
+}
+
+/// 32-byte keys in order: `i` big-endian, then padding.
+fn hash_key(i: u64) -> Vec<u8> {
+    let mut k = i.to_be_bytes().to_vec();
+    k.resize(32, 0x5a);
+    k
+}
+
+/// The issue's check: deleting a range of N keys (1M with
+/// `SHALE_LONG_TESTS=1`, 200k by default) is one small write; Gets of the
+/// deleted keys read no more blocks from the device than before it; after
+/// `compact_range` the tables it covered are gone, most without being read,
+/// and `stats` counts it.
+#[test]
+fn deleting_a_large_range_is_one_write_and_compaction_reclaims_it() {
+    let n: u64 = if long_tests() { 1_000_000 } else { 200_000 };
+    let fs = Arc::new(MemFs::new());
+    let options = Options {
+        fs: fs.clone(),
+        write_buffer_size: 4 << 20,
+        target_file_size_base: 2 << 20,
+        block_cache_bytes: 64 << 10,
+        ..Options::default()
+    };
+    let db = Db::open("/db", options).expect("open");
+    let value = [7u8; 20];
+    let mut b = WriteBatch::new();
+    // Keys [0, n) are deleted later; [n, n + n/10) stay.
+    for i in 0..n + n / 10 {
+        b.put(&hash_key(i), &value);
+        if b.len() == 1000 {
+            db.write(std::mem::take(&mut b), &WriteOptions::default()).expect("write");
+        }
+    }
+    db.write(b, &WriteOptions::default()).expect("write");
+    db.compact_range(None, None).expect("settle");
+    let bytes_before = db.summary().expect("summary").total().bytes;
+
+    let mut rng = Rng::new(7);
+    let probes: Vec<u64> = (0..2000).map(|_| rng.below(n)).collect();
+    let reads = |db: &Db, expect_found: bool| {
+        let before = db.metrics();
+        for &i in &probes {
+            assert_eq!(db.get(&hash_key(i)).expect("get").is_some(), expect_found, "key {i}");
+        }
+        db.metrics().delta(&before).cache_misses()
+    };
+    let misses_before = reads(&db, true);
+
+    let m0 = db.metrics();
+    db.delete_range(&hash_key(0), &hash_key(n)).expect("delete_range");
+    let wal = db.metrics().delta(&m0).bytes_written_wal;
+    assert!(wal < 200, "one small write whatever the range holds: {wal} WAL bytes");
+    let misses_memtable = reads(&db, false);
+    db.flush().expect("flush");
+    let misses_flushed = reads(&db, false);
+    assert!(
+        misses_memtable <= misses_before && misses_flushed <= misses_before,
+        "device reads for {} deleted keys: {misses_before} before, {misses_memtable} with the \
+         range deletion in the memtable, {misses_flushed} in a table",
+        probes.len()
+    );
+    // The keys after the range are untouched.
+    assert_eq!(db.get(&hash_key(n)).expect("get"), Some(value.to_vec()));
+
+    let m1 = db.metrics();
+    db.compact_range(None, None).expect("compact");
+    let m = db.metrics().delta(&m1);
+    let summary = db.summary().expect("summary");
+    let total = summary.total();
+    assert!(m.delete_only_tables > 0, "tables covered whole are deleted without a read");
+    assert_eq!(total.range_deletions, 0, "dropped at the last level");
+    assert_eq!(total.entries, n / 10, "only the keys after the range remain");
+    assert!(total.bytes * 5 < bytes_before, "{} of {} bytes remain", total.bytes, bytes_before);
+    let stat = db.stat().expect("stat");
+    assert!(stat.contains("tables deleted whole without a read"), "{stat}");
+    let mut it = db.iter(&ReadOptions::default()).expect("iter");
+    it.seek_to_first();
+    assert!(it.valid());
+    assert_eq!(it.key(), hash_key(n).as_slice(), "the first key left");
+    println!(
+        "delete_range over {n} keys: {wal} WAL bytes; device reads for {} Gets of deleted keys: \
+         {misses_before} before, {misses_memtable} after (memtable), {misses_flushed} after \
+         (flushed); compact_range: {} tables ({} bytes) deleted without a read, {} versions \
+         ({} bytes) dropped by compaction, table bytes {} -> {}",
+        probes.len(),
+        m.delete_only_tables,
+        m.delete_only_bytes,
+        m.range_del_dropped_entries,
+        m.range_del_dropped_bytes,
+        bytes_before,
+        total.bytes
+    );
 }

@@ -41,6 +41,8 @@ enum Job {
     /// Tables whose last reader let go (an iterator or snapshot dropped after
     /// the compaction that removed them).
     DeleteObsolete,
+    /// Tables a newer range deletion may cover whole.
+    DeleteOnly,
 }
 
 /// How long an idle background thread sleeps before it looks for obsolete
@@ -60,6 +62,14 @@ pub(crate) fn run(db: &DbInner) {
             Job::Flush { imm, number } => flush(db, imm, number),
             Job::Compact(c) => compact(db, c),
             Job::DeleteObsolete => {}
+            Job::DeleteOnly => {
+                if let Err(e) = delete_only(db) {
+                    if !matches!(e, Error::Closed) {
+                        let mut st = db.state.lock();
+                        db.background_failed(&mut st, &e);
+                    }
+                }
+            }
         }
         if let Err(e) = db.delete_obsolete_files(false) {
             let mut st = db.state.lock();
@@ -140,6 +150,11 @@ fn next_job(db: &DbInner) -> Option<Job> {
                     st.running_compactions += 1;
                     return Some(Job::Compact(c));
                 }
+            }
+            if db.delete_only_check.swap(false, Ordering::AcqRel)
+                && sv.version.all_files().any(|(_, f)| f.range_deletions > 0)
+            {
+                return Some(Job::DeleteOnly);
             }
         }
         if db.obsolete.has_pending() {
@@ -493,6 +508,7 @@ fn is_bottommost(
 /// compactions and keeping new ones from starting).
 pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     let _serial = db.compaction_lock.lock();
+    delete_only(db)?;
     let inputs: Vec<(usize, Arc<FileMeta>)> = {
         let mut st = db.state.lock();
         st.manual_compaction = true;
@@ -553,6 +569,66 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     // The inputs are obsolete once their last reference goes.
     drop(inputs);
     db.delete_obsolete_files(false)
+}
+
+/// Pebble's delete-only compaction: deletes, without reading them, the
+/// tables that a newer range deletion covers whole. A table goes when its
+/// whole key range lies under range deletions (of tables: durable ones) each
+/// newer than every version in it and in the same snapshot stripe as all of
+/// them (so no reader, snapshot or not, sees any of its versions). Returns
+/// the number of tables deleted.
+pub(crate) fn delete_only(db: &DbInner) -> Result<usize> {
+    let version = db.sv.load().version.clone();
+    let mut sources = Vec::new();
+    for (level, f) in version.all_files() {
+        if f.range_deletions > 0 {
+            sources.push(db.table_cache.get(f.number, level)?.range_dels().clone());
+        }
+    }
+    if sources.is_empty() {
+        return Ok(0);
+    }
+    let dels = Fragments::merge(sources.iter().map(|d| d.as_ref()));
+    let snapshots = job::JobHost::snapshots(db);
+    let stripe = |seq: SeqNo| snapshots.partition_point(|&s| s < seq);
+    let mut victims: Vec<(usize, Arc<FileMeta>)> = version
+        .all_files()
+        .filter(|(_, f)| {
+            let (lo, hi) = (f.smallest.user_key(), f.largest.user_key());
+            dels.spans(lo, hi, |frag| {
+                frag.seqs.iter().any(|&t| {
+                    t > f.largest_seqno && stripe(t) == stripe(f.smallest_seqno)
+                })
+            })
+        })
+        .map(|(l, f)| (l, f.clone()))
+        .collect();
+    let mut st = db.state.lock();
+    let current = db.sv.load().version.clone();
+    victims.retain(|(l, f)| {
+        !st.compacting.contains(&f.number) && current.levels[*l].iter().any(|g| g.number == f.number)
+    });
+    if victims.is_empty() {
+        return Ok(0);
+    }
+    // Marked as compacting so that no compaction picks them meanwhile.
+    for (_, f) in &victims {
+        st.compacting.insert(f.number);
+    }
+    let edit = VersionEdit {
+        deleted: victims.iter().map(|(l, f)| (*l, f.number)).collect(),
+        ..Default::default()
+    };
+    let result = db.log_and_apply(&mut st, edit, 0);
+    for (_, f) in &victims {
+        st.compacting.remove(&f.number);
+    }
+    result?;
+    db.stats.delete_only_tables.add(victims.len() as u64);
+    db.stats
+        .delete_only_bytes
+        .add(victims.iter().map(|(_, f)| f.size).sum());
+    Ok(victims.len())
 }
 
 /// The user-key range of a manual compaction: `None` ends are open.
@@ -640,6 +716,8 @@ fn range_step(
 /// [`compact_all`]) runs at a time.
 pub(crate) fn compact_range(db: &DbInner, range: KeyRange<'_>) -> Result<()> {
     let _serial = db.compaction_lock.lock();
+    // Tables a range deletion covers whole go without being read.
+    delete_only(db)?;
     let mut level = 0;
     while level < NUM_LEVELS {
         let step = {

@@ -165,6 +165,9 @@ pub(crate) struct DbInner {
     lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Iterators alive (`DbIterator`s, and the two of each `Range`).
     pub live_iterators: AtomicUsize,
+    /// Set when a table with range deletions is installed or a snapshot is
+    /// released: the background thread looks for tables to delete whole.
+    pub delete_only_check: AtomicBool,
 }
 
 /// An open database.
@@ -220,6 +223,9 @@ pub struct LevelSummary {
     pub raw_key_bytes: u64,
     /// Bytes of values written.
     pub raw_value_bytes: u64,
+    /// Range deletions in the level's tables (one per fragment and sequence
+    /// number, as stored).
+    pub range_deletions: u64,
     /// Compaction score (>= 1: the level needs compacting; 0 for the last level
     /// and for sums over levels).
     pub score: f64,
@@ -259,6 +265,7 @@ impl DbSummary {
             t.filter_bytes += l.filter_bytes;
             t.raw_key_bytes += l.raw_key_bytes;
             t.raw_value_bytes += l.raw_value_bytes;
+            t.range_deletions += l.range_deletions;
         }
         t
     }
@@ -557,6 +564,7 @@ impl Db {
             l.filter_bytes += p.filter_bytes;
             l.raw_key_bytes += p.raw_key_bytes;
             l.raw_value_bytes += p.raw_value_bytes;
+            l.range_deletions += p.range_deletions;
         }
         let compacting = self.inner.state.lock().compacting.clone();
         let shape = background::summarize(&self.inner.sv.load().version, &compacting);
@@ -672,6 +680,7 @@ impl DbInner {
             self.cv.wait(st);
         }
         let oldest_log = st.imm_logs.last().copied().unwrap_or(st.mem_log);
+        let added_range_dels = edit.added.iter().any(|(_, f)| f.range_deletions > 0);
         let write = st.versions.begin(
             edit,
             &self.sv.load().version,
@@ -695,6 +704,9 @@ impl DbInner {
             version: Arc::new(version),
         }));
         st.imm_logs.truncate(keep);
+        if added_range_dels {
+            self.delete_only_check.store(true, Ordering::Release);
+        }
         background::update_pending_bytes(self, st);
         self.cv.notify_all();
         Ok(())

@@ -155,6 +155,8 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         opts,
         lock: Mutex::new(Some(lock)),
         live_iterators: AtomicUsize::new(0),
+        // Tables left by the last run may hold range deletions.
+        delete_only_check: AtomicBool::new(access == Access::ReadWrite),
     };
     if access == Access::ReadWrite {
         inner.delete_obsolete_files(true)?;

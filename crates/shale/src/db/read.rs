@@ -200,6 +200,8 @@ impl Drop for Snapshot {
             *n -= 1;
             if *n == 0 {
                 snaps.remove(&self.seq);
+                // Tables this snapshot kept may now go whole.
+                self.db.delete_only_check.store(true, Ordering::Release);
             }
         }
     }

@@ -292,7 +292,7 @@ pub(crate) enum TableGet {
 /// One block of a table, as `shale sst` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockInfo {
-    /// "data", "filter", "index", "top_index", "properties".
+    /// "data", "filter", "index", "top_index", "range_del", "properties".
     pub kind: &'static str,
     /// Offset of the block in the file.
     pub offset: u64,

@@ -551,6 +551,13 @@ impl TableReader {
     pub(crate) fn get(&self, user_key: &[u8], seq: u64, consult_filter: bool) -> Result<TableGet> {
         // The table's own range deletions, decoded at open: no block read.
         let deleted_at = self.range_dels.covering_seq(user_key, seq);
+        if deleted_at.is_some()
+            && (self.meta.props.num_entries == 0 || deleted_at == Some(self.meta.props.largest_seqno))
+        {
+            // No entry of the table is newer (sequence numbers are unique):
+            // deleted, without reading a block.
+            return Ok(TableGet::Found(ValueKind::Delete, Vec::new()));
+        }
         let got = if consult_filter && self.filtered_out(user_key)? {
             TableGet::FilteredOut
         } else if self.meta.paged() {
@@ -1355,6 +1362,9 @@ pub(crate) fn check_metadata(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> 
             read_block_contents(file.as_ref(), &path, fh, BlockKind::Filter, None, true)?;
         Filter::new(contents).map_err(|c| Error::corruption(&path, fh.offset, c.0))?;
     }
+    if let Some(h) = meta.range_del_handle() {
+        read_range_dels(file.as_ref(), &path, h, None, true)?;
+    }
     inspect_table(file, path).map(|_| ())
 }
 
@@ -1366,6 +1376,13 @@ fn layout_with_tail(mut blocks: Vec<BlockInfo>, meta: Meta) -> TableLayout {
         offset: top_h.offset,
         size: top_h.size,
     });
+    if let Some(h) = meta.range_del_handle() {
+        blocks.push(BlockInfo {
+            kind: "range_del",
+            offset: h.offset,
+            size: h.size,
+        });
+    }
     let ph = meta.footer.properties;
     blocks.push(BlockInfo {
         kind: "properties",
