@@ -854,12 +854,19 @@ pub fn fuzz_write_batch(data: &[u8]) -> Outcome {
         match op.kind {
             ValueKind::Value => rebuilt.put(op.key, op.value),
             ValueKind::Delete => rebuilt.delete(op.key),
+            ValueKind::RangeDelete => rebuilt.delete_range(op.key, op.value),
         }
     }
     let (seq2, again) = WriteBatch::decode(rebuilt.encode(seq)).expect("a rebuilt batch decodes");
     assert_eq!(seq2, seq);
     let ops2: Vec<_> = again.ops().map(|op| op.expect("op")).collect();
-    assert_eq!(ops2, ops, "write batch round trip");
+    // The writer leaves out an empty range (start == end): it does nothing.
+    let written: Vec<_> = ops
+        .iter()
+        .copied()
+        .filter(|op| !(op.kind == ValueKind::RangeDelete && op.key == op.value))
+        .collect();
+    assert_eq!(ops2, written, "write batch round trip");
     Outcome::Decoded
 }
 

@@ -303,9 +303,11 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
         }
     }
     out.unrecognised = footer.is_none() && properties.is_none() && out.blocks.is_empty();
-    match (&properties, &footer) {
-        (Some(p), _) if p.range_del_bytes > 0 => {
-            match read_range_dels(bytes, p, footer.as_ref()) {
+    match (&footer, &properties) {
+        // The footer places the block: all between the top-level index and
+        // the properties (nothing there: the table has none).
+        (Some(f), _) if f.format_version >= crate::format::RANGE_DEL_TABLE_FORMAT_VERSION => {
+            match read_range_dels(bytes, f) {
                 Ok(dels) => out.range_dels = dels,
                 Err(reason) => {
                     out.notes.push(format!("range-deletion block: {reason}"));
@@ -313,10 +315,8 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
                 }
             }
         }
-        (None, Some(f)) if f.format_version >= crate::format::RANGE_DEL_TABLE_FORMAT_VERSION => {
-            out.notes.push(
-                "properties lost: whether the table held range deletions is unknown".into(),
-            );
+        (None, Some(p)) if p.range_del_bytes > 0 => {
+            out.notes.push("footer lost: the range-deletion block cannot be placed".into());
             out.range_dels_lost = true;
         }
         _ => {}
@@ -330,21 +330,17 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
     out
 }
 
-/// The range-deletion block, which ends where the properties begin.
-fn read_range_dels(
-    bytes: &[u8],
-    p: &TableProperties,
-    footer: Option<&Footer>,
-) -> Result<Fragments, String> {
-    let props_offset = match footer {
-        Some(f) => f.properties.offset,
-        None => return Err("the footer, which places it, is lost".into()),
-    };
-    let start = props_offset
-        .checked_sub(p.range_del_bytes)
-        .ok_or("out of place")? as usize;
-    let block = bytes
-        .get(start..props_offset as usize)
+/// The range-deletion block of a version-4 table: the bytes between the
+/// top-level index and the properties (none: no block).
+fn read_range_dels(bytes: &[u8], f: &Footer) -> Result<Fragments, String> {
+    let (start, end) = (f.top_index.end(), f.properties.offset);
+    if start == end {
+        return Ok(Fragments::default());
+    }
+    let block = usize::try_from(start)
+        .ok()
+        .zip(usize::try_from(end).ok())
+        .and_then(|(s, e)| bytes.get(s..e))
         .ok_or("out of place")?
         .to_vec();
     let contents = unwrap_block(block, true).map_err(|c| c.0.to_string())?;
