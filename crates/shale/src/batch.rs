@@ -140,7 +140,8 @@ impl WriteBatch {
     /// in LevelDB, RocksDB and Pebble.
     pub(crate) fn validate(&self) -> Result<()> {
         for (i, op) in self.ops().enumerate() {
-            let op = op.map_err(|reason| Error::InvalidArgument(format!("write batch: {reason}")))?;
+            let op =
+                op.map_err(|reason| Error::InvalidArgument(format!("write batch: {reason}")))?;
             if op.kind == ValueKind::RangeDelete && op.key >= op.value {
                 return Err(Error::InvalidArgument(format!(
                     "write batch: op {i} deletes the range [{}, {}), whose start is above its end",

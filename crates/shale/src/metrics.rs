@@ -495,7 +495,10 @@ impl Metrics {
                 self.range_del_dropped_entries,
                 earlier.range_del_dropped_entries,
             ),
-            range_del_dropped_bytes: d(self.range_del_dropped_bytes, earlier.range_del_dropped_bytes),
+            range_del_dropped_bytes: d(
+                self.range_del_dropped_bytes,
+                earlier.range_del_dropped_bytes,
+            ),
             range_dels_dropped: d(self.range_dels_dropped, earlier.range_dels_dropped),
             delete_only_tables: d(self.delete_only_tables, earlier.delete_only_tables),
             delete_only_bytes: d(self.delete_only_bytes, earlier.delete_only_bytes),

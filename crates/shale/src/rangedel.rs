@@ -111,10 +111,7 @@ impl Fragments {
 
     /// The fragments of several sources together.
     pub(crate) fn merge<'a>(sources: impl IntoIterator<Item = &'a Fragments>) -> Fragments {
-        let tombs: Vec<RangeTombstone> = sources
-            .into_iter()
-            .flat_map(|f| f.tombstones())
-            .collect();
+        let tombs: Vec<RangeTombstone> = sources.into_iter().flat_map(|f| f.tombstones()).collect();
         Fragments::build(tombs)
     }
 
@@ -163,7 +160,12 @@ impl Fragments {
 
     /// True if every key from `lo` to `hi` (both included) lies in fragments
     /// that each pass `pred`.
-    pub(crate) fn spans(&self, lo: &[u8], hi: &[u8], mut pred: impl FnMut(&Fragment) -> bool) -> bool {
+    pub(crate) fn spans(
+        &self,
+        lo: &[u8],
+        hi: &[u8],
+        mut pred: impl FnMut(&Fragment) -> bool,
+    ) -> bool {
         let mut i = self.frags.partition_point(|f| f.end.as_slice() <= lo);
         let mut from = lo;
         while let Some(f) = self.frags.get(i) {
@@ -273,8 +275,10 @@ impl Fragments {
         let count = get_varint32(&mut src).ok_or("truncated fragment count")?;
         let mut frags: Vec<Fragment> = Vec::new();
         for i in 0..count {
-            let start = get_length_prefixed(&mut src).ok_or(format!("fragment {i}: truncated start"))?;
-            let end = get_length_prefixed(&mut src).ok_or(format!("fragment {i}: truncated end"))?;
+            let start =
+                get_length_prefixed(&mut src).ok_or(format!("fragment {i}: truncated start"))?;
+            let end =
+                get_length_prefixed(&mut src).ok_or(format!("fragment {i}: truncated end"))?;
             if start >= end {
                 return Err(format!("fragment {i}: start is not below end"));
             }
@@ -358,7 +362,10 @@ mod tests {
         assert_eq!(frags.covering_seq(b"g", 10), None, "end is exclusive");
         assert_eq!(frags.covering_seq(b"a", 10), Some(3), "start is inclusive");
         assert!(frags.covers(b"b", 2, 10));
-        assert!(!frags.covers(b"b", 3, 10), "a version as new as the tombstone stays");
+        assert!(
+            !frags.covers(b"b", 3, 10),
+            "a version as new as the tombstone stays"
+        );
         assert_eq!(frags.seq_range(), Some((3, 5)));
     }
 
@@ -412,7 +419,10 @@ mod tests {
         assert!(!m.spans(b"b", b"f", |_| true), "f is not covered");
         assert!(!m.spans(b"a", b"c", |_| true), "a is not covered");
         assert!(!m.spans(b"e", b"g", |_| true), "the gap between f and g");
-        assert!(!m.spans(b"b", b"e", |f| f.seqs[0] > 6), "the second fragment fails");
+        assert!(
+            !m.spans(b"b", b"e", |f| f.seqs[0] > 6),
+            "the second fragment fails"
+        );
         assert!(m.spans(b"b", b"c", |f| f.seqs[0] > 6));
     }
 

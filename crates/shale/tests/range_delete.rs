@@ -57,7 +57,11 @@ fn expect_state(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, stage: &str) {
     assert_eq!(rows, want, "{stage}: scan");
     for i in 0..200 {
         let k = key(i);
-        assert_eq!(db.get(&k).expect("get"), model.get(&k).cloned(), "{stage}: get {i}");
+        assert_eq!(
+            db.get(&k).expect("get"),
+            model.get(&k).cloned(),
+            "{stage}: get {i}"
+        );
     }
 }
 
@@ -73,18 +77,29 @@ fn a_range_deletion_holds_through_flush_compaction_and_reopen() {
     db.flush().expect("flush");
     let before = db.snapshot();
     db.delete_range(&key(50), &key(150)).expect("delete_range");
-    model.retain(|k, _| !(k.as_slice() >= key(50).as_slice() && k.as_slice() < key(150).as_slice()));
+    model
+        .retain(|k, _| !(k.as_slice() >= key(50).as_slice() && k.as_slice() < key(150).as_slice()));
     // Written after the deletion: not affected.
     db.put(&key(100), b"new").expect("put");
     model.insert(key(100), b"new".to_vec());
     expect_state(&db, &model, "memtable");
-    assert_eq!(before.get(&key(60)).expect("get"), Some(b"old".to_vec()), "snapshot sees it");
+    assert_eq!(
+        before.get(&key(60)).expect("get"),
+        Some(b"old".to_vec()),
+        "snapshot sees it"
+    );
     db.flush().expect("flush");
     expect_state(&db, &model, "after flush");
     db.compact_range(None, None).expect("compact");
     expect_state(&db, &model, "after compaction");
     // The snapshot taken before still sees every key.
-    let rows = scan(&db, &ReadOptions { snapshot: Some(&before), ..Default::default() });
+    let rows = scan(
+        &db,
+        &ReadOptions {
+            snapshot: Some(&before),
+            ..Default::default()
+        },
+    );
     assert_eq!(rows.len(), 200, "the snapshot keeps the deleted keys");
     drop(before);
     db.compact_range(None, None).expect("compact");
@@ -109,8 +124,15 @@ fn a_range_deletion_in_the_log_is_recovered() {
     drop(db);
     let db = Db::open("/db", opts(&fs)).expect("reopen");
     assert_eq!(db.get(&key(6)).expect("get"), None);
-    assert_eq!(db.get(&key(7)).expect("get"), Some(b"same batch, later op".to_vec()));
-    assert_eq!(db.get(&key(10)).expect("get"), Some(b"v".to_vec()), "end is exclusive");
+    assert_eq!(
+        db.get(&key(7)).expect("get"),
+        Some(b"same batch, later op".to_vec())
+    );
+    assert_eq!(
+        db.get(&key(10)).expect("get"),
+        Some(b"v".to_vec()),
+        "end is exclusive"
+    );
     assert_eq!(db.get(&key(4)).expect("get"), Some(b"v".to_vec()));
 }
 
@@ -124,9 +146,17 @@ fn bad_and_empty_ranges() {
     let mut b = WriteBatch::new();
     b.put(b"x", b"1");
     b.delete_range(b"z", b"y");
-    assert!(matches!(db.write(b, &WriteOptions::default()), Err(Error::InvalidArgument(_))));
-    assert_eq!(db.get(b"x").expect("get"), None, "a refused batch writes nothing");
-    db.delete_range(b"a", b"a").expect("an empty range is allowed");
+    assert!(matches!(
+        db.write(b, &WriteOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert_eq!(
+        db.get(b"x").expect("get"),
+        None,
+        "a refused batch writes nothing"
+    );
+    db.delete_range(b"a", b"a")
+        .expect("an empty range is allowed");
     assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
     // The empty key is the smallest key: [ "", "b" ) deletes "a".
     db.delete_range(b"", b"b").expect("from the empty key");
@@ -163,7 +193,8 @@ fn deleting_a_large_range_is_one_write_and_compaction_reclaims_it() {
     for i in 0..n + n / 10 {
         b.put(&hash_key(i), &value);
         if b.len() == 1000 {
-            db.write(std::mem::take(&mut b), &WriteOptions::default()).expect("write");
+            db.write(std::mem::take(&mut b), &WriteOptions::default())
+                .expect("write");
         }
     }
     db.write(b, &WriteOptions::default()).expect("write");
@@ -175,16 +206,24 @@ fn deleting_a_large_range_is_one_write_and_compaction_reclaims_it() {
     let reads = |db: &Db, expect_found: bool| {
         let before = db.metrics();
         for &i in &probes {
-            assert_eq!(db.get(&hash_key(i)).expect("get").is_some(), expect_found, "key {i}");
+            assert_eq!(
+                db.get(&hash_key(i)).expect("get").is_some(),
+                expect_found,
+                "key {i}"
+            );
         }
         db.metrics().delta(&before).cache_misses()
     };
     let misses_before = reads(&db, true);
 
     let m0 = db.metrics();
-    db.delete_range(&hash_key(0), &hash_key(n)).expect("delete_range");
+    db.delete_range(&hash_key(0), &hash_key(n))
+        .expect("delete_range");
     let wal = db.metrics().delta(&m0).bytes_written_wal;
-    assert!(wal < 200, "one small write whatever the range holds: {wal} WAL bytes");
+    assert!(
+        wal < 200,
+        "one small write whatever the range holds: {wal} WAL bytes"
+    );
     let misses_memtable = reads(&db, false);
     db.flush().expect("flush");
     let misses_flushed = reads(&db, false);
@@ -202,12 +241,32 @@ fn deleting_a_large_range_is_one_write_and_compaction_reclaims_it() {
     let m = db.metrics().delta(&m0);
     let summary = db.summary().expect("summary");
     let total = summary.total();
-    assert!(m.delete_only_tables > 0, "tables covered whole are deleted without a read");
-    assert_eq!(total.range_deletions, 0, "dropped at the last level: {}", db.stat().expect("stat"));
-    assert_eq!(total.entries, n / 10, "only the keys after the range remain");
-    assert!(total.bytes * 5 < bytes_before, "{} of {} bytes remain", total.bytes, bytes_before);
+    assert!(
+        m.delete_only_tables > 0,
+        "tables covered whole are deleted without a read"
+    );
+    assert_eq!(
+        total.range_deletions,
+        0,
+        "dropped at the last level: {}",
+        db.stat().expect("stat")
+    );
+    assert_eq!(
+        total.entries,
+        n / 10,
+        "only the keys after the range remain"
+    );
+    assert!(
+        total.bytes * 5 < bytes_before,
+        "{} of {} bytes remain",
+        total.bytes,
+        bytes_before
+    );
     let stat = db.stat().expect("stat");
-    assert!(stat.contains("tables deleted whole without a read"), "{stat}");
+    assert!(
+        stat.contains("tables deleted whole without a read"),
+        "{stat}"
+    );
     let mut it = db.iter(&ReadOptions::default()).expect("iter");
     it.seek_to_first();
     assert!(it.valid());

@@ -211,6 +211,7 @@ mod tests {
             filter_bytes: 150,
             raw_key_bytes: 4000,
             raw_value_bytes: 11000,
+            range_deletions: 3,
             score: 0.5,
             target_bytes: None,
         };
@@ -227,6 +228,7 @@ mod tests {
             filter_bytes: 0,
             raw_key_bytes: 2000,
             raw_value_bytes: 5500,
+            range_deletions: 0,
             score: 0.0,
             target_bytes: Some(900),
         };

@@ -41,14 +41,14 @@ use shale_env::{FileSystem, ObjectWriter, WriteLifetime};
 use crate::error::{Error, Result};
 use crate::filenames::table_name;
 use crate::format::NUM_LEVELS;
+use crate::format::RANGE_DEL_TABLE_FORMAT_VERSION;
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::Options;
-use crate::rate_limit::RateLimiter;
-use crate::format::RANGE_DEL_TABLE_FORMAT_VERSION;
 use crate::rangedel::{key_successor, Fragments};
+use crate::rate_limit::RateLimiter;
 use crate::table::{TableBuildOptions, TableBuilder, TableProperties};
 use crate::version::{FileMeta, NewFile};
 

@@ -596,9 +596,9 @@ pub(crate) fn delete_only(db: &DbInner) -> Result<usize> {
         .filter(|(_, f)| {
             let (lo, hi) = (f.smallest.user_key(), f.largest.user_key());
             dels.spans(lo, hi, |frag| {
-                frag.seqs.iter().any(|&t| {
-                    t > f.largest_seqno && stripe(t) == stripe(f.smallest_seqno)
-                })
+                frag.seqs
+                    .iter()
+                    .any(|&t| t > f.largest_seqno && stripe(t) == stripe(f.smallest_seqno))
             })
         })
         .map(|(l, f)| (l, f.clone()))
@@ -606,7 +606,8 @@ pub(crate) fn delete_only(db: &DbInner) -> Result<usize> {
     let mut st = db.state.lock();
     let current = db.sv.load().version.clone();
     victims.retain(|(l, f)| {
-        !st.compacting.contains(&f.number) && current.levels[*l].iter().any(|g| g.number == f.number)
+        !st.compacting.contains(&f.number)
+            && current.levels[*l].iter().any(|g| g.number == f.number)
     });
     if victims.is_empty() {
         return Ok(0);

@@ -9,8 +9,8 @@ pub use coding::{
     put_fixed64, put_length_prefixed, put_varint32, put_varint64, varint_len,
 };
 pub use keys::{
-    compare_internal, pack_trailer, parse_internal_key, InternalKey, InternalKeyRef, SeqNo,
-    user_key_text, ValueKind, MAX_SEQNO, TRAILER_LEN,
+    compare_internal, pack_trailer, parse_internal_key, user_key_text, InternalKey, InternalKeyRef,
+    SeqNo, ValueKind, MAX_SEQNO, TRAILER_LEN,
 };
 
 /// CRC32C with the masking LevelDB introduced: a CRC stored next to the data it

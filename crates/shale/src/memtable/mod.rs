@@ -287,7 +287,10 @@ mod tests {
         assert_eq!(m.len(), 2, "the range deletion is not a skiplist entry");
         let empty = MemTable::new();
         empty.add(1, ValueKind::RangeDelete, b"x", b"y");
-        assert!(!empty.is_empty(), "a memtable of one range deletion is flushed");
+        assert!(
+            !empty.is_empty(),
+            "a memtable of one range deletion is flushed"
+        );
     }
 
     #[test]

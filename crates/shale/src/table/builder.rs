@@ -52,11 +52,11 @@ use super::paged::{
 };
 use super::{fuse_fingerprint_bits, Compression, FilterKind, TableBuildOptions, TableProperties};
 use crate::error::{Error, Result};
-use crate::rangedel::Fragments;
 use crate::format::{
     compare_internal, parse_internal_key, ValueKind, MIN_TABLE_FORMAT_VERSION,
     RANGE_DEL_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
 };
+use crate::rangedel::Fragments;
 
 /// Writes one table through an [`ObjectWriter`].
 ///

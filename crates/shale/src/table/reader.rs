@@ -36,7 +36,8 @@ use std::sync::Arc;
 use shale_env::RandomAccessFile;
 
 use super::block::{
-    cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat, BLOCK_TRAILER_LEN, PAGE_SIZE,
+    cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat, BLOCK_TRAILER_LEN,
+    PAGE_SIZE,
 };
 use super::filter::Filter;
 use super::layout::{decode_properties, unwrap_block, BlockHandle, Footer, FOOTER_LEN};
@@ -48,9 +49,9 @@ use crate::format::{
     pack_trailer, ValueKind, MAX_SEQNO, MIN_TABLE_FORMAT_VERSION, RANGE_DEL_TABLE_FORMAT_VERSION,
     TABLE_FORMAT_VERSION,
 };
-use crate::rangedel::Fragments;
 use crate::iter::InternalIterator;
 use crate::metrics::{BlockKind, Stats};
+use crate::rangedel::Fragments;
 
 /// What `open` learns from the footer and the properties block.
 struct Meta {
@@ -216,8 +217,9 @@ fn read_range_dels(
     verify: bool,
 ) -> Result<Fragments> {
     let contents = read_block_contents(file, path, h, BlockKind::Properties, stats, verify)?;
-    Fragments::decode(&contents)
-        .map_err(|reason| Error::corruption(path, h.offset, format!("range-deletion block: {reason}")))
+    Fragments::decode(&contents).map_err(|reason| {
+        Error::corruption(path, h.offset, format!("range-deletion block: {reason}"))
+    })
 }
 
 fn read_meta(
@@ -281,7 +283,9 @@ fn read_meta(
             && ph
                 .offset
                 .checked_sub(props.range_del_bytes)
-                .is_some_and(|start| start >= th.end() && props.range_del_bytes > BLOCK_TRAILER_LEN);
+                .is_some_and(|start| {
+                    start >= th.end() && props.range_del_bytes > BLOCK_TRAILER_LEN
+                });
         if !fits {
             return Err(bad_props("range-deletion block out of place"));
         }
@@ -552,7 +556,8 @@ impl TableReader {
         // The table's own range deletions, decoded at open: no block read.
         let deleted_at = self.range_dels.covering_seq(user_key, seq);
         if deleted_at.is_some()
-            && (self.meta.props.num_entries == 0 || deleted_at == Some(self.meta.props.largest_seqno))
+            && (self.meta.props.num_entries == 0
+                || deleted_at == Some(self.meta.props.largest_seqno))
         {
             // No entry of the table is newer (sequence numbers are unique):
             // deleted, without reading a block.

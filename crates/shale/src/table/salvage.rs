@@ -53,11 +53,11 @@ use super::filter::{Filter, PartitionFilter};
 use super::layout::{decode_properties, decompress, unwrap_block, BlockHandle, Footer, FOOTER_LEN};
 use super::paged::{unwrap_paged, KeyArray, Locator, PAGED_TAIL_LEN};
 use super::TableProperties;
-use crate::rangedel::Fragments;
 use crate::format::{
     compare_internal, mask_crc, parse_internal_key, SeqNo, MIN_TABLE_FORMAT_VERSION,
     TABLE_FORMAT_VERSION,
 };
+use crate::rangedel::Fragments;
 
 /// How far past a block's start a version-1 or -2 scan looks for its trailer
 /// when no index entry gives the block's size.
@@ -316,7 +316,8 @@ pub(crate) fn salvage_table(bytes: &[u8]) -> TableSalvage {
             }
         }
         (None, Some(p)) if p.range_del_bytes > 0 => {
-            out.notes.push("footer lost: the range-deletion block cannot be placed".into());
+            out.notes
+                .push("footer lost: the range-deletion block cannot be placed".into());
             out.range_dels_lost = true;
         }
         _ => {}

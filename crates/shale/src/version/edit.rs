@@ -271,31 +271,38 @@ mod tests {
             next_file_number: Some(40),
             last_sequence: Some(123_456),
             deleted: vec![(0, 3), (6, 9)],
-            added: vec![(
-                6,
-                NewFile {
-                    number: 33,
-                    size: 1 << 20,
-                    smallest: InternalKey::new(b"aa", 5, ValueKind::Value),
-                    largest: InternalKey::new(b"zz", 7, ValueKind::Delete),
-                    smallest_seqno: 5,
-                    largest_seqno: 7,
-                    num_entries: 1000,
-                    range_deletions: 0,
-                },
-            ), (
-                1,
-                NewFile {
-                    number: 34,
-                    size: 4096,
-                    smallest: InternalKey::new(b"a", 9, ValueKind::RangeDelete),
-                    largest: InternalKey::new(b"b", crate::format::MAX_SEQNO, ValueKind::RangeDelete),
-                    smallest_seqno: 9,
-                    largest_seqno: 9,
-                    num_entries: 0,
-                    range_deletions: 1,
-                },
-            )],
+            added: vec![
+                (
+                    6,
+                    NewFile {
+                        number: 33,
+                        size: 1 << 20,
+                        smallest: InternalKey::new(b"aa", 5, ValueKind::Value),
+                        largest: InternalKey::new(b"zz", 7, ValueKind::Delete),
+                        smallest_seqno: 5,
+                        largest_seqno: 7,
+                        num_entries: 1000,
+                        range_deletions: 0,
+                    },
+                ),
+                (
+                    1,
+                    NewFile {
+                        number: 34,
+                        size: 4096,
+                        smallest: InternalKey::new(b"a", 9, ValueKind::RangeDelete),
+                        largest: InternalKey::new(
+                            b"b",
+                            crate::format::MAX_SEQNO,
+                            ValueKind::RangeDelete,
+                        ),
+                        smallest_seqno: 9,
+                        largest_seqno: 9,
+                        num_entries: 0,
+                        range_deletions: 1,
+                    },
+                ),
+            ],
             lifetime: Some(LifetimeStats {
                 user_bytes: 1 << 33,
                 flushes: 12,
