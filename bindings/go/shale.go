@@ -328,7 +328,8 @@ func (db *DB) Has(key []byte) (bool, error) {
 	return bool(found), nil
 }
 
-// Put sets key to value (synced if Options.Sync). Keys must not be empty.
+// Put sets key to value (synced if Options.Sync). The empty key is a key
+// like any other.
 func (db *DB) Put(key, value []byte) error {
 	var msg *C.char
 	code := C.shale_put(db.c, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), &msg)

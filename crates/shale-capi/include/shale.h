@@ -379,8 +379,8 @@ shale_code_t shale_close(struct shale_db_t *db, char **errmsg);
 // the handle.
 shale_code_t shale_db_free(struct shale_db_t *db, char **errmsg);
 
-// Sets `key` to `value` (synced if the options said so). Keys must not be
-// empty.
+// Sets `key` to `value` (synced if the options said so). The empty key is a
+// key like any other.
 //
 // # Safety
 //

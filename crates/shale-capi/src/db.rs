@@ -224,8 +224,8 @@ pub(crate) unsafe fn with_db(
     h.shared.with_db(|d| f(d, &h.shared))
 }
 
-/// Sets `key` to `value` (synced if the options said so). Keys must not be
-/// empty.
+/// Sets `key` to `value` (synced if the options said so). The empty key is a
+/// key like any other.
 ///
 /// # Safety
 ///
