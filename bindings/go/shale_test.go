@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -533,4 +534,151 @@ func TestCodeNames(t *testing.T) {
 	if ErrClosed.Error() != "shale: SHALE_CLOSED" {
 		t.Fatal(ErrClosed.Error())
 	}
+}
+
+// Range deletions mixed with puts, deletes, batches, snapshots, flushes,
+// compactions and reopens, against a map: every state read back by Get and
+// by a full scan must match it.
+func TestDeleteRangeModel(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{WriteBufferSize: 64 << 10}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	model := map[string]string{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	key := func() string { return fmt.Sprintf("k%03d", rng.IntN(300)) }
+	deleteRange := func(m map[string]string, s, e string) {
+		for k := range m {
+			if k >= s && k < e {
+				delete(m, k)
+			}
+		}
+	}
+	check := func(step int) {
+		t.Helper()
+		it, err := db.NewIterator(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for ok := it.First(); ok; ok = it.Next() {
+			got[string(it.Key())] = string(it.Value())
+		}
+		if err := it.Error(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		if len(got) != len(model) {
+			t.Fatalf("step %d: scan has %d keys, model %d", step, len(got), len(model))
+		}
+		for k, v := range model {
+			if got[k] != v {
+				t.Fatalf("step %d: scan %q = %q, model %q", step, k, got[k], v)
+			}
+			if g, err := db.Get([]byte(k)); err != nil || string(g) != v {
+				t.Fatalf("step %d: Get(%q) = %q, %v; model %q", step, k, g, err, v)
+			}
+		}
+	}
+	for step := 0; step < 3000; step++ {
+		switch r := rng.IntN(100); {
+		case r < 50:
+			k, v := key(), fmt.Sprintf("v%d-%s", step, bytes.Repeat([]byte("x"), rng.IntN(100)))
+			if err := db.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+		case r < 60:
+			k := key()
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(model, k)
+		case r < 75:
+			s, e := key(), key()
+			if s > e {
+				s, e = e, s
+			}
+			if err := db.DeleteRange([]byte(s), []byte(e)); err != nil {
+				t.Fatal(err)
+			}
+			deleteRange(model, s, e)
+		case r < 85:
+			// A batch of puts and range deletions, applied in order.
+			b := NewBatch()
+			next := map[string]string{}
+			for k, v := range model {
+				next[k] = v
+			}
+			for i := 0; i < 5; i++ {
+				if rng.IntN(2) == 0 {
+					k, v := key(), fmt.Sprintf("b%d-%d", step, i)
+					b.Put([]byte(k), []byte(v))
+					next[k] = v
+				} else {
+					s, e := key(), key()
+					if s > e {
+						s, e = e, s
+					}
+					b.DeleteRange([]byte(s), []byte(e))
+					deleteRange(next, s, e)
+				}
+			}
+			if err := b.Write(db, false); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			model = next
+		case r < 90:
+			// A snapshot keeps its state through a range deletion.
+			snap, err := db.NewSnapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := map[string]string{}
+			for k, v := range model {
+				before[k] = v
+			}
+			if err := db.DeleteRange([]byte("k000"), []byte("k150")); err != nil {
+				t.Fatal(err)
+			}
+			deleteRange(model, "k000", "k150")
+			for k, v := range before {
+				if g, err := snap.Get([]byte(k)); err != nil || string(g) != v {
+					t.Fatalf("step %d: snapshot Get(%q) = %q, %v; want %q", step, k, g, err, v)
+				}
+			}
+			snap.Release()
+		case r < 94:
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case r < 97:
+			s, e := key(), key()
+			if s > e {
+				s, e = e, s
+			}
+			if err := db.Compact([]byte(s), []byte(e)); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if db, err = Open(dir, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step%50 == 0 {
+			check(step)
+		}
+	}
+	check(3000)
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check(3001)
 }
