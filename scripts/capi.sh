@@ -102,30 +102,8 @@ import sys
 block, source = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 assert block.strip() and block in source, "the README's Go example is not in bindings/go/example_test.go"
 PY
-    # go-ethereum's suite subtests that need what the engine lacks: range
-    # deletion (and, for BatchDeleteRange, the empty key). They run below too,
-    # and must fail for that reason: once the engine has it, this script fails
-    # until the list is emptied, so the list cannot outlive its cause.
-    local pending='^TestDatabaseSuite$/^(DeleteRange|BatchDeleteRange|BatchReplayWithDeleteRange)$'
-    echo "== bindings/go: go test -race (with go-ethereum's ethdb/dbtest suite, but for the subtests pending on the engine's delete_range)"
-    (cd "$gomod" && go test -race -count=1 -skip "$pending" ./...)
-    if [ -n "$pending" ]; then
-        echo "== bindings/go: the pending subtests fail because the engine has no range deletion"
-        if (cd "$gomod" && go test -race -count=1 -run "$pending" ./ethdb) > "$out/pending.log" 2>&1; then
-            echo "capi.sh: the subtests pending on delete_range pass now: empty the pending list" >&2
-            exit 1
-        fi
-        python3 - "$out/pending.log" <<'PY'
-import re, sys
-log = open(sys.argv[1]).read()
-failed = set(re.findall(r"--- FAIL: TestDatabaseSuite/(\w+)", log))
-want = {"DeleteRange", "BatchDeleteRange", "BatchReplayWithDeleteRange"}
-assert failed == want, f"pending subtests failed: {sorted(failed)}, want {sorted(want)}"
-assert "DeleteRange is not supported by this engine version" in log, "not the known failure"
-print("pending on delete_range (failing as expected, log in target/capi/pending.log): "
-      + ", ".join(sorted(failed)))
-PY
-    fi
+    echo "== bindings/go: go test -race (with go-ethereum's whole ethdb/dbtest suite)"
+    (cd "$gomod" && go test -race -count=1 ./...)
 }
 
 for p in "${parts[@]}"; do

@@ -44,12 +44,8 @@ if not rows:
 print("| benchmark | shale | pebble | leveldb | shale/pebble | shale/leveldb |")
 print("|---|---:|---:|---:|---:|---:|")
 def ms(x): return f"{x[0] / 1e6:,.1f} ms" if x else "-"
-# While the engine has no range deletion, shale's DeleteRange fails at once
-# (the suite ignores the error): those rows time nothing comparable.
 for name, r in rows.items():
     s, p, l = r.get("Shale"), r.get("Pebble"), r.get("LevelDB")
     ratio = lambda a, b: f"{a[0] / b[0]:.2f}" if a and b else "-"
-    if "DeleteRange" in name or "MixedOps" in name:
-        ratio = lambda a, b: "n/a (no range deletion)"
     print(f"| {name} | {ms(s)} | {ms(p)} | {ms(l)} | {ratio(s, p)} | {ratio(s, l)} |")
 PY

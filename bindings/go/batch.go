@@ -7,8 +7,8 @@ import "C"
 
 import "runtime"
 
-// Batch is a group of writes applied atomically by Write, in order (a later
-// write of the same key wins). It copies the keys and values given to it.
+// Batch is a group of writes (puts, deletes, range deletions) applied
+// atomically by Write, in order (a later write of the same key wins). It copies the keys and values given to it.
 // Not safe for concurrent use. A batch belongs to no database until written:
 // it may be written to any, any number of times.
 type Batch struct {
@@ -46,10 +46,15 @@ func (b *Batch) Delete(key []byte) error {
 	return check(code, msg)
 }
 
-// DeleteRange would add a deletion of [start, end); the engine has no range
-// deletion yet: it returns ErrNoDeleteRange.
+// DeleteRange adds a deletion of every key in [start, end), applied in order
+// with the batch's other writes: it deletes what the writes before it put, not
+// what the writes after it put. start == end adds nothing; start > end is
+// ErrInvalidArgument and adds nothing (the batch can still be written).
 func (b *Batch) DeleteRange(start, end []byte) error {
-	return ErrNoDeleteRange
+	var msg *C.char
+	code := C.shale_batch_delete_range(b.c, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), &msg)
+	runtime.KeepAlive(b)
+	return check(code, msg)
 }
 
 // Len is the number of operations.

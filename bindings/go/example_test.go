@@ -31,3 +31,32 @@ func Example() {
 	// carol: not found
 	// bob = 20
 }
+
+// Deleting a range of keys: [start, end), one small write whatever it holds.
+func ExampleDB_DeleteRange() {
+	dir, _ := os.MkdirTemp("", "shale-example")
+	defer os.RemoveAll(dir)
+	db, err := shale.Open(dir, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"log-1", "log-2", "log-3", "user-1"} {
+		db.Put([]byte(k), []byte("x"))
+	}
+	if err := db.DeleteRange([]byte("log-"), []byte("log-3")); err != nil {
+		panic(err)
+	}
+	it, _ := db.NewIterator(nil)
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		fmt.Println(string(it.Key()))
+	}
+	// A range whose start is above its end is refused.
+	err = db.DeleteRange([]byte("z"), []byte("a"))
+	fmt.Println(errors.Is(err, shale.ErrInvalidArgument))
+	// Output:
+	// log-3
+	// user-1
+	// true
+}

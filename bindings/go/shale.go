@@ -23,10 +23,14 @@ package shale
 #cgo nocallback shale_put
 #cgo noescape shale_delete
 #cgo nocallback shale_delete
+#cgo noescape shale_delete_range
+#cgo nocallback shale_delete_range
 #cgo noescape shale_batch_put
 #cgo nocallback shale_batch_put
 #cgo noescape shale_batch_delete
 #cgo nocallback shale_batch_delete
+#cgo noescape shale_batch_delete_range
+#cgo nocallback shale_batch_delete_range
 #cgo noescape shale_iterator_next
 #cgo nocallback shale_iterator_next
 #cgo noescape shale_iterator_prev
@@ -324,7 +328,8 @@ func (db *DB) Has(key []byte) (bool, error) {
 	return bool(found), nil
 }
 
-// Put sets key to value (synced if Options.Sync). Keys must not be empty.
+// Put sets key to value (synced if Options.Sync). The empty key is a key
+// like any other.
 func (db *DB) Put(key, value []byte) error {
 	var msg *C.char
 	code := C.shale_put(db.c, ptr(key), C.size_t(len(key)), ptr(value), C.size_t(len(value)), &msg)
@@ -340,14 +345,16 @@ func (db *DB) Delete(key []byte) error {
 	return check(code, msg)
 }
 
-// ErrNoDeleteRange is returned by DeleteRange while the engine has no range
-// deletion.
-var ErrNoDeleteRange = errors.New("shale: DeleteRange is not supported by this engine version")
-
-// DeleteRange deletes every key in [start, end). Not in the engine yet: it
-// returns ErrNoDeleteRange.
+// DeleteRange deletes every key in [start, end) (synced if Options.Sync): one
+// small write whatever the range holds. Keys written later are not affected,
+// and snapshots taken before still see the keys. A nil or empty start is the
+// empty key, the smallest. start == end does nothing; start > end is
+// ErrInvalidArgument.
 func (db *DB) DeleteRange(start, end []byte) error {
-	return ErrNoDeleteRange
+	var msg *C.char
+	code := C.shale_delete_range(db.c, ptr(start), C.size_t(len(start)), ptr(end), C.size_t(len(end)), &msg)
+	runtime.KeepAlive(db)
+	return check(code, msg)
 }
 
 // Flush writes the memtable to a table and waits until every memtable is

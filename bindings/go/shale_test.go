@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -54,8 +56,170 @@ func TestGetPutDeleteHas(t *testing.T) {
 	if err := db.Compact([]byte("b"), []byte("a")); !errors.As(err, &e) || e.Code != CodeInvalidArgument || e.Message == "" {
 		t.Fatalf("Compact with start after end: %#v", err)
 	}
-	if err := db.DeleteRange([]byte("a"), []byte("b")); !errors.Is(err, ErrNoDeleteRange) {
-		t.Fatalf("DeleteRange: %v", err)
+}
+
+// present returns the keys of want that db has, as one string.
+func present(t *testing.T, db *DB, keys ...string) string {
+	t.Helper()
+	var out []string
+	for _, k := range keys {
+		ok, err := db.Has([]byte(k))
+		if err != nil {
+			t.Fatalf("Has(%q): %v", k, err)
+		}
+		if ok {
+			out = append(out, k)
+		}
+	}
+	return fmt.Sprint(out)
+}
+
+func TestDeleteRange(t *testing.T) {
+	db := openTest(t)
+	all := []string{"", "a", "b", "b1", "c", "d", "\xff"}
+	for _, k := range all {
+		if err := db.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	// [start, end): the start is deleted, the end kept.
+	if err := db.DeleteRange([]byte("b"), []byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	if got := present(t, db, all...); got != fmt.Sprint([]string{"", "a", "d", "\xff"}) {
+		t.Fatalf("after DeleteRange(b, d): %q", got)
+	}
+	it, err := db.NewIterator(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(it, true); fmt.Sprint(got) != fmt.Sprint([]string{"", "a", "d", "\xff"}) {
+		t.Fatalf("iterated after DeleteRange(b, d): %q", got)
+	}
+	it.Close()
+	// A snapshot taken before sees the keys; a key written after is kept.
+	if v, err := snap.Get([]byte("b1")); err != nil || string(v) != "v" {
+		t.Fatalf("snapshot Get(b1) = %q, %v", v, err)
+	}
+	if err := db.Put([]byte("c"), []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get([]byte("c")); err != nil || string(v) != "again" {
+		t.Fatalf("Get(c) after a put past the range deletion = %q, %v", v, err)
+	}
+	// An empty range does nothing; a reversed one is refused and deletes
+	// nothing, with a message naming the range.
+	if err := db.DeleteRange([]byte("c"), []byte("c")); err != nil {
+		t.Fatalf("empty range: %v", err)
+	}
+	if err := db.DeleteRange(nil, nil); err != nil {
+		t.Fatalf("empty range at the empty key: %v", err)
+	}
+	var e *Error
+	err = db.DeleteRange([]byte("d"), []byte("a"))
+	if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) || !strings.Contains(e.Message, "[d, a)") {
+		t.Fatalf("reversed range: %v", err)
+	}
+	if got := present(t, db, all...); got != fmt.Sprint([]string{"", "a", "c", "d", "\xff"}) {
+		t.Fatalf("after the refused ranges: %q", got)
+	}
+	// nil start is the empty key, the smallest: [nil, b) deletes it and "a".
+	if err := db.DeleteRange(nil, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if got := present(t, db, all...); got != fmt.Sprint([]string{"c", "d", "\xff"}) {
+		t.Fatalf("after DeleteRange(nil, b): %q", got)
+	}
+}
+
+func TestDeleteRangeDurable(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{WriteBufferSize: 1 << 20, Sync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte("value")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteRange([]byte("k0100"), []byte("k0900")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	it, err := db.NewIterator(&IterOptions{Prefix: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	keys := keysOf(it, true)
+	if len(keys) != 200 || keys[99] != "k0099" || keys[100] != "k0900" {
+		t.Fatalf("after reopen and compaction: %d keys, around the range %q", len(keys), keys[98:102])
+	}
+}
+
+func TestBatchDeleteRange(t *testing.T) {
+	db := openTest(t)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if err := db.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := NewBatch()
+	defer b.Close()
+	// In order with the other writes: a put before the range deletion is
+	// deleted by it, a put after it is kept.
+	steps := []func() error{
+		func() error { return b.Put([]byte("a1"), []byte("before")) },
+		func() error { return b.DeleteRange([]byte("a"), []byte("c")) },
+		func() error { return b.Put([]byte("a2"), []byte("after")) },
+		func() error { return b.DeleteRange([]byte("x"), []byte("x")) }, // empty: nothing added
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	if b.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", b.Len())
+	}
+	// A reversed range is refused, adds nothing, and the batch stays usable.
+	if err := b.DeleteRange([]byte("c"), []byte("a")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("reversed range: %v", err)
+	}
+	if b.Len() != 3 {
+		t.Fatalf("Len after a refused range = %d, want 3", b.Len())
+	}
+	if got := present(t, db, "a", "b"); got != "[a b]" {
+		t.Fatalf("visible before Write: %s", got)
+	}
+	if err := b.Write(db, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := present(t, db, "a", "a1", "a2", "b", "c", "d"); got != "[a2 c d]" {
+		t.Fatalf("after Write: %s", got)
+	}
+	b.Close()
+	if err := b.DeleteRange([]byte("a"), []byte("b")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("DeleteRange on a closed batch: %v", err)
 	}
 }
 
@@ -228,12 +392,13 @@ func TestClose(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	for name, err := range map[string]error{
-		"Put":     db.Put([]byte("k"), nil),
-		"Delete":  db.Delete([]byte("k")),
-		"Flush":   db.Flush(),
-		"Sync":    db.Sync(),
-		"Compact": db.Compact(nil, nil),
-		"Write":   NewBatch().Write(db, false),
+		"Put":         db.Put([]byte("k"), nil),
+		"Delete":      db.Delete([]byte("k")),
+		"DeleteRange": db.DeleteRange([]byte("a"), []byte("z")),
+		"Flush":       db.Flush(),
+		"Sync":        db.Sync(),
+		"Compact":     db.Compact(nil, nil),
+		"Write":       NewBatch().Write(db, false),
 	} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v", name, err)
@@ -267,6 +432,12 @@ func TestClose(t *testing.T) {
 	}
 	if err := ro.Put([]byte("k"), nil); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only Put: %v", err)
+	}
+	if err := ro.DeleteRange([]byte("a"), []byte("z")); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only DeleteRange: %v", err)
+	}
+	if v, err := ro.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("read-only Get after a refused DeleteRange: %q, %v", v, err)
 	}
 	if _, err := Open(t.TempDir()+"/none", &Options{ErrorIfMissing: true}); !errors.Is(err, ErrNotADatabase) {
 		t.Fatalf("Open of a missing database with ErrorIfMissing: %v", err)
@@ -363,4 +534,151 @@ func TestCodeNames(t *testing.T) {
 	if ErrClosed.Error() != "shale: SHALE_CLOSED" {
 		t.Fatal(ErrClosed.Error())
 	}
+}
+
+// Range deletions mixed with puts, deletes, batches, snapshots, flushes,
+// compactions and reopens, against a map: every state read back by Get and
+// by a full scan must match it.
+func TestDeleteRangeModel(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{WriteBufferSize: 64 << 10}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { db.Close() }()
+	model := map[string]string{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	key := func() string { return fmt.Sprintf("k%03d", rng.IntN(300)) }
+	deleteRange := func(m map[string]string, s, e string) {
+		for k := range m {
+			if k >= s && k < e {
+				delete(m, k)
+			}
+		}
+	}
+	check := func(step int) {
+		t.Helper()
+		it, err := db.NewIterator(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for ok := it.First(); ok; ok = it.Next() {
+			got[string(it.Key())] = string(it.Value())
+		}
+		if err := it.Error(); err != nil {
+			t.Fatal(err)
+		}
+		it.Close()
+		if len(got) != len(model) {
+			t.Fatalf("step %d: scan has %d keys, model %d", step, len(got), len(model))
+		}
+		for k, v := range model {
+			if got[k] != v {
+				t.Fatalf("step %d: scan %q = %q, model %q", step, k, got[k], v)
+			}
+			if g, err := db.Get([]byte(k)); err != nil || string(g) != v {
+				t.Fatalf("step %d: Get(%q) = %q, %v; model %q", step, k, g, err, v)
+			}
+		}
+	}
+	for step := 0; step < 3000; step++ {
+		switch r := rng.IntN(100); {
+		case r < 50:
+			k, v := key(), fmt.Sprintf("v%d-%s", step, bytes.Repeat([]byte("x"), rng.IntN(100)))
+			if err := db.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+		case r < 60:
+			k := key()
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(model, k)
+		case r < 75:
+			s, e := key(), key()
+			if s > e {
+				s, e = e, s
+			}
+			if err := db.DeleteRange([]byte(s), []byte(e)); err != nil {
+				t.Fatal(err)
+			}
+			deleteRange(model, s, e)
+		case r < 85:
+			// A batch of puts and range deletions, applied in order.
+			b := NewBatch()
+			next := map[string]string{}
+			for k, v := range model {
+				next[k] = v
+			}
+			for i := 0; i < 5; i++ {
+				if rng.IntN(2) == 0 {
+					k, v := key(), fmt.Sprintf("b%d-%d", step, i)
+					b.Put([]byte(k), []byte(v))
+					next[k] = v
+				} else {
+					s, e := key(), key()
+					if s > e {
+						s, e = e, s
+					}
+					b.DeleteRange([]byte(s), []byte(e))
+					deleteRange(next, s, e)
+				}
+			}
+			if err := b.Write(db, false); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			model = next
+		case r < 90:
+			// A snapshot keeps its state through a range deletion.
+			snap, err := db.NewSnapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := map[string]string{}
+			for k, v := range model {
+				before[k] = v
+			}
+			if err := db.DeleteRange([]byte("k000"), []byte("k150")); err != nil {
+				t.Fatal(err)
+			}
+			deleteRange(model, "k000", "k150")
+			for k, v := range before {
+				if g, err := snap.Get([]byte(k)); err != nil || string(g) != v {
+					t.Fatalf("step %d: snapshot Get(%q) = %q, %v; want %q", step, k, g, err, v)
+				}
+			}
+			snap.Release()
+		case r < 94:
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case r < 97:
+			s, e := key(), key()
+			if s > e {
+				s, e = e, s
+			}
+			if err := db.Compact([]byte(s), []byte(e)); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if db, err = Open(dir, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step%50 == 0 {
+			check(step)
+		}
+	}
+	check(3000)
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check(3001)
 }

@@ -106,8 +106,10 @@ func (d *Database) Put(key []byte, value []byte) error { return d.db.Put(key, va
 // Delete deletes key.
 func (d *Database) Delete(key []byte) error { return d.db.Delete(key) }
 
-// DeleteRange deletes the keys in [start, end); nil start is before every key,
-// nil end after every key.
+// DeleteRange deletes the keys in [start, end) in one small write. A nil start
+// is the smallest key (the empty key); a nil end is gethdb.MaximumKey, as in
+// geth's pebble backend: every key geth writes is below it. start > end is an
+// error (shale.ErrInvalidArgument) and deletes nothing.
 func (d *Database) DeleteRange(start, end []byte) error {
 	if end == nil {
 		end = gethdb.MaximumKey
@@ -190,7 +192,9 @@ func (b *batch) Delete(key []byte) error {
 	return nil
 }
 
-// DeleteRange adds a deletion of [start, end) (nil end: after every key).
+// DeleteRange adds a deletion of [start, end), with the bounds of
+// Database.DeleteRange (nil end: gethdb.MaximumKey). start > end is an error
+// and adds nothing, neither to the batch nor to its replay record.
 func (b *batch) DeleteRange(start, end []byte) error {
 	if end == nil {
 		end = gethdb.MaximumKey

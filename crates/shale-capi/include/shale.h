@@ -90,11 +90,12 @@ typedef int32_t shale_code_t;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
-// A write batch: puts and deletes applied atomically, in order (a later
-// operation on the same key wins), by `shale_write`. Belongs to no database:
-// one batch may be written to any database, any number of times. Made by
-// `shale_batch_create`, freed by `shale_batch_free`. The batch copies the
-// keys and values given to it. Thread safety: calls are serialized, so
+// A write batch: puts, deletes and range deletions applied atomically, in
+// order (a later operation on the same key wins; a range deletion deletes
+// what the operations before it wrote), by `shale_write`. Belongs to no
+// database: one batch may be written to any database, any number of times.
+// Made by `shale_batch_create`, freed by `shale_batch_free`. The batch copies
+// the keys and values given to it. Thread safety: calls are serialized, so
 // concurrent use is safe, but a batch is meant for one thread at a time.
 typedef struct shale_batch_t shale_batch_t;
 
@@ -285,6 +286,25 @@ shale_code_t shale_batch_delete(struct shale_batch_t *batch,
                                 size_t key_len,
                                 char **errmsg);
 
+// Adds a deletion of every key in `[start, end)` written before the batch is
+// applied (one small operation, whatever the range holds; a put of a key in
+// the range that comes later in the same batch is kept). `start == end` is an
+// empty range: nothing is added. `start > end` is `SHALE_INVALID_ARGUMENT`
+// and nothing is added (the batch stays as it was, so it can still be
+// written).
+//
+// # Safety
+//
+// `batch` is a live batch; `start` and `end` are NULL (with length 0) or
+// valid for reading their lengths; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_batch_delete_range(struct shale_batch_t *batch,
+                                      const uint8_t *start,
+                                      size_t start_len,
+                                      const uint8_t *end,
+                                      size_t end_len,
+                                      char **errmsg);
+
 // Removes every operation.
 //
 // # Safety
@@ -359,8 +379,8 @@ shale_code_t shale_close(struct shale_db_t *db, char **errmsg);
 // the handle.
 shale_code_t shale_db_free(struct shale_db_t *db, char **errmsg);
 
-// Sets `key` to `value` (synced if the options said so). Keys must not be
-// empty.
+// Sets `key` to `value` (synced if the options said so). The empty key is a
+// key like any other.
 //
 // # Safety
 //
@@ -381,6 +401,25 @@ shale_code_t shale_put(struct shale_db_t *db,
 //
 // As for `shale_put`.
 shale_code_t shale_delete(struct shale_db_t *db, const uint8_t *key, size_t key_len, char **errmsg);
+
+// Deletes every key in `[start, end)` (synced if the options said so): one
+// small write whatever the range holds. Keys written later are not affected,
+// and snapshots taken before still see the keys. `start == end` is an empty
+// range and does nothing; `start > end` is `SHALE_INVALID_ARGUMENT`. The
+// empty string is the smallest key, so `[empty, end)` deletes every key
+// below `end`.
+//
+// # Safety
+//
+// `db` is a live database handle; `start` and `end` are NULL (with length 0)
+// or valid for reading their lengths; `errmsg` is NULL or valid for writing a
+// pointer.
+shale_code_t shale_delete_range(struct shale_db_t *db,
+                                const uint8_t *start,
+                                size_t start_len,
+                                const uint8_t *end,
+                                size_t end_len,
+                                char **errmsg);
 
 // Applies `batch` atomically, syncing the write-ahead log first if `sync`.
 // The batch is not changed (it can be written again, or cleared and reused).

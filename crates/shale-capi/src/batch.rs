@@ -5,13 +5,16 @@ use std::ffi::c_char;
 use parking_lot::Mutex;
 use shale::WriteBatch;
 
-use crate::{bytes, handle, into_raw, need_out, put_out, run, shale_code_t, Handle, Kind};
+use crate::{
+    bytes, check_range, handle, into_raw, need_out, put_out, run, shale_code_t, Handle, Kind,
+};
 
-/// A write batch: puts and deletes applied atomically, in order (a later
-/// operation on the same key wins), by `shale_write`. Belongs to no database:
-/// one batch may be written to any database, any number of times. Made by
-/// `shale_batch_create`, freed by `shale_batch_free`. The batch copies the
-/// keys and values given to it. Thread safety: calls are serialized, so
+/// A write batch: puts, deletes and range deletions applied atomically, in
+/// order (a later operation on the same key wins; a range deletion deletes
+/// what the operations before it wrote), by `shale_write`. Belongs to no
+/// database: one batch may be written to any database, any number of times.
+/// Made by `shale_batch_create`, freed by `shale_batch_free`. The batch copies
+/// the keys and values given to it. Thread safety: calls are serialized, so
 /// concurrent use is safe, but a batch is meant for one thread at a time.
 pub struct shale_batch_t {
     _opaque: [u8; 0],
@@ -118,6 +121,40 @@ pub unsafe extern "C" fn shale_batch_delete(
             let b = handle(batch)?;
             let key = bytes(key, key_len, "key")?;
             b.batch.lock().delete(key);
+            Ok(())
+        })
+    }
+}
+
+/// Adds a deletion of every key in `[start, end)` written before the batch is
+/// applied (one small operation, whatever the range holds; a put of a key in
+/// the range that comes later in the same batch is kept). `start == end` is an
+/// empty range: nothing is added. `start > end` is `SHALE_INVALID_ARGUMENT`
+/// and nothing is added (the batch stays as it was, so it can still be
+/// written).
+///
+/// # Safety
+///
+/// `batch` is a live batch; `start` and `end` are NULL (with length 0) or
+/// valid for reading their lengths; `errmsg` is NULL or valid for writing a
+/// pointer.
+#[no_mangle]
+pub unsafe extern "C" fn shale_batch_delete_range(
+    batch: *mut shale_batch_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        run(errmsg, || {
+            let b = handle(batch)?;
+            let start = bytes(start, start_len, "start")?;
+            let end = bytes(end, end_len, "end")?;
+            check_range(start, end)?;
+            b.batch.lock().delete_range(start, end);
             Ok(())
         })
     }

@@ -9,8 +9,8 @@ use shale::{Db, WriteBatch, WriteOptions};
 use crate::batch::shale_batch_t;
 use crate::options::{shale_options_t, OptionsSpec};
 use crate::{
-    bytes, c_string, handle, into_raw, malloc_copy, need_out, optional_bytes, put_out, run,
-    shale_code_t, Failure, Handle, Kind, Outcome, Shared,
+    bytes, c_string, check_range, handle, into_raw, malloc_copy, need_out, optional_bytes, put_out,
+    run, shale_code_t, Failure, Handle, Kind, Outcome, Shared,
 };
 
 /// An open database (or a closed one, until freed).
@@ -224,8 +224,8 @@ pub(crate) unsafe fn with_db(
     h.shared.with_db(|d| f(d, &h.shared))
 }
 
-/// Sets `key` to `value` (synced if the options said so). Keys must not be
-/// empty.
+/// Sets `key` to `value` (synced if the options said so). The empty key is a
+/// key like any other.
 ///
 /// # Safety
 ///
@@ -276,6 +276,43 @@ pub unsafe extern "C" fn shale_delete(
             with_db(db, |d, shared| {
                 let mut b = WriteBatch::new();
                 b.delete(key);
+                d.write(b, &WriteOptions { sync: shared.sync })?;
+                Ok(())
+            })
+        })
+    }
+}
+
+/// Deletes every key in `[start, end)` (synced if the options said so): one
+/// small write whatever the range holds. Keys written later are not affected,
+/// and snapshots taken before still see the keys. `start == end` is an empty
+/// range and does nothing; `start > end` is `SHALE_INVALID_ARGUMENT`. The
+/// empty string is the smallest key, so `[empty, end)` deletes every key
+/// below `end`.
+///
+/// # Safety
+///
+/// `db` is a live database handle; `start` and `end` are NULL (with length 0)
+/// or valid for reading their lengths; `errmsg` is NULL or valid for writing a
+/// pointer.
+#[no_mangle]
+pub unsafe extern "C" fn shale_delete_range(
+    db: *mut shale_db_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        run(errmsg, || {
+            let start = bytes(start, start_len, "start")?;
+            let end = bytes(end, end_len, "end")?;
+            check_range(start, end)?;
+            with_db(db, |d, shared| {
+                let mut b = WriteBatch::new();
+                b.delete_range(start, end);
                 d.write(b, &WriteOptions { sync: shared.sync })?;
                 Ok(())
             })

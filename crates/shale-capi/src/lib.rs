@@ -276,6 +276,19 @@ pub(crate) unsafe fn optional_bytes<'a>(
     unsafe { bytes(ptr, len, what) }.map(Some)
 }
 
+/// Checks the bounds of a range deletion `[start, end)`: `start > end` is an
+/// invalid argument (`start == end` is an empty range, not an error).
+pub(crate) fn check_range(start: &[u8], end: &[u8]) -> Outcome {
+    if start > end {
+        return Err(Failure::invalid(format!(
+            "the range [{}, {}) has its start above its end",
+            shale::format::user_key_text(start),
+            shale::format::user_key_text(end)
+        )));
+    }
+    Ok(())
+}
+
 /// Writes `value` through `out`, an out-parameter that must not be NULL.
 ///
 /// # Safety

@@ -455,6 +455,144 @@ static void test_maintenance(shale_db_t *db) {
     EXPECT(SHALE_INVALID_ARGUMENT, shale_compact_all(NULL, ERR));
 }
 
+/* Range deletions, on a database of their own (they delete from the smallest
+ * key up): directly and in batches, their bounds, what snapshots and iterators
+ * see, and what survives a flush, a compaction and a reopen. */
+static void test_range_deletions(const char *dir) {
+    char path[4096], out[256];
+    snprintf(path, sizeof path, "%s/ranges", dir);
+    shale_options_t *o = NULL;
+    shale_db_t *db = NULL;
+    EXPECT(SHALE_OK, shale_options_create(&o, ERR));
+    EXPECT(SHALE_OK, shale_options_set_sync(o, true, ERR)); /* the synced path */
+    EXPECT(SHALE_OK, shale_open(path, o, &db, ERR));
+    EXPECT(SHALE_OK, shale_options_free(o, ERR));
+    const char *keys[] = {"a", "b", "b1", "c", "d", "e"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) EXPECT(SHALE_OK, shale_put(db, K(keys[i]), K("v"), ERR));
+    EXPECT(SHALE_OK, shale_put(db, NULL, 0, K("empty"), ERR));
+
+    /* [start, end): start deleted, end kept. */
+    shale_snapshot_t *s = NULL;
+    EXPECT(SHALE_OK, shale_snapshot_create(db, &s, ERR));
+    EXPECT(SHALE_OK, shale_delete_range(db, K("b"), K("d"), ERR));
+    CHECK(value_is(db, "a", "v") && value_is(db, "b", NULL) && value_is(db, "b1", NULL));
+    CHECK(value_is(db, "c", NULL) && value_is(db, "d", "v") && value_is(db, "e", "v"));
+    shale_iterator_t *it = NULL;
+    EXPECT(SHALE_OK, shale_iterator_create(db, NULL, &it, ERR));
+    CHECK(strcmp(walk(it, true, out, sizeof out), ",a,d,e,") == 0);
+    CHECK(strcmp(walk(it, false, out, sizeof out), "e,d,a,,") == 0);
+    EXPECT(SHALE_OK, shale_iterator_free(it, ERR));
+    /* A snapshot taken before still sees the keys. */
+    uint8_t *value = NULL;
+    size_t len = 0;
+    bool found = false;
+    EXPECT(SHALE_OK, shale_snapshot_get(s, K("c"), &value, &len, &found, ERR));
+    CHECK(found && len == 1 && value[0] == 'v');
+    if (found) shale_free(value);
+    EXPECT(SHALE_OK, shale_snapshot_free(s, ERR));
+    /* A key written after the deletion is not affected by it. */
+    EXPECT(SHALE_OK, shale_put(db, K("c"), K("again"), ERR));
+    CHECK(value_is(db, "c", "again"));
+
+    /* An empty range does nothing; a reversed one is refused and deletes
+     * nothing; a NULL with a length is refused. */
+    EXPECT(SHALE_OK, shale_delete_range(db, K("c"), K("c"), ERR));
+    EXPECT(SHALE_OK, shale_delete_range(db, NULL, 0, NULL, 0, ERR));
+    CHECK(value_is(db, "c", "again") && value_is(db, "", "empty"));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_delete_range(db, K("e"), K("a"), ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_delete_range(db, K("a"), NULL, 0, ERR)); /* end "" < start */
+    CHECK(value_is(db, "a", "v") && value_is(db, "c", "again") && value_is(db, "e", "v"));
+    char *msg = NULL;
+    CHECK(shale_delete_range(db, K("e"), K("a"), &msg) == SHALE_INVALID_ARGUMENT);
+    CHECK(msg != NULL && strstr(msg, "[e, a)") != NULL && strstr(msg, "start above its end") != NULL);
+    shale_free(msg);
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_delete_range(db, NULL, 1, K("z"), ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_delete_range(db, K("a"), NULL, 2, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_delete_range(NULL, K("a"), K("z"), ERR));
+    shale_batch_t *b = NULL;
+    EXPECT(SHALE_OK, shale_batch_create(&b, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_delete_range((shale_db_t *)b, K("a"), K("z"), ERR));
+    /* errmsg is optional. */
+    CHECK(shale_delete_range(db, K("z"), K("a"), NULL) == SHALE_INVALID_ARGUMENT);
+
+    /* In a batch: applied in order with the other operations, so a put
+     * before the range deletion is deleted by it and a put after it is kept. */
+    size_t n = 0;
+    EXPECT(SHALE_OK, shale_batch_put(b, K("a1"), K("before"), ERR));
+    EXPECT(SHALE_OK, shale_batch_delete_range(b, K("a"), K("d"), ERR));
+    EXPECT(SHALE_OK, shale_batch_put(b, K("a2"), K("after"), ERR));
+    EXPECT(SHALE_OK, shale_batch_delete(b, K("e"), ERR));
+    EXPECT(SHALE_OK, shale_batch_count(b, &n, ERR));
+    CHECK(n == 4);
+    /* An empty range adds nothing; a reversed one or a NULL with a length is
+     * refused and adds nothing, and the batch stays writable. */
+    EXPECT(SHALE_OK, shale_batch_delete_range(b, K("b"), K("b"), ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_batch_delete_range(b, K("d"), K("a"), ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_batch_delete_range(b, NULL, 3, K("a"), ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_batch_delete_range(b, K("a"), NULL, 3, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_batch_delete_range(NULL, K("a"), K("b"), ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_batch_delete_range((shale_batch_t *)db, K("a"), K("b"), ERR));
+    EXPECT(SHALE_OK, shale_batch_count(b, &n, ERR));
+    CHECK(n == 4);
+    CHECK(value_is(db, "a", "v")); /* nothing before the write */
+    EXPECT(SHALE_OK, shale_write(db, b, false, ERR));
+    CHECK(value_is(db, "a", NULL) && value_is(db, "a1", NULL) && value_is(db, "a2", "after"));
+    CHECK(value_is(db, "c", NULL) && value_is(db, "d", "v") && value_is(db, "e", NULL));
+    CHECK(value_is(db, "", "empty"));
+    /* From the empty key, the smallest, up. */
+    EXPECT(SHALE_OK, shale_batch_clear(b, ERR));
+    EXPECT(SHALE_OK, shale_batch_delete_range(b, NULL, 0, K("a3"), ERR));
+    EXPECT(SHALE_OK, shale_write(db, b, false, ERR));
+    CHECK(value_is(db, "", NULL) && value_is(db, "a2", NULL) && value_is(db, "d", "v"));
+
+    /* Through a flush, a compaction and a reopen. */
+    char key[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "n%04d", i);
+        EXPECT(SHALE_OK, shale_put(db, K(key), K("value"), ERR));
+    }
+    EXPECT(SHALE_OK, shale_flush(db, ERR));
+    EXPECT(SHALE_OK, shale_delete_range(db, K("n0100"), K("n0900"), ERR));
+    CHECK(value_is(db, "n0099", "value") && value_is(db, "n0100", NULL) && value_is(db, "n0899", NULL));
+    CHECK(value_is(db, "n0900", "value"));
+    EXPECT(SHALE_OK, shale_close(db, ERR));
+    EXPECT(SHALE_OK, shale_db_free(db, ERR));
+    db = open_db(path, false);
+    CHECK(value_is(db, "n0500", NULL) && value_is(db, "n0900", "value") && value_is(db, "d", "v"));
+    EXPECT(SHALE_OK, shale_compact_all(db, ERR));
+    CHECK(value_is(db, "n0099", "value") && value_is(db, "n0100", NULL) && value_is(db, "n0900", "value"));
+    {
+        /* The 200 keys left of the thousand, by an iterator. */
+        shale_read_options_t opts;
+        memset(&opts, 0, sizeof opts);
+        opts.prefix = (const uint8_t *)"n";
+        opts.prefix_len = 1;
+        EXPECT(SHALE_OK, shale_iterator_create(db, &opts, &it, ERR));
+        shale_entry_t e;
+        int count = 0;
+        for (shale_code_t c = shale_iterator_seek_to_first(it, &e, NULL); c == SHALE_OK && e.valid;
+             c = shale_iterator_next(it, &e, NULL))
+            count++;
+        CHECK(count == 200);
+        EXPECT(SHALE_OK, shale_iterator_free(it, ERR));
+    }
+
+    /* After close: the database refuses, the batch (of no database) does not. */
+    EXPECT(SHALE_OK, shale_close(db, ERR));
+    EXPECT(SHALE_CLOSED, shale_delete_range(db, K("a"), K("b"), ERR));
+    EXPECT(SHALE_OK, shale_batch_delete_range(b, K("x"), K("y"), ERR));
+    EXPECT(SHALE_CLOSED, shale_write(db, b, false, ERR));
+    EXPECT(SHALE_OK, shale_db_free(db, ERR));
+
+    /* Read-only: refused, and nothing deleted. */
+    shale_db_t *ro = open_db(path, true);
+    EXPECT(SHALE_READ_ONLY, shale_delete_range(ro, K("d"), K("e"), ERR));
+    EXPECT(SHALE_READ_ONLY, shale_write(ro, b, false, ERR));
+    CHECK(value_is(ro, "d", "v"));
+    EXPECT(SHALE_OK, shale_db_free(ro, ERR));
+    EXPECT(SHALE_OK, shale_batch_free(b, ERR));
+}
+
 struct worker {
     shale_db_t *db;
     int id;
@@ -643,6 +781,7 @@ int main(void) {
     test_use_after_close(path);
     test_read_only(path);
     test_open_errors(dir);
+    test_range_deletions(dir);
 
     remove_tree(dir);
     printf("%d passed, %d failed\n", checks - failures, failures);
