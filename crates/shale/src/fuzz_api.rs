@@ -1073,7 +1073,7 @@ fn model_get(model: &Model, user_key: &[u8], seq: u64) -> TableGet {
         })
         .map_or(TableGet::Absent, |(k, v)| {
             let kind = ValueKind::from_u8(k[k.len() - 8]).expect("model kinds are valid");
-            TableGet::Found(kind, v.clone())
+            TableGet::Found(kind, v.clone().into())
         })
 }
 

@@ -20,6 +20,7 @@ mod iter;
 mod memtable;
 mod metrics;
 mod options;
+mod pinned;
 mod rangedel;
 mod rate_limit;
 pub mod stat;
@@ -48,6 +49,7 @@ pub use options::{
     fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, Options,
     WalRecoveryMode, WriteOptions, NUM_LEVELS,
 };
+pub use pinned::PinnedValue;
 pub use shale_env as env;
 pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};
 

@@ -376,3 +376,101 @@ fn the_empty_key_is_a_key_in_every_table_format() {
         db.close().expect("close");
     }
 }
+
+#[test]
+fn a_pinned_get_is_a_slice_of_the_cached_block_and_outlives_eviction() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: fs.clone(),
+            block_cache_bytes: 16 << 10,
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    for i in 0..2000u32 {
+        db.put(
+            format!("key{i:05}").as_bytes(),
+            format!("value{i}").as_bytes(),
+        )
+        .expect("put");
+    }
+    db.put(b"fresh", b"in the memtable").expect("put");
+    let memtable = db.get_pinned(b"fresh").expect("get").expect("found");
+    assert!(!memtable.is_pinned(), "a memtable value is a copy");
+    assert_eq!(&*memtable, b"in the memtable");
+    db.flush().expect("flush");
+    let v = db.get_pinned(b"key00042").expect("get").expect("found");
+    assert!(v.is_pinned(), "a table value is not copied");
+    assert_eq!(&*v, b"value42");
+    assert_eq!(
+        db.get(b"key00042").expect("get").as_deref(),
+        Some(&b"value42"[..])
+    );
+    assert_eq!(db.get_pinned(b"nope").expect("get"), None);
+    // Reading every other key evicts the block from the small cache: the
+    // pinned value keeps it alive.
+    for i in 0..2000u32 {
+        db.get(format!("key{i:05}").as_bytes()).expect("get");
+    }
+    assert_eq!(&*v, b"value42");
+    let snap = db.snapshot();
+    db.delete(b"key00042").expect("delete");
+    assert_eq!(db.get_pinned(b"key00042").expect("get"), None);
+    let old = snap
+        .get_pinned(b"key00042")
+        .expect("get")
+        .expect("the snapshot sees it");
+    assert_eq!(old.into_vec(), b"value42".to_vec());
+    drop(snap);
+    db.close().expect("close");
+    assert_eq!(&*v, b"value42", "a pinned value outlives its database");
+}
+
+#[test]
+fn sync_wal_makes_writes_durable_without_a_flush() {
+    use shale::env::CrashFs;
+    let fs = Arc::new(CrashFs::new());
+    let opts = || Options {
+        fs: fs.clone(),
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts()).expect("open");
+    db.put(b"a", b"1").expect("put");
+    db.delete_range(b"x", b"z").expect("delete_range");
+    db.sync_wal().expect("sync");
+    assert_eq!(db.metrics().flushes, 0, "no flush");
+    db.put(b"b", b"2").expect("put, not synced");
+    fs.crash();
+    drop(db);
+    fs.restart();
+    let db = Db::open("/db", opts()).expect("reopen");
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()), "synced");
+    assert_eq!(
+        db.get(b"b").expect("get"),
+        None,
+        "written after the sync, lost in the crash"
+    );
+}
+
+#[test]
+fn a_failed_sync_wal_poisons_the_database() {
+    use shale::env::{FaultFs, FaultRule, OpKind};
+    let mem = Arc::new(MemFs::new());
+    let fault = FaultFs::new(mem.clone());
+    let db = Db::open(
+        "/db",
+        Options {
+            fs: fault.clone(),
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    db.put(b"a", b"1").expect("put");
+    fault.inject(FaultRule::io(OpKind::SyncAppend, 0));
+    assert!(db.sync_wal().is_err(), "the failed sync is reported");
+    fault.clear();
+    assert!(matches!(db.sync_wal(), Err(Error::Poisoned { .. })));
+    assert!(matches!(db.put(b"b", b"2"), Err(Error::Poisoned { .. })));
+}

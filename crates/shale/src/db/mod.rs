@@ -67,6 +67,7 @@ use crate::format::SeqNo;
 use crate::memtable::MemTable;
 use crate::metrics::{Metrics, Stats};
 use crate::options::{Options, WriteOptions, NUM_LEVELS};
+use crate::pinned::PinnedValue;
 use crate::table::{BlockCache, TableProperties};
 use crate::version::set::VersionSet;
 use crate::version::{ObsoleteFiles, Version, VersionEdit};
@@ -343,6 +344,15 @@ impl Db {
             .get(key, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
+    /// Like [`Db::get`], but a value read from a table is not copied: the
+    /// [`PinnedValue`] is a slice of the cached data block, which it keeps in
+    /// memory while it lives (RocksDB's `PinnableSlice`). A value from a
+    /// memtable is a copy. Counted like any Get.
+    pub fn get_pinned(&self, key: &[u8]) -> Result<Option<PinnedValue>> {
+        self.inner
+            .get_pinned(key, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
     /// The database's statistics as text, in the spirit of Pebble's metrics
     /// table: tables and bytes per level, the LSM table (sizes against
     /// targets, scores, compactions, write amplification, stalls), then the
@@ -421,6 +431,16 @@ impl Db {
     pub fn flush(&self) -> Result<()> {
         self.check_writable()?;
         self.inner.flush()
+    }
+
+    /// Makes every write acknowledged so far durable by syncing the
+    /// write-ahead log (older logs were synced when retired), without
+    /// flushing the memtable: what go-ethereum's `SyncKeyValue` asks, and
+    /// much cheaper than [`Db::flush`]. A failed sync poisons the database
+    /// ([`Error::Poisoned`] for this and every later write).
+    pub fn sync_wal(&self) -> Result<()> {
+        self.check_writable()?;
+        self.inner.sync_wal()
     }
 
     /// Flushes, then merges every table into the last level, dropping versions

@@ -17,12 +17,18 @@ use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO
 use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
 use crate::memtable::MemGet;
 use crate::options::NUM_LEVELS;
+use crate::pinned::PinnedValue;
 use crate::rangedel::Fragments;
 use crate::table::TableGet;
 use crate::version::FileMeta;
 
 impl DbInner {
     pub(crate) fn get(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_pinned(key, seq)?.map(PinnedValue::into_vec))
+    }
+
+    /// A Get whose value stays in its cached block (see [`PinnedValue`]).
+    pub(crate) fn get_pinned(&self, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
         // Only snapshots outlive their database's handle.
         if self.closing.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -53,17 +59,17 @@ impl DbInner {
                 if matches!(result, Ok(Some(_))) {
                     self.stats.gets_found.incr();
                 }
-                result
+                result.map(|v| v.map(PinnedValue::into_vec))
             })
             .collect()
     }
 
-    fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+    fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             match mem.get(key, seq) {
                 MemGet::Value(v) => {
                     self.stats.gets_memtable_hits.incr();
-                    return Ok(Some(v));
+                    return Ok(Some(PinnedValue::owned(v)));
                 }
                 MemGet::Deleted => {
                     self.stats.gets_memtable_hits.incr();
@@ -174,6 +180,12 @@ impl Snapshot {
     /// The value of `key` as of the snapshot, `None` if absent or deleted then.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.db.get(key, self.seq)
+    }
+
+    /// Like [`Snapshot::get`], without copying a value that comes from a
+    /// cached block (see [`PinnedValue`]).
+    pub fn get_pinned(&self, key: &[u8]) -> Result<Option<PinnedValue>> {
+        self.db.get_pinned(key, self.seq)
     }
 
     /// An iterator over the snapshot's state within the bounds of `opts`

@@ -174,6 +174,23 @@ impl GroupSteps<Request> for WalSteps<'_> {
 }
 
 impl DbInner {
+    /// Syncs the live WAL (see [`crate::Db::sync_wal`]).
+    pub(crate) fn sync_wal(&self) -> Result<()> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        self.state.lock().check_poison()?;
+        let result = self.wal.lock().sync();
+        match &result {
+            Ok(()) => self.stats.wal_syncs.incr(),
+            Err(e) => {
+                let mut st = self.state.lock();
+                self.poison(&mut st, e);
+            }
+        }
+        result
+    }
+
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         batch.validate()?;
         if batch.is_empty() {

@@ -126,6 +126,11 @@ impl Block {
         Ok(block)
     }
 
+    /// The bytes at `range` of the block's contents, if inside it.
+    pub(crate) fn slice(&self, range: std::ops::Range<usize>) -> Option<&[u8]> {
+        self.data.get(range)
+    }
+
     /// Bytes held by the block (its decoded contents).
     pub(crate) fn size(&self) -> usize {
         self.data.len()
@@ -224,6 +229,12 @@ impl Cursor {
             return None;
         }
         block.data.get(self.value.clone())
+    }
+
+    /// Where the current value lies in its block's contents (`None` unless
+    /// valid).
+    pub(crate) fn value_range(&self) -> Option<std::ops::Range<usize>> {
+        self.valid.then(|| self.value.clone())
     }
 
     /// The block handle `(offset, size)` of the current index entry.

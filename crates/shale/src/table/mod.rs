@@ -24,6 +24,7 @@ use std::sync::Arc;
 use crate::cache::LruCache;
 use crate::format::ValueKind;
 use crate::metrics::{BlockKind, Stats};
+use crate::pinned::PinnedValue;
 
 pub(crate) mod block;
 pub(crate) mod builder;
@@ -280,9 +281,9 @@ pub(crate) struct ReadContext {
 /// Result of a point lookup in one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TableGet {
-    /// The newest visible entry: a value, or a tombstone (`ValueKind::Delete`,
-    /// empty value).
-    Found(ValueKind, Vec<u8>),
+    /// The newest visible entry: a value (a slice of its cached data block),
+    /// or a tombstone (`ValueKind::Delete`, empty value).
+    Found(ValueKind, PinnedValue),
     /// The filter excluded the table.
     FilteredOut,
     /// No entry for the key.

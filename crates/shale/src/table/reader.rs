@@ -51,6 +51,7 @@ use crate::format::{
 };
 use crate::iter::InternalIterator;
 use crate::metrics::{BlockKind, Stats};
+use crate::pinned::PinnedValue;
 use crate::rangedel::Fragments;
 
 /// What `open` learns from the footer and the properties block.
@@ -561,7 +562,10 @@ impl TableReader {
         {
             // No entry of the table is newer (sequence numbers are unique):
             // deleted, without reading a block.
-            return Ok(TableGet::Found(ValueKind::Delete, Vec::new()));
+            return Ok(TableGet::Found(
+                ValueKind::Delete,
+                PinnedValue::owned(Vec::new()),
+            ));
         }
         let got = if consult_filter && self.filtered_out(user_key)? {
             TableGet::FilteredOut
@@ -573,7 +577,7 @@ impl TableReader {
         Ok(match (deleted_at, got) {
             // Older tables hold only versions older than the range deletion.
             (Some(_), TableGet::FilteredOut | TableGet::Absent) => {
-                TableGet::Found(ValueKind::Delete, Vec::new())
+                TableGet::Found(ValueKind::Delete, PinnedValue::owned(Vec::new()))
             }
             (_, got) => got,
         })
@@ -628,7 +632,7 @@ impl TableReader {
             cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
                 .map_err(self.corrupt(offset))?;
             if cur.valid() {
-                return self.entry_found(&cur, block, user_key, offset, deleted_at);
+                return self.entry_found(&cur, &data, user_key, offset, deleted_at);
             }
             // Every entry of this block sorts before the seek key. The next block
             // can only hold the key if this block's separator is the key itself.
@@ -667,7 +671,7 @@ impl TableReader {
     fn entry_found(
         &self,
         cur: &Cursor,
-        block: &Block,
+        data: &Arc<CachedBlock>,
         user_key: &[u8],
         offset: u64,
         deleted_at: Option<u64>,
@@ -677,18 +681,25 @@ impl TableReader {
             return Ok(TableGet::Absent);
         }
         if deleted_at.is_some_and(|t| t > found_trailer >> 8) {
-            return Ok(TableGet::Found(ValueKind::Delete, Vec::new()));
+            return Ok(TableGet::Found(
+                ValueKind::Delete,
+                PinnedValue::owned(Vec::new()),
+            ));
         }
         let kind = ValueKind::from_u8(found_trailer as u8)
             .filter(|&k| k != ValueKind::RangeDelete)
             .ok_or_else(|| self.corrupt(offset)(Corrupt("unknown value kind")))?;
-        let value = cur.value(block).ok_or_else(|| {
-            Error::Internal(format!(
-                "{}: a valid cursor's value lies outside its block at offset {offset}",
-                self.path.display()
-            ))
-        })?;
-        Ok(TableGet::Found(kind, value.to_vec()))
+        // The value stays in its block: a slice of it, no copy.
+        let value = cur
+            .value_range()
+            .and_then(|range| PinnedValue::in_block(data.clone(), range))
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "{}: a valid cursor's value lies outside its block at offset {offset}",
+                    self.path.display()
+                ))
+            })?;
+        Ok(TableGet::Found(kind, value))
     }
 
     /// True if the table's filter excludes `user_key` (false without a
@@ -769,7 +780,7 @@ impl TableReader {
                 cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
                     .map_err(self.corrupt(data_ref.offset))?;
                 if cur.valid() {
-                    return self.entry_found(&cur, block, user_key, data_ref.offset, deleted_at);
+                    return self.entry_found(&cur, &data, user_key, data_ref.offset, deleted_at);
                 }
                 // Every entry of this block sorts before the seek key.
                 if loc.continues(g + 1, user_key) {

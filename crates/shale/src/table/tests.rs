@@ -106,7 +106,7 @@ fn model_get(entries: &[Entry], user_key: &[u8], seq: u64) -> TableGet {
         .iter()
         .find(|(k, _)| user(k) == user_key && seq_of(k) <= seq)
         .map_or(TableGet::Absent, |(k, v)| {
-            TableGet::Found(kind_of(k), v.clone())
+            TableGet::Found(kind_of(k), v.clone().into())
         })
 }
 
@@ -209,7 +209,11 @@ fn roundtrip_many_keys_with_each_option_set() {
         assert_eq!(t.has_filter(), opts.filter_bits_per_key.is_some());
         for (k, v) in &entries {
             let got = t.get(user(k), u64::MAX, true).unwrap();
-            assert_eq!(got, TableGet::Found(ValueKind::Value, v.clone()), "{name}");
+            assert_eq!(
+                got,
+                TableGet::Found(ValueKind::Value, v.clone().into()),
+                "{name}"
+            );
             // Older than the entry: invisible.
             assert_eq!(
                 t.get(user(k), seq_of(k) - 1, false).unwrap(),
@@ -503,7 +507,7 @@ fn index_costs_at_most_10_bytes_per_data_block() {
     for (k, v) in entries.iter().step_by(97) {
         assert_eq!(
             t.get(user(k), u64::MAX, true).unwrap(),
-            TableGet::Found(ValueKind::Value, v.clone())
+            TableGet::Found(ValueKind::Value, v.clone().into())
         );
     }
 }
@@ -542,7 +546,7 @@ fn v2_a_cold_get_costs_one_miss_and_one_read_per_block_kind_then_hits() {
     let before = c.stats.snapshot();
     assert_eq!(
         t.get(user(k), u64::MAX, true).unwrap(),
-        TableGet::Found(ValueKind::Value, v.clone())
+        TableGet::Found(ValueKind::Value, v.clone().into())
     );
     let d = delta(&c.stats, &before);
     for kind in [
@@ -654,7 +658,7 @@ fn v3_a_get_reads_one_filter_partition_and_one_page_per_data_block() {
             let before = c.stats.snapshot();
             assert_eq!(
                 t.get(user(k), u64::MAX, true).unwrap(),
-                TableGet::Found(ValueKind::Value, v.clone())
+                TableGet::Found(ValueKind::Value, v.clone().into())
             );
             let d = delta(&c.stats, &before);
             let reads = file.take_log();
@@ -881,7 +885,7 @@ fn v2_pinned_metadata_is_read_at_open_and_reserved_in_the_cache() {
     let (k, v) = &entries[77];
     assert_eq!(
         t.get(user(k), u64::MAX, true).unwrap(),
-        TableGet::Found(ValueKind::Value, v.clone())
+        TableGet::Found(ValueKind::Value, v.clone().into())
     );
     let d = delta(&c.stats, &before);
     assert_eq!(d.block(BlockKind::Filter), Default::default());
@@ -931,7 +935,7 @@ fn first_error(data: Vec<u8>, entries: &[Entry], verify: bool) -> Option<Error> 
     };
     for (k, v) in entries {
         match t.get(user(k), u64::MAX, true) {
-            Ok(got) if verify => assert_eq!(got, TableGet::Found(kind_of(k), v.clone())),
+            Ok(got) if verify => assert_eq!(got, TableGet::Found(kind_of(k), v.clone().into())),
             Ok(_) => {}
             Err(e) => return Some(e),
         }
@@ -1498,7 +1502,7 @@ fn v3_keys_and_values_larger_than_a_page() {
     for (k, v) in &entries {
         assert_eq!(
             t.get(user(k), u64::MAX, true).unwrap(),
-            TableGet::Found(ValueKind::Value, v.clone())
+            TableGet::Found(ValueKind::Value, v.clone().into())
         );
     }
     let mut it = t.iter();
