@@ -12,9 +12,10 @@
 //! and publishes the batch's sequence numbers only after all of them are in, so a
 //! reader never observes half a batch.
 //!
-//! Range deletions sit beside the skiplist, as written and as
-//! [`Fragments`] rebuilt at each one (they are rare; a lookup into the
-//! fragments is one binary search, and none at all while there are none).
+//! Range deletions sit beside the skiplist, as written and as [`Fragments`]
+//! rebuilt by the first read after a change (so a batch of many costs one
+//! rebuild; a lookup is one binary search, and none at all while there are
+//! none).
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -40,11 +41,12 @@ pub(crate) struct MemTable {
     range_dels: RwLock<RangeDels>,
 }
 
-/// The memtable's range deletions: as written, and fragmented.
+/// The memtable's range deletions: as written, and fragmented (`None`
+/// after a change, until the next read rebuilds it).
 #[derive(Default)]
 struct RangeDels {
     written: Vec<RangeTombstone>,
-    fragments: Arc<Fragments>,
+    fragments: Option<Arc<Fragments>>,
 }
 
 /// Result of a memtable lookup.
@@ -99,7 +101,7 @@ impl MemTable {
             end: end.to_vec(),
             seq,
         });
-        dels.fragments = Arc::new(Fragments::build(dels.written.clone()));
+        dels.fragments = None;
         self.has_range_dels.store(true, Ordering::Release);
         self.bytes.fetch_add(charge, Ordering::Relaxed);
     }
@@ -110,14 +112,23 @@ impl MemTable {
         if !self.has_range_dels.load(Ordering::Acquire) {
             return Arc::default();
         }
-        self.range_dels.read().fragments.clone()
+        if let Some(f) = &self.range_dels.read().fragments {
+            return f.clone();
+        }
+        let mut dels = self.range_dels.write();
+        let rebuilt = match &dels.fragments {
+            Some(f) => f.clone(),
+            None => Arc::new(Fragments::build(dels.written.clone())),
+        };
+        dels.fragments = Some(rebuilt.clone());
+        rebuilt
     }
 
     /// The newest entry for `key` with sequence number `<= seq`, unless a
     /// range deletion visible at `seq` deletes it.
     pub(crate) fn get(&self, key: &[u8], seq: SeqNo) -> MemGet {
         let deleted_at = if self.has_range_dels.load(Ordering::Acquire) {
-            self.range_dels.read().fragments.covering_seq(key, seq)
+            self.range_dels().covering_seq(key, seq)
         } else {
             None
         };
