@@ -93,6 +93,7 @@ fn kind_name(kind: u8) -> String {
     match kind {
         0 => "DEL".into(),
         1 => "SET".into(),
+        2 => "RANGEDEL".into(),
         other => format!("KIND{other}"),
     }
 }
@@ -122,6 +123,8 @@ fn properties_json(p: &TableProperties) -> Value {
         "filter_bits_per_key": p.filter_bits_per_key,
         "filter_partitions": p.filter_partitions,
         "top_level_filter_index_bytes": p.top_level_filter_index_bytes,
+        "range_deletions": p.range_deletions,
+        "range_del_bytes": p.range_del_bytes,
         "smallest_key": internal_key_json(&p.smallest_key),
         "largest_key": internal_key_json(&p.largest_key),
         "smallest_seqno": p.smallest_seqno,
@@ -180,7 +183,7 @@ pub fn sst_text(layout: &TableLayout) -> String {
         let _ = writeln!(s, "(block bytes exclude the 5-byte trailers)");
     }
     let _ = writeln!(s);
-    let rows: [(&str, String); 21] = [
+    let rows: [(&str, String); 23] = [
         ("format version", p.format_version.to_string()),
         ("entries", p.num_entries.to_string()),
         ("deletions", p.num_deletions.to_string()),
@@ -199,6 +202,8 @@ pub fn sst_text(layout: &TableLayout) -> String {
             "top-level filter index",
             p.top_level_filter_index_bytes.to_string(),
         ),
+        ("range deletions", p.range_deletions.to_string()),
+        ("range-deletion bytes", p.range_del_bytes.to_string()),
         ("smallest key", internal_key_text(&p.smallest_key)),
         ("largest key", internal_key_text(&p.largest_key)),
         ("smallest seqno", p.smallest_seqno.to_string()),
