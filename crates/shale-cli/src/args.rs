@@ -30,6 +30,9 @@ pub enum Command {
     Get(GetArgs),
     /// Delete KEY (synced to disk before returning).
     Delete(DeleteArgs),
+    /// Delete every key in [START, END) with one range deletion (synced to
+    /// disk before returning); compactions reclaim the space.
+    DeleteRange(DeleteRangeArgs),
     /// Print `key value` lines in key order.
     Scan(ScanArgs),
     /// Load keys of the study's dataset (keccak256 keys, reproducible values).
@@ -878,6 +881,24 @@ pub struct DeleteArgs {
     /// The key.
     #[arg(value_parser = parse_key, allow_hyphen_values = true)]
     pub key: Bytes,
+}
+
+/// `shale delete-range`.
+#[derive(Debug, Args)]
+pub struct DeleteRangeArgs {
+    /// Database directory (with --zoned, inside the zone file system, default
+    /// /db).
+    #[arg(long, value_name = "DIR", required_unless_present = "zoned")]
+    pub db: Option<PathBuf>,
+    /// The zoned device the database is on.
+    #[command(flatten)]
+    pub zoned: ZonedArg,
+    /// First key deleted.
+    #[arg(value_parser = parse_key, allow_hyphen_values = true)]
+    pub start: Bytes,
+    /// First key kept after the range (exclusive).
+    #[arg(value_parser = parse_key, allow_hyphen_values = true)]
+    pub end: Bytes,
 }
 
 /// `shale scan`.

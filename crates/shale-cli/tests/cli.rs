@@ -50,6 +50,26 @@ fn put_get_delete_roundtrip() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
     assert_eq!(ok(&["get", "--db", &db, "0x00ff"]), "0xdeadbeef\n");
+
+    for k in ["r1", "r2", "r3"] {
+        ok(&["put", "--db", &db, k, "v"]);
+    }
+    ok(&["delete-range", "--db", &db, "r1", "r3"]);
+    assert_eq!(
+        ok(&["scan", "--db", &db])
+            .lines()
+            .filter(|l| l.starts_with('r'))
+            .count(),
+        1
+    );
+    assert_eq!(
+        ok(&["get", "--db", &db, "r3"]),
+        "v\n",
+        "the end is exclusive"
+    );
+    let o = run(&["delete-range", "--db", &db, "r3", "r1"]);
+    assert_eq!(o.status.code(), Some(2), "start above end is a usage error");
+    assert_eq!(ok(&["get", "--db", &db, "r3"]), "v\n");
 }
 
 #[test]

@@ -1,11 +1,11 @@
-//! `put`, `get`, `delete` and `scan`.
+//! `put`, `get`, `delete`, `delete-range` and `scan`.
 
 use std::io::Write;
 
 use shale::{ReadOptions, WriteBatch, WriteOptions};
 
 use super::{open, open_read_only, storage_for};
-use crate::args::{DeleteArgs, GetArgs, PutArgs, ScanArgs};
+use crate::args::{DeleteArgs, DeleteRangeArgs, GetArgs, PutArgs, ScanArgs};
 use crate::bytes::{display_key, display_value};
 use crate::error::{CliError, CliResult};
 use crate::storage::Create;
@@ -27,6 +27,23 @@ pub fn delete(a: &DeleteArgs) -> CliResult {
     let db = open(&storage, &dir, false)?;
     let mut batch = WriteBatch::new();
     batch.delete(&a.key.0);
+    db.write(batch, &SYNC)?;
+    db.close()?;
+    storage.finish()
+}
+
+pub fn delete_range(a: &DeleteRangeArgs) -> CliResult {
+    if a.start.0 > a.end.0 {
+        return Err(CliError::Usage(format!(
+            "delete-range: START {} is above END {}",
+            display_key(&a.start.0),
+            display_key(&a.end.0)
+        )));
+    }
+    let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::No)?;
+    let db = open(&storage, &dir, false)?;
+    let mut batch = WriteBatch::new();
+    batch.delete_range(&a.start.0, &a.end.0);
     db.write(batch, &SYNC)?;
     db.close()?;
     storage.finish()

@@ -33,6 +33,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Put(a) => kv::put(&a),
         Command::Get(a) => kv::get(&a, out),
         Command::Delete(a) => kv::delete(&a),
+        Command::DeleteRange(a) => kv::delete_range(&a),
         Command::Scan(a) => kv::scan(&a, out),
         Command::Load(a) => load::run(&a, out),
         Command::Stats(a) => stats::run(&a, out),
