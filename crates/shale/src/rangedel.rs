@@ -30,7 +30,9 @@
 use std::cmp::Ordering;
 
 use crate::format::{get_length_prefixed, get_varint32, get_varint64, put_length_prefixed};
-use crate::format::{put_varint32, put_varint64, InternalKey, SeqNo, ValueKind, MAX_SEQNO};
+use crate::format::{
+    put_varint32, put_varint64, varint_len, InternalKey, SeqNo, ValueKind, MAX_SEQNO,
+};
 
 /// One range deletion as written: every key in `[start, end)` with a sequence
 /// number below `seq` is deleted.
@@ -269,9 +271,22 @@ impl Fragments {
         out
     }
 
+    /// Bytes of [`Fragments::encode`]'s output.
+    fn encoded_len(&self) -> usize {
+        let mut n = varint_len(self.frags.len() as u64);
+        for f in &self.frags {
+            n += varint_len(f.start.len() as u64) + f.start.len();
+            n += varint_len(f.end.len() as u64) + f.end.len();
+            n += varint_len(f.seqs.len() as u64);
+            n += f.seqs.iter().map(|&s| varint_len(s)).sum::<usize>();
+        }
+        n
+    }
+
     /// Decodes block contents, checking every rule of the grammar; the error
     /// says what is wrong (the caller names file and offset).
     pub(crate) fn decode(mut src: &[u8]) -> Result<Fragments, String> {
+        let total = src.len();
         let count = get_varint32(&mut src).ok_or("truncated fragment count")?;
         let mut frags: Vec<Fragment> = Vec::new();
         for i in 0..count {
@@ -315,7 +330,13 @@ impl Fragments {
         if !src.is_empty() {
             return Err(format!("{} bytes after the last fragment", src.len()));
         }
-        Ok(Fragments { frags })
+        let frags = Fragments { frags };
+        // One encoding per block: a varint padded with continuation bytes
+        // (which the varint reader accepts) is not this writer's.
+        if frags.encoded_len() != total {
+            return Err("varints not in their shortest form".into());
+        }
+        Ok(frags)
     }
 }
 
@@ -409,6 +430,10 @@ mod tests {
         assert!(Fragments::decode(&bad(vec![f("a", "b", &[1, 2])])).is_err());
         assert!(Fragments::decode(&bad(vec![f("a", "b", &[])])).is_err());
         assert!(Fragments::decode(&bad(vec![f("a", "b", &[MAX_SEQNO + 1])])).is_err());
+        // A count padded with a continuation byte: the same value, not the
+        // writer's bytes.
+        assert!(Fragments::decode(&[0x80, 0x00]).is_err());
+        assert_eq!(Fragments::decode(&[0x00]), Ok(Fragments::default()));
     }
 
     #[test]

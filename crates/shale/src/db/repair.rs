@@ -75,7 +75,7 @@ use super::{background, Db};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::filenames::{parse, table_name, wal_name, FileType, CURRENT, LOCK};
-use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
+use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO};
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::Options;
@@ -380,6 +380,9 @@ enum TableRead {
 struct LostKeys {
     exact: Vec<Vec<u8>>,
     fuzzy: Vec<Vec<u8>>,
+    /// The `[start, end)` of the range deletions it held: every key in them
+    /// is at risk, not only the start.
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
     bound: SeqNo,
 }
 
@@ -401,9 +404,17 @@ fn decode_batch(payload: &[u8]) -> Option<(SeqNo, WriteBatch)> {
 /// parses as a batch; from the bytes as found, those that differ from every
 /// exact one (a damaged byte may be in a key). `None` if nothing parses.
 fn named_keys(d: &DamagedRecord) -> Option<LostKeys> {
-    let keys_of = |payload: &[u8]| -> Option<Vec<Vec<u8>>> {
+    let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut keys_of = |payload: &[u8]| -> Option<Vec<Vec<u8>>> {
         let (_, batch) = decode_batch(payload)?;
-        Some(batch.ops().flatten().map(|op| op.key.to_vec()).collect())
+        let mut keys = Vec::new();
+        for op in batch.ops().flatten() {
+            if op.kind == ValueKind::RangeDelete {
+                ranges.push((op.key.to_vec(), op.value.to_vec()));
+            }
+            keys.push(op.key.to_vec());
+        }
+        Some(keys)
     };
     let repaired: Vec<Vec<Vec<u8>>> = d.repaired.iter().filter_map(|p| keys_of(p)).collect();
     let raw = keys_of(&d.raw);
@@ -420,9 +431,12 @@ fn named_keys(d: &DamagedRecord) -> Option<LostKeys> {
         .collect();
     fuzzy.sort_unstable();
     fuzzy.dedup();
+    ranges.sort_unstable();
+    ranges.dedup();
     Some(LostKeys {
         exact,
         fuzzy,
+        ranges,
         bound: SeqNo::MAX,
     })
 }
@@ -470,6 +484,25 @@ impl Repairer<'_> {
         }
         for l in &lost_records {
             q.add_log_keys(&l.exact, &l.fuzzy, l.bound);
+            for (start, end) in &l.ranges {
+                // Every version of the keys in [start, end) older than the
+                // record is at risk: the lost range deletion may have
+                // deleted any of them.
+                q.add_table_range(
+                    &KeyBound::Included(
+                        InternalKey::new(start, MAX_SEQNO, ValueKind::RangeDelete)
+                            .encoded()
+                            .to_vec(),
+                    ),
+                    &KeyBound::BeforeUserKey(
+                        InternalKey::new(end, MAX_SEQNO, ValueKind::RangeDelete)
+                            .encoded()
+                            .to_vec(),
+                    ),
+                    Some(l.bound),
+                    None,
+                );
+            }
         }
         for t in read {
             self.emit_table(t, &mut q)?;
@@ -827,13 +860,21 @@ impl Repairer<'_> {
                             Some(keys) => {
                                 self.report.problems.push(format!(
                                     "{}: damaged record at offset {offset} ({len} bytes): {}; \
-                                     not replayed, older versions of its {} keys quarantined",
+                                     not replayed, older versions of its {} keys (and of the \
+                                     keys in its {} deleted ranges) quarantined",
                                     path.display(),
                                     d.reason,
-                                    keys.exact.len() + keys.fuzzy.len()
+                                    keys.exact.len() + keys.fuzzy.len(),
+                                    keys.ranges.len()
                                 ));
                                 log.file.lost_keys.extend(keys.exact.iter().cloned());
                                 log.file.lost_keys.extend(keys.fuzzy.iter().cloned());
+                                log.file.lost_key_ranges.extend(keys.ranges.iter().map(
+                                    |(start, end)| KeyRange {
+                                        start: Some(start.clone()),
+                                        end: Some(end.clone()),
+                                    },
+                                ));
                                 lost.push(keys);
                             }
                             None => {

@@ -360,13 +360,25 @@ impl TableReader {
         };
         if let Some(h) = reader.meta.range_del_handle() {
             // Metadata read at open, like the properties.
-            reader.range_dels = Arc::new(read_range_dels(
+            let dels = read_range_dels(
                 reader.file.as_ref(),
                 &reader.path,
                 h,
                 Some(&reader.ctx.stats),
                 reader.ctx.verify_checksums,
-            )?);
+            )?;
+            if dels.count() != reader.meta.props.range_deletions || dels.is_empty() {
+                return Err(Error::corruption(
+                    &reader.path,
+                    h.offset,
+                    format!(
+                        "range-deletion block holds {} range deletions, the properties say {}",
+                        dels.count(),
+                        reader.meta.props.range_deletions
+                    ),
+                ));
+            }
+            reader.range_dels = Arc::new(dels);
         }
         if pin_top_index {
             let h = reader.meta.footer.top_index;
