@@ -366,7 +366,12 @@ func (db *DB) Flush() error {
 	return check(code, msg)
 }
 
-// Sync makes every write acknowledged so far durable.
+// Sync makes every write acknowledged so far durable (it survives a machine
+// crash) by syncing the write-ahead log. It does not flush the memtable: no
+// table is written (Flush does that), so it costs one fsync of the log. A
+// failed sync poisons the database: it and every later write return
+// ErrPoisoned until the database is reopened. ErrReadOnly on a read-only
+// database.
 func (db *DB) Sync() error {
 	var msg *C.char
 	code := C.shale_sync(db.c, &msg)

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -436,6 +440,9 @@ func TestClose(t *testing.T) {
 	if err := ro.DeleteRange([]byte("a"), []byte("z")); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only DeleteRange: %v", err)
 	}
+	if err := ro.Sync(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only Sync: %v", err)
+	}
 	if v, err := ro.Get([]byte("k")); err != nil || string(v) != "v" {
 		t.Fatalf("read-only Get after a refused DeleteRange: %q, %v", v, err)
 	}
@@ -483,6 +490,78 @@ func TestMaintenanceAndMetrics(t *testing.T) {
 	if err != nil || len(s) < 100 {
 		t.Fatalf("Stat: %q, %v", s, err)
 	}
+}
+
+// Sync syncs the write-ahead log and flushes nothing: no table is written,
+// and what was written before it is there after the process is killed
+// without closing the database (read back from the log alone). The child
+// process is this test binary, run again with SHALE_SYNC_CHILD set.
+func TestSyncWithoutFlush(t *testing.T) {
+	if dir := os.Getenv("SHALE_SYNC_CHILD"); dir != "" {
+		syncThenDie(dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSyncWithoutFlush$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SHALE_SYNC_CHILD="+dir)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "synced, no table") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended by %v, not killed\n%s", err, out)
+	}
+	if tables, _ := filepath.Glob(filepath.Join(dir, "*.sst")); len(tables) != 0 {
+		t.Fatalf("Sync wrote tables: %v", tables)
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 100; i++ {
+		k := []byte(fmt.Sprintf("key%03d", i))
+		if v, err := db.Get(k); err != nil || !bytes.Equal(v, k) {
+			t.Fatalf("after the kill, Get(%s) = %q, %v", k, v, err)
+		}
+	}
+}
+
+// syncThenDie writes 100 keys in dir, syncs, checks that no table was
+// written, says so on stdout and kills its own process (no Close).
+func syncThenDie(dir string) {
+	fail := func(err error) {
+		fmt.Println("child:", err)
+		os.Exit(2)
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		fail(err)
+	}
+	before, err := db.Metrics()
+	if err != nil {
+		fail(err)
+	}
+	for i := 0; i < 100; i++ {
+		k := []byte(fmt.Sprintf("key%03d", i))
+		if err := db.Put(k, k); err != nil {
+			fail(err)
+		}
+	}
+	if err := db.Sync(); err != nil {
+		fail(err)
+	}
+	m, err := db.Metrics()
+	if err != nil {
+		fail(err)
+	}
+	if m.Flushes != before.Flushes || m.L0Files != 0 || m.BytesWrittenTables != before.BytesWrittenTables || m.WALSyncs != before.WALSyncs+1 {
+		fail(fmt.Errorf("after Sync: %+v (before: %+v); want one WAL sync and no flush", m, before))
+	}
+	fmt.Println("synced, no table")
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
 }
 
 // Many goroutines on one database (run with -race).

@@ -524,8 +524,10 @@ shale_code_t shale_get_pinned(struct shale_db_t *db,
 shale_code_t shale_flush(struct shale_db_t *db, char **errmsg);
 
 // Makes every write acknowledged so far durable (it survives a machine
-// crash). The engine has no sync of the write-ahead log alone yet, so this
-// flushes the memtables (as `shale_flush`): correct, but it writes a table.
+// crash) by syncing the write-ahead log, without flushing the memtable: no
+// table is written (`shale_flush` does that). A failed sync poisons the
+// database: this call and every later write fail with `SHALE_POISONED`
+// until it is reopened. `SHALE_READ_ONLY` on a read-only database.
 //
 // # Safety
 //

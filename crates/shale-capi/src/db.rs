@@ -574,8 +574,10 @@ pub unsafe extern "C" fn shale_flush(
 }
 
 /// Makes every write acknowledged so far durable (it survives a machine
-/// crash). The engine has no sync of the write-ahead log alone yet, so this
-/// flushes the memtables (as `shale_flush`): correct, but it writes a table.
+/// crash) by syncing the write-ahead log, without flushing the memtable: no
+/// table is written (`shale_flush` does that). A failed sync poisons the
+/// database: this call and every later write fail with `SHALE_POISONED`
+/// until it is reopened. `SHALE_READ_ONLY` on a read-only database.
 ///
 /// # Safety
 ///
@@ -583,7 +585,7 @@ pub unsafe extern "C" fn shale_flush(
 #[no_mangle]
 pub unsafe extern "C" fn shale_sync(db: *mut shale_db_t, errmsg: *mut *mut c_char) -> shale_code_t {
     // SAFETY: as documented.
-    unsafe { run(errmsg, || with_db(db, |d, _| Ok(d.flush()?))) }
+    unsafe { run(errmsg, || with_db(db, |d, _| Ok(d.sync_wal()?))) }
 }
 
 /// Flushes, then merges every table into the last level, dropping versions no

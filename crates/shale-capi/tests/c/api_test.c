@@ -754,6 +754,30 @@ static void test_pinned(const char *dir) {
     EXPECT(SHALE_INVALID_ARGUMENT, shale_pinned_free(table, ERR));
 }
 
+/* shale_sync syncs the write-ahead log and writes no table; refused on a
+ * read-only database and after close. */
+static void test_sync(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sync", dir);
+    shale_db_t *db = open_db(path, false);
+    shale_metrics_t before, after;
+    EXPECT(SHALE_OK, shale_put(db, K("a"), K("1"), ERR));
+    EXPECT(SHALE_OK, shale_metrics(db, &before, ERR));
+    EXPECT(SHALE_OK, shale_sync(db, ERR));
+    EXPECT(SHALE_OK, shale_sync(db, ERR)); /* nothing new: still fine */
+    EXPECT(SHALE_OK, shale_metrics(db, &after, ERR));
+    CHECK(after.flushes == before.flushes && after.bytes_written_tables == before.bytes_written_tables);
+    CHECK(after.wal_syncs == before.wal_syncs + 2);
+    CHECK(value_is(db, "a", "1"));
+    EXPECT(SHALE_OK, shale_close(db, ERR));
+    EXPECT(SHALE_CLOSED, shale_sync(db, ERR));
+    EXPECT(SHALE_OK, shale_db_free(db, ERR));
+    shale_db_t *ro = open_db(path, true);
+    EXPECT(SHALE_READ_ONLY, shale_sync(ro, ERR));
+    CHECK(value_is(ro, "a", "1"));
+    EXPECT(SHALE_OK, shale_db_free(ro, ERR));
+}
+
 struct worker {
     shale_db_t *db;
     int id;
@@ -958,6 +982,7 @@ int main(void) {
     test_open_errors(dir);
     test_range_deletions(dir);
     test_pinned(dir);
+    test_sync(dir);
 
     remove_tree(dir);
     printf("%d passed, %d failed\n", checks - failures, failures);
