@@ -565,7 +565,8 @@ shale_code_t shale_compact_range(struct shale_db_t *db,
 // says whether it exists and, if so, `values[i]` holds a copy of its value
 // (`value_lens[i]` bytes, malloc'ed, freed by the caller with `shale_free`);
 // for a missing key `values[i]` is NULL and `value_lens[i]` 0. On failure
-// nothing is allocated. `n` may be 0 (then every array may be NULL).
+// nothing is allocated. `n` may be 0 (then every array may be NULL; a closed
+// database is still `SHALE_CLOSED`).
 //
 // # Safety
 //

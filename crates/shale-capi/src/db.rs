@@ -638,7 +638,8 @@ pub unsafe extern "C" fn shale_compact_range(
 /// says whether it exists and, if so, `values[i]` holds a copy of its value
 /// (`value_lens[i]` bytes, malloc'ed, freed by the caller with `shale_free`);
 /// for a missing key `values[i]` is NULL and `value_lens[i]` 0. On failure
-/// nothing is allocated. `n` may be 0 (then every array may be NULL).
+/// nothing is allocated. `n` may be 0 (then every array may be NULL; a closed
+/// database is still `SHALE_CLOSED`).
 ///
 /// # Safety
 ///
@@ -662,8 +663,8 @@ pub unsafe extern "C" fn shale_multi_get(
     unsafe {
         run(errmsg, || {
             if n == 0 {
-                handle(db)?;
-                return Ok(());
+                // Nothing to read, but a closed database is still refused.
+                return with_value(db, |_| Ok(()));
             }
             if keys.is_null() || key_lens.is_null() {
                 return Err(Failure::invalid("keys or key_lens is NULL"));

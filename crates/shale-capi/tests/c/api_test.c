@@ -862,6 +862,7 @@ static void test_use_after_close(const char *path) {
     uint8_t *one_value[1];
     bool one_found[1];
     EXPECT(SHALE_CLOSED, shale_multi_get(db, one_key, one_len, 1, one_value, &len, one_found, ERR));
+    EXPECT(SHALE_CLOSED, shale_multi_get(db, NULL, NULL, 0, NULL, NULL, NULL, ERR));
     EXPECT(SHALE_CLOSED, shale_metrics(db, &m, ERR));
     EXPECT(SHALE_CLOSED, shale_stats(db, &text, ERR));
     EXPECT(SHALE_CLOSED, shale_snapshot_create(db, &s2, ERR));
