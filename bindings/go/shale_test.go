@@ -62,6 +62,69 @@ func TestGetPutDeleteHas(t *testing.T) {
 	}
 }
 
+// MultiGet against Get: values from tables and from the memtable, empty
+// values, the empty key, missing and repeated keys, no keys, after Close.
+func TestMultiGet(t *testing.T) {
+	db := openTest(t)
+	big := bytes.Repeat([]byte("y"), 5000)
+	for i := 0; i < 500; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("t%04d", i)), []byte(fmt.Sprintf("table-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range map[string][]byte{"big": big, "empty": {}, "": []byte("the empty key")} {
+		if err := db.Put([]byte(k), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("mem"), []byte("in the memtable")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("t0007")); err != nil {
+		t.Fatal(err)
+	}
+	keys := [][]byte{[]byte("t0001"), []byte("mem"), []byte("missing"), []byte("empty"), nil, {},
+		[]byte("big"), []byte("t0007"), []byte("t0499"), []byte("t0001")}
+	got, err := db.MultiGet(keys)
+	if err != nil || len(got) != len(keys) {
+		t.Fatalf("MultiGet: %d values, %v", len(got), err)
+	}
+	for i, k := range keys {
+		want, err := db.Get(k)
+		if errors.Is(err, ErrNotFound) {
+			if got[i] != nil {
+				t.Errorf("MultiGet[%d] (%q) = %q, want nil (missing)", i, k, got[i])
+			}
+			continue
+		}
+		if err != nil || got[i] == nil || !bytes.Equal(got[i], want) {
+			t.Errorf("MultiGet[%d] (%q) = %q, want %q (%v)", i, k, got[i], want, err)
+		}
+	}
+	if got[3] == nil || len(got[3]) != 0 || got[2] != nil || got[7] != nil {
+		t.Fatalf("empty value %#v, missing %#v and deleted %#v", got[3], got[2], got[7])
+	}
+	// Each value's capacity ends at its value: appending to one does not
+	// overwrite the next.
+	_ = append(got[0], "!!!!"...)
+	if string(got[1]) != "in the memtable" {
+		t.Fatalf("append to one value changed the next: %q", got[1])
+	}
+	if none, err := db.MultiGet(nil); err != nil || len(none) != 0 {
+		t.Fatalf("MultiGet of no keys: %v, %v", none, err)
+	}
+	db.Close()
+	if _, err := db.MultiGet(keys); !errors.Is(err, ErrClosed) {
+		t.Fatalf("MultiGet after Close: %v", err)
+	}
+	if _, err := db.MultiGet(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("MultiGet of no keys after Close: %v", err)
+	}
+}
+
 // present returns the keys of want that db has, as one string.
 func present(t *testing.T, db *DB, keys ...string) string {
 	t.Helper()
@@ -581,6 +644,10 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				if v, err := db.Get(k); err != nil || !bytes.Equal(v, k) {
 					errs <- fmt.Errorf("Get(%s) = %q, %v", k, v, err)
+					return
+				}
+				if vs, err := db.MultiGet([][]byte{k, []byte("nope")}); err != nil || !bytes.Equal(vs[0], k) || vs[1] != nil {
+					errs <- fmt.Errorf("MultiGet(%s) = %q, %v", k, vs, err)
 					return
 				}
 			}
