@@ -84,6 +84,25 @@ func BenchmarkMultiGetTable(b *testing.B) {
 	checkFromTables(b, db)
 }
 
+// BenchmarkGetTable100 reads the 100 keys of BenchmarkMultiGetTable with one
+// Get each per op (ns/key: the time per key), to set MultiGet against.
+func BenchmarkGetTable100(b *testing.B) {
+	db, keys := openTable(b)
+	batch := keys[:100]
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, k := range batch {
+			if _, err := db.Get(k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/key")
+	checkFromTables(b, db)
+}
+
 // BenchmarkHasCached checks one key that sits in the memtable.
 func BenchmarkHasCached(b *testing.B) {
 	db := openTest(b)
