@@ -39,6 +39,12 @@ package shale
 #cgo nocallback shale_snapshot_get_into
 #include <stdlib.h>
 #include "shale.h"
+
+// Frees the n values shale_multi_get returned (NULL for a missing key is
+// ignored): one cgo call for all of them.
+static void shale_go_free_values(uint8_t **values, size_t n) {
+	for (size_t i = 0; i < n; i++) shale_free(values[i]);
+}
 */
 import "C"
 
@@ -328,6 +334,65 @@ func (db *DB) Has(key []byte) (bool, error) {
 	return bool(found), nil
 }
 
+// MultiGet reads every key in one state of the database (no write lands
+// between two of them), in one cgo call for all the keys (and one more that
+// frees the C copies). The i-th result is a copy of keys[i]'s value, or nil
+// when the key is missing; an empty value is an empty, non-nil slice. The
+// values share one allocation (each slice's capacity ends at its value).
+func (db *DB) MultiGet(keys [][]byte) ([][]byte, error) {
+	n := len(keys)
+	var msg *C.char
+	if n == 0 {
+		// Nothing to read, but a closed database is still ErrClosed.
+		code := C.shale_multi_get(db.c, nil, nil, 0, nil, nil, nil, &msg)
+		runtime.KeepAlive(db)
+		if err := check(code, msg); err != nil {
+			return nil, err
+		}
+		return [][]byte{}, nil
+	}
+	// The array of key pointers is Go memory holding Go pointers: cgo allows
+	// it when those are pinned. Empty keys are NULL with length 0.
+	var pinner runtime.Pinner
+	defer pinner.Unpin()
+	keyPtrs := make([]*C.uint8_t, n)
+	keyLens := make([]C.size_t, n)
+	for i, k := range keys {
+		if len(k) > 0 {
+			pinner.Pin(&k[0])
+			keyPtrs[i] = ptr(k)
+		}
+		keyLens[i] = C.size_t(len(k))
+	}
+	values := make([]*C.uint8_t, n)
+	valueLens := make([]C.size_t, n)
+	found := make([]C.bool, n)
+	code := C.shale_multi_get(db.c, &keyPtrs[0], &keyLens[0], C.size_t(n), &values[0], &valueLens[0], &found[0], &msg)
+	runtime.KeepAlive(db)
+	if err := check(code, msg); err != nil {
+		return nil, err
+	}
+	total := 0
+	for i := range n {
+		total += int(valueLens[i])
+	}
+	buf := make([]byte, total)
+	out := make([][]byte, n)
+	off := 0
+	for i := range n {
+		if !found[i] {
+			continue
+		}
+		l := int(valueLens[i])
+		v := buf[off : off+l : off+l]
+		copy(v, unsafe.Slice((*byte)(unsafe.Pointer(values[i])), l))
+		out[i] = v
+		off += l
+	}
+	C.shale_go_free_values(&values[0], C.size_t(n))
+	return out, nil
+}
+
 // Put sets key to value (synced if Options.Sync). The empty key is a key
 // like any other.
 func (db *DB) Put(key, value []byte) error {
@@ -366,7 +431,12 @@ func (db *DB) Flush() error {
 	return check(code, msg)
 }
 
-// Sync makes every write acknowledged so far durable.
+// Sync makes every write acknowledged so far durable (it survives a machine
+// crash) by syncing the write-ahead log. It does not flush the memtable: no
+// table is written (Flush does that), so it costs one fsync of the log. A
+// failed sync poisons the database: it and every later write return
+// ErrPoisoned until the database is reopened. ErrReadOnly on a read-only
+// database.
 func (db *DB) Sync() error {
 	var msg *C.char
 	code := C.shale_sync(db.c, &msg)

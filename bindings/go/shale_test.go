@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -55,6 +59,69 @@ func TestGetPutDeleteHas(t *testing.T) {
 	var e *Error
 	if err := db.Compact([]byte("b"), []byte("a")); !errors.As(err, &e) || e.Code != CodeInvalidArgument || e.Message == "" {
 		t.Fatalf("Compact with start after end: %#v", err)
+	}
+}
+
+// MultiGet against Get: values from tables and from the memtable, empty
+// values, the empty key, missing and repeated keys, no keys, after Close.
+func TestMultiGet(t *testing.T) {
+	db := openTest(t)
+	big := bytes.Repeat([]byte("y"), 5000)
+	for i := 0; i < 500; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("t%04d", i)), []byte(fmt.Sprintf("table-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range map[string][]byte{"big": big, "empty": {}, "": []byte("the empty key")} {
+		if err := db.Put([]byte(k), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("mem"), []byte("in the memtable")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("t0007")); err != nil {
+		t.Fatal(err)
+	}
+	keys := [][]byte{[]byte("t0001"), []byte("mem"), []byte("missing"), []byte("empty"), nil, {},
+		[]byte("big"), []byte("t0007"), []byte("t0499"), []byte("t0001")}
+	got, err := db.MultiGet(keys)
+	if err != nil || len(got) != len(keys) {
+		t.Fatalf("MultiGet: %d values, %v", len(got), err)
+	}
+	for i, k := range keys {
+		want, err := db.Get(k)
+		if errors.Is(err, ErrNotFound) {
+			if got[i] != nil {
+				t.Errorf("MultiGet[%d] (%q) = %q, want nil (missing)", i, k, got[i])
+			}
+			continue
+		}
+		if err != nil || got[i] == nil || !bytes.Equal(got[i], want) {
+			t.Errorf("MultiGet[%d] (%q) = %q, want %q (%v)", i, k, got[i], want, err)
+		}
+	}
+	if got[3] == nil || len(got[3]) != 0 || got[2] != nil || got[7] != nil {
+		t.Fatalf("empty value %#v, missing %#v and deleted %#v", got[3], got[2], got[7])
+	}
+	// Each value's capacity ends at its value: appending to one does not
+	// overwrite the next.
+	_ = append(got[0], "!!!!"...)
+	if string(got[1]) != "in the memtable" {
+		t.Fatalf("append to one value changed the next: %q", got[1])
+	}
+	if none, err := db.MultiGet(nil); err != nil || len(none) != 0 {
+		t.Fatalf("MultiGet of no keys: %v, %v", none, err)
+	}
+	db.Close()
+	if _, err := db.MultiGet(keys); !errors.Is(err, ErrClosed) {
+		t.Fatalf("MultiGet after Close: %v", err)
+	}
+	if _, err := db.MultiGet(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("MultiGet of no keys after Close: %v", err)
 	}
 }
 
@@ -436,6 +503,9 @@ func TestClose(t *testing.T) {
 	if err := ro.DeleteRange([]byte("a"), []byte("z")); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only DeleteRange: %v", err)
 	}
+	if err := ro.Sync(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only Sync: %v", err)
+	}
 	if v, err := ro.Get([]byte("k")); err != nil || string(v) != "v" {
 		t.Fatalf("read-only Get after a refused DeleteRange: %q, %v", v, err)
 	}
@@ -485,6 +555,78 @@ func TestMaintenanceAndMetrics(t *testing.T) {
 	}
 }
 
+// Sync syncs the write-ahead log and flushes nothing: no table is written,
+// and what was written before it is there after the process is killed
+// without closing the database (read back from the log alone). The child
+// process is this test binary, run again with SHALE_SYNC_CHILD set.
+func TestSyncWithoutFlush(t *testing.T) {
+	if dir := os.Getenv("SHALE_SYNC_CHILD"); dir != "" {
+		syncThenDie(dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSyncWithoutFlush$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SHALE_SYNC_CHILD="+dir)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "synced, no table") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended by %v, not killed\n%s", err, out)
+	}
+	if tables, _ := filepath.Glob(filepath.Join(dir, "*.sst")); len(tables) != 0 {
+		t.Fatalf("Sync wrote tables: %v", tables)
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 100; i++ {
+		k := []byte(fmt.Sprintf("key%03d", i))
+		if v, err := db.Get(k); err != nil || !bytes.Equal(v, k) {
+			t.Fatalf("after the kill, Get(%s) = %q, %v", k, v, err)
+		}
+	}
+}
+
+// syncThenDie writes 100 keys in dir, syncs, checks that no table was
+// written, says so on stdout and kills its own process (no Close).
+func syncThenDie(dir string) {
+	fail := func(err error) {
+		fmt.Println("child:", err)
+		os.Exit(2)
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		fail(err)
+	}
+	before, err := db.Metrics()
+	if err != nil {
+		fail(err)
+	}
+	for i := 0; i < 100; i++ {
+		k := []byte(fmt.Sprintf("key%03d", i))
+		if err := db.Put(k, k); err != nil {
+			fail(err)
+		}
+	}
+	if err := db.Sync(); err != nil {
+		fail(err)
+	}
+	m, err := db.Metrics()
+	if err != nil {
+		fail(err)
+	}
+	if m.Flushes != before.Flushes || m.L0Files != 0 || m.BytesWrittenTables != before.BytesWrittenTables || m.WALSyncs != before.WALSyncs+1 {
+		fail(fmt.Errorf("after Sync: %+v (before: %+v); want one WAL sync and no flush", m, before))
+	}
+	fmt.Println("synced, no table")
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
 // Many goroutines on one database (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	db := openTest(t)
@@ -502,6 +644,10 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				if v, err := db.Get(k); err != nil || !bytes.Equal(v, k) {
 					errs <- fmt.Errorf("Get(%s) = %q, %v", k, v, err)
+					return
+				}
+				if vs, err := db.MultiGet([][]byte{k, []byte("nope")}); err != nil || !bytes.Equal(vs[0], k) || vs[1] != nil {
+					errs <- fmt.Errorf("MultiGet(%s) = %q, %v", k, vs, err)
 					return
 				}
 			}

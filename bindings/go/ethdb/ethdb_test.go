@@ -99,8 +99,21 @@ func TestStatSyncCompact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	before, err := db.db.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := db.SyncKeyValue(); err != nil {
 		t.Fatal(err)
+	}
+	// The log is synced; the memtable is not flushed.
+	after, err := db.db.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.WALSyncs != before.WALSyncs+1 || after.Flushes != before.Flushes || after.L0Files != before.L0Files {
+		t.Fatalf("SyncKeyValue: WAL syncs %d -> %d, flushes %d -> %d, L0 tables %d -> %d; want one sync, no flush",
+			before.WALSyncs, after.WALSyncs, before.Flushes, after.Flushes, before.L0Files, after.L0Files)
 	}
 	if err := db.Compact(nil, nil); err != nil {
 		t.Fatal(err)

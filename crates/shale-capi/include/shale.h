@@ -5,7 +5,8 @@
  * do not edit. The contract (error codes, ownership, threading) is in
  * docs/capi.md and in the comments below.
  *
- * Conventions of every function but shale_free and shale_code_name:
+ * Conventions of every function but shale_free, shale_code_name and
+ * shale_pinned_data (which return no code):
  *  - it returns a shale_code_t: SHALE_OK or the failure;
  *  - its last parameter, errmsg, is NULL or points to a char *: on entry it is
  *    set to NULL, and on failure to a NUL-terminated message (when memory
@@ -42,7 +43,8 @@
 // Filters on every level.
 #define SHALE_FILTER_LEVELS_ALL 1
 
-// The result of every function (but `shale_free` and `shale_code_name`).
+// The result of every function (but `shale_free`, `shale_code_name` and
+// `shale_pinned_data`).
 //
 // A missing key is not an error: the get functions return `SHALE_OK` and set
 // their `found` out-parameter to false.
@@ -127,6 +129,24 @@ typedef struct shale_iterator_t shale_iterator_t;
 // Thread safety: the setters may be called from any thread (they are
 // serialized); a handle is normally used by one thread.
 typedef struct shale_options_t shale_options_t;
+
+// A value read by `shale_get_pinned` or `shale_snapshot_get_pinned`: when it
+// came from a table it is a slice of the cached data block that holds it (no
+// copy), and the handle keeps that whole block (a few KiB) in memory until it
+// is freed, even if the block cache evicts it meanwhile; a value from a
+// memtable is a copy owned by the handle. `shale_pinned_data` gives its
+// bytes; `shale_pinned_free` frees it.
+//
+// Ownership: the handle owns what it points to and depends on nothing else.
+// It stays valid, and its bytes unchanged, after its database is closed (and
+// freed) and after its snapshot is freed, until `shale_pinned_free`. Hold
+// it briefly (it pins a block); copy a value you keep for long.
+//
+// Thread safety: it is immutable, so any number of threads may call
+// `shale_pinned_data` on it and read its bytes at once. Freeing it while
+// another thread uses it, or using it (or its bytes) after it was freed, is
+// undefined behaviour.
+typedef struct shale_pinned_t shale_pinned_t;
 
 // A snapshot: reads through it see the database as it was when it was taken,
 // and the engine keeps the versions it can see while it lives. Made by
@@ -230,15 +250,16 @@ extern "C" {
 #endif // __cplusplus
 
 // The name of a code (`"SHALE_IO"`), a static string; `"SHALE_UNKNOWN"` for
-// a value that is not a code. One of the two functions that return no code
-// (it cannot fail).
+// a value that is not a code. One of the three functions that return no
+// code (it cannot fail).
 const char *shale_code_name(int32_t code);
 
-// Frees memory this library returned: a value from `shale_get` or
-// `shale_snapshot_get`, a message from an `errmsg` out-parameter, the text of
-// `shale_stats`. It is `malloc`ed memory, so C's `free` does the same. NULL
-// is ignored. One of the two functions that return no code (like `free`, it
-// cannot fail).
+// Frees memory this library returned: a value from `shale_get`,
+// `shale_snapshot_get` or `shale_multi_get`, a message from an `errmsg`
+// out-parameter, the text of `shale_stats`. It is `malloc`ed memory, so C's
+// `free` does the same. NULL is ignored. Not for handles (a `shale_pinned_t`
+// is freed by `shale_pinned_free`). One of the three functions that return
+// no code (like `free`, it cannot fail).
 //
 // # Safety
 //
@@ -435,8 +456,8 @@ shale_code_t shale_write(struct shale_db_t *db,
 
 // Reads `key` in the latest state. Found: `*found` is true and `*value`
 // holds a copy of the value (`*value_len` bytes, malloc'ed, never NULL; the
-// caller frees it with `shale_free`). Missing: `SHALE_OK`, `*found` false,
-// `*value` untouched.
+// caller frees it with `shale_free`), copied once, straight from the cached
+// block of a table. Missing: `SHALE_OK`, `*found` false, `*value` untouched.
 //
 // # Safety
 //
@@ -452,7 +473,8 @@ shale_code_t shale_get(struct shale_db_t *db,
                        char **errmsg);
 
 // Reads `key` into the caller's buffer: `*value_len` is the value's full
-// length, and the first `min(*value_len, buf_cap)` bytes are copied to `buf`.
+// length, and the first `min(*value_len, buf_cap)` bytes are copied to `buf`
+// (straight from the cached block of a table: the only copy).
 // When `*value_len > buf_cap`, call again with a larger buffer (the value may
 // have changed meanwhile). Missing: `SHALE_OK` with `*found` false. With
 // `buf_cap` 0 (and `buf` NULL) it only tells whether the key exists and how
@@ -472,6 +494,26 @@ shale_code_t shale_get_into(struct shale_db_t *db,
                             bool *found,
                             char **errmsg);
 
+// Reads `key` in the latest state without copying the value: found,
+// `*found` is true and `*out` a new `shale_pinned_t` (for a value from a
+// table, a slice of its cached data block, which the handle keeps in memory;
+// for a value from a memtable, a copy); `shale_pinned_data` gives its bytes
+// and the caller frees it with `shale_pinned_free`. Missing: `SHALE_OK`,
+// `*found` false and `*out` NULL. On failure `*out` is untouched. The handle
+// stays valid after the database is closed, until freed.
+//
+// # Safety
+//
+// `db` is a live database handle; `key` is NULL (with length 0) or valid for
+// reading `key_len` bytes; `out` and `found` are valid for writes; `errmsg`
+// is NULL or valid for writing a pointer.
+shale_code_t shale_get_pinned(struct shale_db_t *db,
+                              const uint8_t *key,
+                              size_t key_len,
+                              struct shale_pinned_t **out,
+                              bool *found,
+                              char **errmsg);
+
 // Flushes the memtable to a table and waits until every memtable is flushed
 // (durable, and the write-ahead logs they came from deleted).
 //
@@ -482,8 +524,10 @@ shale_code_t shale_get_into(struct shale_db_t *db,
 shale_code_t shale_flush(struct shale_db_t *db, char **errmsg);
 
 // Makes every write acknowledged so far durable (it survives a machine
-// crash). The engine has no sync of the write-ahead log alone yet, so this
-// flushes the memtables (as `shale_flush`): correct, but it writes a table.
+// crash) by syncing the write-ahead log, without flushing the memtable: no
+// table is written (`shale_flush` does that). A failed sync poisons the
+// database: this call and every later write fail with `SHALE_POISONED`
+// until it is reopened. `SHALE_READ_ONLY` on a read-only database.
 //
 // # Safety
 //
@@ -521,7 +565,8 @@ shale_code_t shale_compact_range(struct shale_db_t *db,
 // says whether it exists and, if so, `values[i]` holds a copy of its value
 // (`value_lens[i]` bytes, malloc'ed, freed by the caller with `shale_free`);
 // for a missing key `values[i]` is NULL and `value_lens[i]` 0. On failure
-// nothing is allocated. `n` may be 0 (then every array may be NULL).
+// nothing is allocated. `n` may be 0 (then every array may be NULL; a closed
+// database is still `SHALE_CLOSED`).
 //
 // # Safety
 //
@@ -798,6 +843,32 @@ shale_code_t shale_options_set_filter_policy(struct shale_options_t *options,
 // As for `shale_options_set_create_if_missing`.
 shale_code_t shale_options_set_sync(struct shale_options_t *options, bool value, char **errmsg);
 
+// The bytes of a pinned value: returns their address and stores their
+// length in `*len` (when `len` is not NULL). For a live handle the address
+// is never NULL (an empty value has a valid address and length 0) and stays
+// valid, with the same bytes, until `shale_pinned_free`, also after the
+// database is closed.
+//
+// One of the three functions that return no code (with `shale_free` and
+// `shale_code_name`): a live handle cannot fail. For NULL or a handle of
+// another kind it returns NULL and stores 0 in `*len`.
+//
+// # Safety
+//
+// `pinned` is NULL or a live handle made by this library; `len` is NULL or
+// valid for writing a `size_t`.
+const uint8_t *shale_pinned_data(const struct shale_pinned_t *pinned, size_t *len);
+
+// Frees a pinned value (and releases the block it pins), also after its
+// database was closed. `SHALE_INVALID_ARGUMENT` (and nothing freed) for NULL
+// or a pointer that is not a live pinned value, such as one freed already.
+//
+// # Safety
+//
+// `pinned` is NULL or a pointer returned by this library; no other thread
+// uses it; `errmsg` is NULL or valid for writing a pointer.
+shale_code_t shale_pinned_free(struct shale_pinned_t *pinned, char **errmsg);
+
 // Takes a snapshot of the database's current state.
 //
 // # Safety
@@ -844,6 +915,20 @@ shale_code_t shale_snapshot_get_into(const struct shale_snapshot_t *snapshot,
                                      size_t *value_len,
                                      bool *found,
                                      char **errmsg);
+
+// Like `shale_get_pinned`, as of the snapshot. The handle stays valid after
+// the snapshot is freed and after the database is closed, until
+// `shale_pinned_free`.
+//
+// # Safety
+//
+// As for `shale_get_pinned`, with a live snapshot handle for `snapshot`.
+shale_code_t shale_snapshot_get_pinned(const struct shale_snapshot_t *snapshot,
+                                       const uint8_t *key,
+                                       size_t key_len,
+                                       struct shale_pinned_t **out,
+                                       bool *found,
+                                       char **errmsg);
 
 #ifdef __cplusplus
 }  // extern "C"

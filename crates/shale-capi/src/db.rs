@@ -4,10 +4,11 @@ use std::ffi::{c_char, CStr};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
-use shale::{Db, WriteBatch, WriteOptions};
+use shale::{Db, PinnedValue, WriteBatch, WriteOptions};
 
 use crate::batch::shale_batch_t;
 use crate::options::{shale_options_t, OptionsSpec};
+use crate::pinned::{deliver_pinned, shale_pinned_t};
 use crate::{
     bytes, c_string, check_range, handle, into_raw, malloc_copy, need_out, optional_bytes, put_out,
     run, shale_code_t, Failure, Handle, Kind, Outcome, Shared,
@@ -347,9 +348,11 @@ pub unsafe extern "C" fn shale_write(
     }
 }
 
-/// Reads `key` with `read` and hands the value to `deliver`.
+/// Hands the value a get read to `deliver` (a value from a table is still a
+/// slice of its cached block, so `deliver` copies it once, straight from the
+/// block) and sets `*found`.
 pub(crate) fn deliver_get(
-    value: Option<Vec<u8>>,
+    value: Option<PinnedValue>,
     found: *mut bool,
     deliver: impl FnOnce(&[u8]) -> Outcome,
 ) -> Outcome {
@@ -441,8 +444,8 @@ pub(crate) fn check_get_into_outs(
 
 /// Reads `key` in the latest state. Found: `*found` is true and `*value`
 /// holds a copy of the value (`*value_len` bytes, malloc'ed, never NULL; the
-/// caller frees it with `shale_free`). Missing: `SHALE_OK`, `*found` false,
-/// `*value` untouched.
+/// caller frees it with `shale_free`), copied once, straight from the cached
+/// block of a table. Missing: `SHALE_OK`, `*found` false, `*value` untouched.
 ///
 /// # Safety
 ///
@@ -464,7 +467,7 @@ pub unsafe extern "C" fn shale_get(
         run(errmsg, || {
             let key = bytes(key, key_len, "key")?;
             check_get_outs(value, value_len, found)?;
-            let v = with_value(db, |d| Ok(d.get(key)?))?;
+            let v = with_value(db, |d| Ok(d.get_pinned(key)?))?;
             deliver_get(v, found, |v| deliver_copy(v, value, value_len))
         })
     }
@@ -485,7 +488,8 @@ unsafe fn with_value<R>(
 }
 
 /// Reads `key` into the caller's buffer: `*value_len` is the value's full
-/// length, and the first `min(*value_len, buf_cap)` bytes are copied to `buf`.
+/// length, and the first `min(*value_len, buf_cap)` bytes are copied to `buf`
+/// (straight from the cached block of a table: the only copy).
 /// When `*value_len > buf_cap`, call again with a larger buffer (the value may
 /// have changed meanwhile). Missing: `SHALE_OK` with `*found` false. With
 /// `buf_cap` 0 (and `buf` NULL) it only tells whether the key exists and how
@@ -512,8 +516,43 @@ pub unsafe extern "C" fn shale_get_into(
         run(errmsg, || {
             let key = bytes(key, key_len, "key")?;
             check_get_into_outs(buf, buf_cap, value_len, found)?;
-            let v = with_value(db, |d| Ok(d.get(key)?))?;
+            let v = with_value(db, |d| Ok(d.get_pinned(key)?))?;
             deliver_get(v, found, |v| deliver_into(v, buf, buf_cap, value_len))
+        })
+    }
+}
+
+/// Reads `key` in the latest state without copying the value: found,
+/// `*found` is true and `*out` a new `shale_pinned_t` (for a value from a
+/// table, a slice of its cached data block, which the handle keeps in memory;
+/// for a value from a memtable, a copy); `shale_pinned_data` gives its bytes
+/// and the caller frees it with `shale_pinned_free`. Missing: `SHALE_OK`,
+/// `*found` false and `*out` NULL. On failure `*out` is untouched. The handle
+/// stays valid after the database is closed, until freed.
+///
+/// # Safety
+///
+/// `db` is a live database handle; `key` is NULL (with length 0) or valid for
+/// reading `key_len` bytes; `out` and `found` are valid for writes; `errmsg`
+/// is NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn shale_get_pinned(
+    db: *mut shale_db_t,
+    key: *const u8,
+    key_len: usize,
+    out: *mut *mut shale_pinned_t,
+    found: *mut bool,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        run(errmsg, || {
+            let key = bytes(key, key_len, "key")?;
+            need_out(out, "out")?;
+            need_out(found, "found")?;
+            let v = with_value(db, |d| Ok(d.get_pinned(key)?))?;
+            deliver_pinned(v, out, found);
+            Ok(())
         })
     }
 }
@@ -535,8 +574,10 @@ pub unsafe extern "C" fn shale_flush(
 }
 
 /// Makes every write acknowledged so far durable (it survives a machine
-/// crash). The engine has no sync of the write-ahead log alone yet, so this
-/// flushes the memtables (as `shale_flush`): correct, but it writes a table.
+/// crash) by syncing the write-ahead log, without flushing the memtable: no
+/// table is written (`shale_flush` does that). A failed sync poisons the
+/// database: this call and every later write fail with `SHALE_POISONED`
+/// until it is reopened. `SHALE_READ_ONLY` on a read-only database.
 ///
 /// # Safety
 ///
@@ -544,7 +585,7 @@ pub unsafe extern "C" fn shale_flush(
 #[no_mangle]
 pub unsafe extern "C" fn shale_sync(db: *mut shale_db_t, errmsg: *mut *mut c_char) -> shale_code_t {
     // SAFETY: as documented.
-    unsafe { run(errmsg, || with_db(db, |d, _| Ok(d.flush()?))) }
+    unsafe { run(errmsg, || with_db(db, |d, _| Ok(d.sync_wal()?))) }
 }
 
 /// Flushes, then merges every table into the last level, dropping versions no
@@ -597,7 +638,8 @@ pub unsafe extern "C" fn shale_compact_range(
 /// says whether it exists and, if so, `values[i]` holds a copy of its value
 /// (`value_lens[i]` bytes, malloc'ed, freed by the caller with `shale_free`);
 /// for a missing key `values[i]` is NULL and `value_lens[i]` 0. On failure
-/// nothing is allocated. `n` may be 0 (then every array may be NULL).
+/// nothing is allocated. `n` may be 0 (then every array may be NULL; a closed
+/// database is still `SHALE_CLOSED`).
 ///
 /// # Safety
 ///
@@ -621,8 +663,8 @@ pub unsafe extern "C" fn shale_multi_get(
     unsafe {
         run(errmsg, || {
             if n == 0 {
-                handle(db)?;
-                return Ok(());
+                // Nothing to read, but a closed database is still refused.
+                return with_value(db, |_| Ok(()));
             }
             if keys.is_null() || key_lens.is_null() {
                 return Err(Failure::invalid("keys or key_lens is NULL"));

@@ -27,6 +27,7 @@ pub mod batch;
 pub mod db;
 pub mod iter;
 pub mod options;
+pub mod pinned;
 pub mod snapshot;
 
 use std::collections::HashMap;
@@ -37,7 +38,8 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-/// The result of every function (but `shale_free` and `shale_code_name`).
+/// The result of every function (but `shale_free`, `shale_code_name` and
+/// `shale_pinned_data`).
 ///
 /// A missing key is not an error: the get functions return `SHALE_OK` and set
 /// their `found` out-parameter to false.
@@ -320,6 +322,7 @@ pub(crate) enum Kind {
     Batch = 0x5348_4254,
     Iterator = 0x5348_4954,
     Snapshot = 0x5348_534e,
+    Pinned = 0x5348_5056,
 }
 
 impl Kind {
@@ -330,6 +333,7 @@ impl Kind {
             Kind::Batch => "batch",
             Kind::Iterator => "iterator",
             Kind::Snapshot => "snapshot",
+            Kind::Pinned => "pinned value",
         }
     }
 }
@@ -522,8 +526,8 @@ impl Shared {
 }
 
 /// The name of a code (`"SHALE_IO"`), a static string; `"SHALE_UNKNOWN"` for
-/// a value that is not a code. One of the two functions that return no code
-/// (it cannot fail).
+/// a value that is not a code. One of the three functions that return no
+/// code (it cannot fail).
 #[no_mangle]
 pub extern "C" fn shale_code_name(code: i32) -> *const c_char {
     shale_code_t::ALL
@@ -532,11 +536,12 @@ pub extern "C" fn shale_code_name(code: i32) -> *const c_char {
         .map_or(c"SHALE_UNKNOWN".as_ptr(), |c| c.name().as_ptr())
 }
 
-/// Frees memory this library returned: a value from `shale_get` or
-/// `shale_snapshot_get`, a message from an `errmsg` out-parameter, the text of
-/// `shale_stats`. It is `malloc`ed memory, so C's `free` does the same. NULL
-/// is ignored. One of the two functions that return no code (like `free`, it
-/// cannot fail).
+/// Frees memory this library returned: a value from `shale_get`,
+/// `shale_snapshot_get` or `shale_multi_get`, a message from an `errmsg`
+/// out-parameter, the text of `shale_stats`. It is `malloc`ed memory, so C's
+/// `free` does the same. NULL is ignored. Not for handles (a `shale_pinned_t`
+/// is freed by `shale_pinned_free`). One of the three functions that return
+/// no code (like `free`, it cannot fail).
 ///
 /// # Safety
 ///

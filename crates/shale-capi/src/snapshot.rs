@@ -9,6 +9,7 @@ use shale::Snapshot;
 use crate::db::{
     check_get_into_outs, check_get_outs, deliver_copy, deliver_get, deliver_into, shale_db_t,
 };
+use crate::pinned::{deliver_pinned, shale_pinned_t};
 use crate::{
     bytes, handle, into_raw, need_out, run, shale_code_t, Failure, Handle, Kind, Release, Shared,
     Slot,
@@ -131,7 +132,7 @@ pub unsafe extern "C" fn shale_snapshot_get(
             let s = handle(snapshot)?;
             let key = bytes(key, key_len, "key")?;
             check_get_outs(value, value_len, found)?;
-            let v = s.with(|s| Ok(s.get(key)?))?;
+            let v = s.with(|s| Ok(s.get_pinned(key)?))?;
             deliver_get(v, found, |v| deliver_copy(v, value, value_len))
         })
     }
@@ -159,8 +160,38 @@ pub unsafe extern "C" fn shale_snapshot_get_into(
             let s = handle(snapshot)?;
             let key = bytes(key, key_len, "key")?;
             check_get_into_outs(buf, buf_cap, value_len, found)?;
-            let v = s.with(|s| Ok(s.get(key)?))?;
+            let v = s.with(|s| Ok(s.get_pinned(key)?))?;
             deliver_get(v, found, |v| deliver_into(v, buf, buf_cap, value_len))
+        })
+    }
+}
+
+/// Like `shale_get_pinned`, as of the snapshot. The handle stays valid after
+/// the snapshot is freed and after the database is closed, until
+/// `shale_pinned_free`.
+///
+/// # Safety
+///
+/// As for `shale_get_pinned`, with a live snapshot handle for `snapshot`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_snapshot_get_pinned(
+    snapshot: *const shale_snapshot_t,
+    key: *const u8,
+    key_len: usize,
+    out: *mut *mut shale_pinned_t,
+    found: *mut bool,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        run(errmsg, || {
+            let s = handle(snapshot)?;
+            let key = bytes(key, key_len, "key")?;
+            need_out(out, "out")?;
+            need_out(found, "found")?;
+            let v = s.with(|s| Ok(s.get_pinned(key)?))?;
+            deliver_pinned(v, out, found);
+            Ok(())
         })
     }
 }

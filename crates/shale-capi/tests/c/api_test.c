@@ -83,6 +83,14 @@ static int entry_is(const shale_entry_t *e, const char *key, const char *value) 
            (value == NULL || (e->value_len == strlen(value) && memcmp(e->value, value, e->value_len) == 0));
 }
 
+/* True if the pinned value holds `want` (NULL: the handle is NULL). */
+static int pinned_is(const shale_pinned_t *p, const char *want) {
+    size_t len = 12345;
+    const uint8_t *data = shale_pinned_data(p, &len);
+    if (want == NULL) return p == NULL && data == NULL && len == 0;
+    return data != NULL && len == strlen(want) && memcmp(data, want, len) == 0;
+}
+
 static void test_codes(void) {
     CHECK(strcmp(shale_code_name(SHALE_OK), "SHALE_OK") == 0);
     CHECK(strcmp(shale_code_name(SHALE_CLOSED), "SHALE_CLOSED") == 0);
@@ -593,6 +601,183 @@ static void test_range_deletions(const char *dir) {
     EXPECT(SHALE_OK, shale_batch_free(b, ERR));
 }
 
+/* Pinned gets (shale_get_pinned, shale_snapshot_get_pinned, shale_pinned_data,
+ * shale_pinned_free) and the copying gets on values that live in tables, on a
+ * database of their own: values from the memtable and from tables (small,
+ * empty, larger than a block), missing keys, their error paths, and pinned
+ * values that outlive their snapshot and their database. */
+static void test_pinned(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pinned", dir);
+    shale_db_t *db = open_db(path, false);
+    static char big[10000];
+    for (size_t i = 0; i + 1 < sizeof big; i++) big[i] = (char)('a' + i % 26);
+    big[sizeof big - 1] = 0;
+    EXPECT(SHALE_OK, shale_put(db, K("k"), K("in-the-table"), ERR));
+    EXPECT(SHALE_OK, shale_put(db, K("empty"), NULL, 0, ERR));
+    EXPECT(SHALE_OK, shale_put(db, K("big"), K(big), ERR));
+    EXPECT(SHALE_OK, shale_put(db, NULL, 0, K("the empty key"), ERR));
+
+    /* From the memtable. */
+    shale_pinned_t *p = (shale_pinned_t *)0x1;
+    bool found = false;
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("k"), &p, &found, ERR));
+    CHECK(found && pinned_is(p, "in-the-table"));
+    shale_pinned_t *mem = p;
+
+    /* From a table: flushed first; the copying gets read the same bytes. */
+    shale_metrics_t m0, m1;
+    EXPECT(SHALE_OK, shale_metrics(db, &m0, ERR));
+    EXPECT(SHALE_OK, shale_flush(db, ERR));
+    EXPECT(SHALE_OK, shale_metrics(db, &m1, ERR));
+    CHECK(m1.flushes == m0.flushes + 1);
+    shale_pinned_t *table = NULL, *empty = NULL, *large = NULL, *empty_key = NULL;
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("k"), &table, &found, ERR));
+    CHECK(found && pinned_is(table, "in-the-table"));
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("empty"), &empty, &found, ERR));
+    CHECK(found && empty != NULL && pinned_is(empty, ""));
+    size_t len = 99;
+    CHECK(shale_pinned_data(empty, &len) != NULL && len == 0); /* never NULL for a live handle */
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("big"), &large, &found, ERR));
+    CHECK(found && pinned_is(large, big));
+    EXPECT(SHALE_OK, shale_get_pinned(db, NULL, 0, &empty_key, &found, ERR));
+    CHECK(found && pinned_is(empty_key, "the empty key"));
+    CHECK(shale_pinned_data(table, NULL) != NULL); /* len is optional */
+    EXPECT(SHALE_OK, shale_metrics(db, &m0, ERR));
+    CHECK(m0.gets_memtable_hits == m1.gets_memtable_hits); /* all four from the table */
+    CHECK(value_is(db, "k", "in-the-table") && value_is(db, "empty", "") && value_is(db, "big", big));
+    uint8_t buf[16];
+    EXPECT(SHALE_OK, shale_get_into(db, K("k"), buf, sizeof buf, &len, &found, ERR));
+    CHECK(found && len == 12 && memcmp(buf, "in-the-table", 12) == 0);
+    EXPECT(SHALE_OK, shale_get_into(db, K("big"), buf, sizeof buf, &len, &found, ERR));
+    CHECK(found && len == sizeof big - 1 && memcmp(buf, big, sizeof buf) == 0); /* short buffer */
+    uint8_t *whole = malloc(len);
+    size_t whole_len = 0;
+    EXPECT(SHALE_OK, shale_get_into(db, K("big"), whole, len, &whole_len, &found, ERR));
+    CHECK(found && whole_len == len && memcmp(whole, big, len) == 0);
+    free(whole);
+    EXPECT(SHALE_OK, shale_get_into(db, K("empty"), NULL, 0, &len, &found, ERR));
+    CHECK(found && len == 0);
+
+    /* Missing: found false and out NULL, in a table's range or not. */
+    p = (shale_pinned_t *)0x1;
+    found = true;
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("j"), &p, &found, ERR));
+    CHECK(!found && p == NULL);
+    p = (shale_pinned_t *)0x1;
+    found = true;
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("zzz"), &p, &found, ERR));
+    CHECK(!found && p == NULL);
+    /* Deleted after the flush: missing (the tombstone in the memtable). */
+    EXPECT(SHALE_OK, shale_put(db, K("gone"), K("x"), ERR));
+    EXPECT(SHALE_OK, shale_flush(db, ERR));
+    EXPECT(SHALE_OK, shale_delete(db, K("gone"), ERR));
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("gone"), &p, &found, ERR));
+    CHECK(!found && p == NULL);
+
+    /* Bad arguments: refused, out untouched. */
+    p = (shale_pinned_t *)0x1;
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_get_pinned(db, NULL, 1, &p, &found, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_get_pinned(db, K("k"), NULL, &found, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_get_pinned(db, K("k"), &p, NULL, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_get_pinned(NULL, K("k"), &p, &found, ERR));
+    shale_batch_t *b = NULL;
+    EXPECT(SHALE_OK, shale_batch_create(&b, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_get_pinned((shale_db_t *)b, K("k"), &p, &found, ERR));
+    CHECK(p == (shale_pinned_t *)0x1);
+    /* shale_pinned_data has no code: NULL (and length 0) for NULL or a
+     * handle of another kind. */
+    len = 7;
+    CHECK(shale_pinned_data(NULL, &len) == NULL && len == 0);
+    len = 7;
+    CHECK(shale_pinned_data((const shale_pinned_t *)b, &len) == NULL && len == 0);
+    CHECK(shale_pinned_data((const shale_pinned_t *)db, NULL) == NULL);
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_pinned_free(NULL, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_pinned_free((shale_pinned_t *)b, ERR));
+    EXPECT(SHALE_OK, shale_batch_free(b, ERR));
+
+    /* Through a snapshot: the version it sees, from a table, after the newer
+     * version was flushed too. */
+    shale_snapshot_t *s = NULL;
+    EXPECT(SHALE_OK, shale_snapshot_create(db, &s, ERR));
+    EXPECT(SHALE_OK, shale_put(db, K("k"), K("newer"), ERR));
+    EXPECT(SHALE_OK, shale_put(db, K("later"), K("x"), ERR));
+    EXPECT(SHALE_OK, shale_flush(db, ERR));
+    shale_pinned_t *snap_old = NULL, *now = NULL;
+    EXPECT(SHALE_OK, shale_snapshot_get_pinned(s, K("k"), &snap_old, &found, ERR));
+    CHECK(found && pinned_is(snap_old, "in-the-table"));
+    EXPECT(SHALE_OK, shale_get_pinned(db, K("k"), &now, &found, ERR));
+    CHECK(found && pinned_is(now, "newer"));
+    p = (shale_pinned_t *)0x1;
+    EXPECT(SHALE_OK, shale_snapshot_get_pinned(s, K("later"), &p, &found, ERR));
+    CHECK(!found && p == NULL);
+    uint8_t *value = NULL;
+    EXPECT(SHALE_OK, shale_snapshot_get(s, K("k"), &value, &len, &found, ERR));
+    CHECK(found && len == 12 && memcmp(value, "in-the-table", 12) == 0);
+    shale_free(value);
+    EXPECT(SHALE_OK, shale_snapshot_get_into(s, K("big"), buf, sizeof buf, &len, &found, ERR));
+    CHECK(found && len == sizeof big - 1 && memcmp(buf, big, sizeof buf) == 0);
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_snapshot_get_pinned(s, NULL, 2, &p, &found, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_snapshot_get_pinned(s, K("k"), NULL, &found, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_snapshot_get_pinned(s, K("k"), &p, NULL, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_snapshot_get_pinned(NULL, K("k"), &p, &found, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_snapshot_get_pinned((shale_snapshot_t *)db, K("k"), &p, &found, ERR));
+    /* A pinned value outlives its snapshot. */
+    EXPECT(SHALE_OK, shale_snapshot_free(s, ERR));
+    CHECK(pinned_is(snap_old, "in-the-table"));
+    EXPECT(SHALE_OK, shale_pinned_free(snap_old, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_pinned_free(snap_old, ERR)); /* freed twice */
+
+    /* A compaction rewrites the tables: pinned blocks are not disturbed. */
+    EXPECT(SHALE_OK, shale_compact_all(db, ERR));
+    CHECK(pinned_is(table, "in-the-table") && pinned_is(large, big));
+
+    /* Close: the pinned values stay valid (also after the handle is freed and
+     * the database reopened), reads refuse with SHALE_CLOSED. */
+    EXPECT(SHALE_OK, shale_snapshot_create(db, &s, ERR));
+    EXPECT(SHALE_OK, shale_close(db, ERR));
+    p = (shale_pinned_t *)0x1;
+    EXPECT(SHALE_CLOSED, shale_get_pinned(db, K("k"), &p, &found, ERR));
+    EXPECT(SHALE_CLOSED, shale_snapshot_get_pinned(s, K("k"), &p, &found, ERR));
+    CHECK(p == (shale_pinned_t *)0x1);
+    CHECK(pinned_is(mem, "in-the-table") && pinned_is(table, "in-the-table") && pinned_is(now, "newer"));
+    CHECK(pinned_is(empty, "") && pinned_is(large, big) && pinned_is(empty_key, "the empty key"));
+    EXPECT(SHALE_OK, shale_snapshot_free(s, ERR));
+    EXPECT(SHALE_OK, shale_db_free(db, ERR));
+    db = open_db(path, false);
+    EXPECT(SHALE_OK, shale_put(db, K("k"), K("after reopen"), ERR));
+    EXPECT(SHALE_OK, shale_flush(db, ERR));
+    EXPECT(SHALE_OK, shale_db_free(db, ERR));
+    CHECK(pinned_is(table, "in-the-table") && pinned_is(now, "newer") && pinned_is(large, big));
+    shale_pinned_t *all[] = {mem, table, empty, large, empty_key, now};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) EXPECT(SHALE_OK, shale_pinned_free(all[i], ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_pinned_free(table, ERR));
+}
+
+/* shale_sync syncs the write-ahead log and writes no table; refused on a
+ * read-only database and after close. */
+static void test_sync(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sync", dir);
+    shale_db_t *db = open_db(path, false);
+    shale_metrics_t before, after;
+    EXPECT(SHALE_OK, shale_put(db, K("a"), K("1"), ERR));
+    EXPECT(SHALE_OK, shale_metrics(db, &before, ERR));
+    EXPECT(SHALE_OK, shale_sync(db, ERR));
+    EXPECT(SHALE_OK, shale_sync(db, ERR)); /* nothing new: still fine */
+    EXPECT(SHALE_OK, shale_metrics(db, &after, ERR));
+    CHECK(after.flushes == before.flushes && after.bytes_written_tables == before.bytes_written_tables);
+    CHECK(after.wal_syncs == before.wal_syncs + 2);
+    CHECK(value_is(db, "a", "1"));
+    EXPECT(SHALE_OK, shale_close(db, ERR));
+    EXPECT(SHALE_CLOSED, shale_sync(db, ERR));
+    EXPECT(SHALE_OK, shale_db_free(db, ERR));
+    shale_db_t *ro = open_db(path, true);
+    EXPECT(SHALE_READ_ONLY, shale_sync(ro, ERR));
+    CHECK(value_is(ro, "a", "1"));
+    EXPECT(SHALE_OK, shale_db_free(ro, ERR));
+}
+
 struct worker {
     shale_db_t *db;
     int id;
@@ -606,6 +791,16 @@ static void *work(void *arg) {
         snprintf(key, sizeof key, "t%d-%04d", w->id, i);
         if (shale_put(w->db, K(key), K(key), NULL) != SHALE_OK) w->errors++;
         if (!value_is(w->db, key, key)) w->errors++;
+        shale_pinned_t *p = NULL;
+        bool found = false;
+        if (shale_get_pinned(w->db, K(key), &p, &found, NULL) != SHALE_OK || !found || !pinned_is(p, key))
+            w->errors++;
+        if (p != NULL && shale_pinned_free(p, NULL) != SHALE_OK) w->errors++;
+        /* A value every thread reads from a table at once. */
+        if (shale_get_pinned(w->db, K("bulk001235"), &p, &found, NULL) != SHALE_OK || !found ||
+            !pinned_is(p, "value-1235-padding-padding-padding"))
+            w->errors++;
+        if (p != NULL && shale_pinned_free(p, NULL) != SHALE_OK) w->errors++;
     }
     return NULL;
 }
@@ -655,6 +850,8 @@ static void test_use_after_close(const char *path) {
     EXPECT(SHALE_CLOSED, shale_delete(db, K("k"), ERR));
     EXPECT(SHALE_CLOSED, shale_get(db, K("alice"), &value, &len, &found, ERR));
     EXPECT(SHALE_CLOSED, shale_get_into(db, K("alice"), buf, sizeof buf, &len, &found, ERR));
+    shale_pinned_t *pinned = NULL;
+    EXPECT(SHALE_CLOSED, shale_get_pinned(db, K("alice"), &pinned, &found, ERR));
     EXPECT(SHALE_CLOSED, shale_write(db, b, false, ERR));
     EXPECT(SHALE_CLOSED, shale_flush(db, ERR));
     EXPECT(SHALE_CLOSED, shale_sync(db, ERR));
@@ -665,12 +862,15 @@ static void test_use_after_close(const char *path) {
     uint8_t *one_value[1];
     bool one_found[1];
     EXPECT(SHALE_CLOSED, shale_multi_get(db, one_key, one_len, 1, one_value, &len, one_found, ERR));
+    EXPECT(SHALE_CLOSED, shale_multi_get(db, NULL, NULL, 0, NULL, NULL, NULL, ERR));
     EXPECT(SHALE_CLOSED, shale_metrics(db, &m, ERR));
     EXPECT(SHALE_CLOSED, shale_stats(db, &text, ERR));
     EXPECT(SHALE_CLOSED, shale_snapshot_create(db, &s2, ERR));
     EXPECT(SHALE_CLOSED, shale_iterator_create(db, NULL, &it2, ERR));
     EXPECT(SHALE_CLOSED, shale_snapshot_get(s, K("alice"), &value, &len, &found, ERR));
     EXPECT(SHALE_CLOSED, shale_snapshot_get_into(s, K("alice"), buf, sizeof buf, &len, &found, ERR));
+    EXPECT(SHALE_CLOSED, shale_snapshot_get_pinned(s, K("alice"), &pinned, &found, ERR));
+    CHECK(pinned == NULL);
     EXPECT(SHALE_CLOSED, shale_iterator_next(it, &e, ERR));
     EXPECT(SHALE_CLOSED, shale_iterator_prev(it, &e, ERR));
     EXPECT(SHALE_CLOSED, shale_iterator_seek_to_first(it, &e, ERR));
@@ -782,6 +982,8 @@ int main(void) {
     test_read_only(path);
     test_open_errors(dir);
     test_range_deletions(dir);
+    test_pinned(dir);
+    test_sync(dir);
 
     remove_tree(dir);
     printf("%d passed, %d failed\n", checks - failures, failures);
