@@ -46,6 +46,7 @@ fn manifest_edits() -> Vec<VersionEdit> {
         smallest_seqno: seq,
         largest_seqno: seq + 1,
         num_entries: 10 * number,
+        range_deletions: 0,
     };
     let snapshot = VersionEdit {
         db_format: Some(1),

@@ -359,6 +359,8 @@ mod tests {
             data_padding_bytes: 0,
             filter_partitions: 0,
             top_level_filter_index_bytes: 0,
+            range_deletions: 0,
+            range_del_bytes: 0,
         }
     }
 
