@@ -687,7 +687,7 @@ pub fn fuzz_salvage(data: &[u8]) -> Outcome {
     assert!(s.blocks_lost() >= u64::from(!s.lost.is_empty()));
     check_fragments(&s.range_dels);
     assert!(
-        !(s.range_dels_lost && !s.range_dels.is_empty()),
+        !s.range_dels_lost || s.range_dels.is_empty(),
         "range deletions both read and lost"
     );
     if s.blocks.is_empty() {
