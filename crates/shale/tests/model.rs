@@ -510,7 +510,7 @@ impl Harness {
     }
 
     fn step(&mut self) {
-        let r = self.rng.below(if self.range_dels { 1120 } else { 1000 });
+        let r = self.rng.below(if self.range_dels { 1130 } else { 1000 });
         match r {
             0..=299 => {
                 let (k, v) = (self.key(), self.value());
@@ -588,8 +588,43 @@ impl Harness {
                     }
                 }
             }
-            _ => self.check_every_key(),
+            1100..=1119 => self.check_every_key(),
+            _ => self.check_held_iterator(),
         }
+    }
+
+    /// An iterator keeps the state it was created in (without a snapshot)
+    /// through a range deletion, a flush or a compaction after it, both ways.
+    fn check_held_iterator(&mut self) {
+        let model = self.model.clone();
+        let mut it = self.db().iter(&ReadOptions::default()).expect("iter");
+        self.delete_range();
+        if self.rng.chance(0.3) {
+            self.db().flush().expect("flush");
+            self.mark_durable();
+        } else if self.rng.chance(0.3) {
+            self.compact_sub_range();
+        }
+        let mut got = Model::new();
+        it.seek_to_first();
+        while it.valid() {
+            got.insert(it.key().to_vec(), it.value().to_vec());
+            it.next();
+        }
+        it.status().expect("held iterator");
+        assert_eq!(got, model, "an iterator created before a range deletion");
+        let mut back = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            back.push(it.key().to_vec());
+            it.prev();
+        }
+        it.status().expect("held iterator, backward");
+        back.reverse();
+        assert!(
+            back.iter().eq(model.keys()),
+            "an iterator created before a range deletion, backward"
+        );
     }
 }
 
