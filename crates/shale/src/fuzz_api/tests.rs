@@ -225,6 +225,12 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     b.delete(b"gone");
     b.put(b"", b"");
     add("write_batch", "built", b.encode(99).to_vec());
+    let mut b = WriteBatch::new();
+    b.put(b"a", b"1");
+    b.delete_range(b"", b"b");
+    b.put(b"a", b"2");
+    b.delete_range(b"c", b"c\0");
+    add("write_batch", "built-range", b.encode(7).to_vec());
 
     let mut rng = Rng::new(11);
     for i in 0..4 {
