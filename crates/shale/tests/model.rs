@@ -106,6 +106,8 @@ struct Coverage {
     l0_tables: u64,
     /// Tables seen below L0 holding range deletions (compacted).
     deeper_tables: u64,
+    /// Tables seen holding range deletions and no entry.
+    dels_only_tables: u64,
     /// Key versions compactions dropped because a range deletion covered them.
     dropped_entries: u64,
     /// Range deletions compactions dropped.
@@ -138,6 +140,9 @@ impl Harness {
                     self.coverage.l0_tables += 1;
                 } else {
                     self.coverage.deeper_tables += 1;
+                }
+                if t.properties.num_entries == 0 {
+                    self.coverage.dels_only_tables += 1;
                 }
             }
         }
@@ -793,6 +798,7 @@ fn randomized_against_a_btreemap_with_crashes() {
             let h = run_case(name, opts, seed + name.len() as u64, steps());
             coverage.l0_tables += h.coverage.l0_tables;
             coverage.deeper_tables += h.coverage.deeper_tables;
+            coverage.dels_only_tables += h.coverage.dels_only_tables;
             coverage.dropped_entries += h.coverage.dropped_entries;
             coverage.dels_dropped += h.coverage.dels_dropped;
             if name == "leveled-tiny-levels" && std::env::var_os("SHALE_SEED").is_none() {
@@ -806,11 +812,13 @@ fn randomized_against_a_btreemap_with_crashes() {
     }
     eprintln!("range deletions: {coverage:?}");
     if std::env::var_os("SHALE_SEED").is_none() {
-        // Range deletions reached flushed and compacted tables, and
-        // compactions dropped what they covered.
+        // Range deletions reached flushed and compacted tables (some of
+        // them with no entry beside), and compactions dropped what they
+        // covered.
         assert!(
             coverage.l0_tables > 0
                 && coverage.deeper_tables > 0
+                && coverage.dels_only_tables > 0
                 && coverage.dropped_entries > 0
                 && coverage.dels_dropped > 0,
             "{coverage:?}"
