@@ -26,6 +26,7 @@ use crate::format::{compare_internal, masked_crc, masked_crc2, InternalKey, Valu
 use crate::iter::InternalIterator;
 use crate::metrics::Stats;
 use crate::options::WalRecoveryMode;
+use crate::rangedel::{Fragment, Fragments, RangeTombstone};
 use crate::table::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat};
 use crate::table::filter::{build_filter, filter_hash, Filter};
 use crate::table::fuse::{build_fuse, filter_format, fuse_size, FuseFilter, FILTER_FORMAT_FUSE};
@@ -68,6 +69,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("write_batch", fuzz_write_batch),
     ("table_roundtrip", fuzz_table_roundtrip_bytes),
     ("salvage", fuzz_salvage),
+    ("range_del", fuzz_range_del),
 ];
 
 /// Fails the fuzz run unless `e` is a corruption error: every bad byte the table
@@ -387,7 +389,15 @@ pub fn fix_table_checksums(table: &mut [u8]) {
     let Ok(footer) = Footer::decode(&table[foot_start..]) else {
         return;
     };
-    fix_trailer(table, footer.properties);
+    let props = fix_trailer(table, footer.properties).and_then(|c| decode_properties(&c).ok());
+    // Version 4: the range-deletion block, which ends where the properties
+    // begin.
+    if let Some(bytes) = props.map(|p| p.range_del_bytes).filter(|&b| b > 5) {
+        if let Some(offset) = footer.properties.offset.checked_sub(bytes) {
+            let size = bytes - 5;
+            fix_trailer(table, BlockHandle { offset, size });
+        }
+    }
     let filter = footer.filter.and_then(|f| fix_trailer(table, f));
     let Some(top) = fix_trailer(table, footer.top_index) else {
         return;
@@ -569,6 +579,8 @@ pub fn fuzz_table_read(data: &[u8]) -> Outcome {
             return Outcome::Rejected;
         }
     };
+    // What the range-deletion block decoded to keeps the grammar's rules.
+    check_fragments(reader.range_dels());
     let forward = walk_iter(reader.iter().as_mut(), true, limit);
     let backward = walk_iter(reader.iter().as_mut(), false, limit);
     let scan = walk_iter(reader.scan().as_mut(), true, limit);
@@ -673,6 +685,11 @@ pub fn fuzz_salvage(data: &[u8]) -> Outcome {
         );
     }
     assert!(s.blocks_lost() >= u64::from(!s.lost.is_empty()));
+    check_fragments(&s.range_dels);
+    assert!(
+        !s.range_dels_lost || s.range_dels.is_empty(),
+        "range deletions both read and lost"
+    );
     if s.blocks.is_empty() {
         Outcome::Rejected
     } else {
@@ -848,7 +865,15 @@ pub fn fuzz_write_batch(data: &[u8]) -> Outcome {
         .map(|op| op.expect("a decoded batch's ops decode"))
         .collect();
     assert_eq!(ops.len(), batch.len(), "op count");
-    let _ = batch.validate();
+    // A range deletion whose start is not below its end decodes (the log
+    // keeps what was written) but is refused by validation, and only then.
+    let bad_range =
+        |op: &crate::batch::BatchOp<'_>| op.kind == ValueKind::RangeDelete && op.key >= op.value;
+    assert_eq!(
+        batch.validate().is_err(),
+        ops.iter().any(bad_range),
+        "validation refuses exactly the batches with a bad range"
+    );
     let mut rebuilt = WriteBatch::new();
     for op in &ops {
         match op.kind {
@@ -860,13 +885,209 @@ pub fn fuzz_write_batch(data: &[u8]) -> Outcome {
     let (seq2, again) = WriteBatch::decode(rebuilt.encode(seq)).expect("a rebuilt batch decodes");
     assert_eq!(seq2, seq);
     let ops2: Vec<_> = again.ops().map(|op| op.expect("op")).collect();
-    // The writer leaves out an empty range (start == end): it does nothing.
-    let written: Vec<_> = ops
+    // `delete_range` adds nothing for an empty range (start == end).
+    let kept: Vec<_> = ops
         .iter()
-        .copied()
         .filter(|op| !(op.kind == ValueKind::RangeDelete && op.key == op.value))
+        .copied()
         .collect();
-    assert_eq!(ops2, written, "write batch round trip");
+    assert_eq!(ops2, kept, "write batch round trip");
+    Outcome::Decoded
+}
+
+// ---------------------------------------------------------------- range deletions
+
+/// Checks the invariants of the range-deletion block's grammar on `f`:
+/// fragments in key order, not overlapping, each non-empty, with one or more
+/// sequence numbers, strictly decreasing, none above [`MAX_SEQNO`]; and that
+/// its lookups agree with a linear scan of the fragments.
+fn check_fragments(f: &Fragments) {
+    let frags = f.fragments();
+    let mut prev: Option<&Fragment> = None;
+    let mut count = 0u64;
+    for fr in frags {
+        assert!(fr.start < fr.end, "an empty fragment: {fr:?}");
+        assert!(!fr.seqs.is_empty(), "a fragment without sequence numbers");
+        assert!(
+            fr.seqs.windows(2).all(|w| w[0] > w[1]),
+            "sequence numbers not strictly decreasing: {:?}",
+            fr.seqs
+        );
+        assert!(fr.seqs[0] <= MAX_SEQNO, "sequence number out of range");
+        if let Some(p) = prev {
+            assert!(p.end <= fr.start, "fragments overlap or are out of order");
+        }
+        count += fr.seqs.len() as u64;
+        prev = Some(fr);
+    }
+    assert_eq!(f.count(), count, "count");
+    assert_eq!(f.is_empty(), frags.is_empty());
+    let all = frags.iter().flat_map(|fr| fr.seqs.iter().copied());
+    let lo_hi = all.fold(None, |acc: Option<(u64, u64)>, s| {
+        Some(acc.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))))
+    });
+    assert_eq!(f.seq_range(), lo_hi, "sequence range");
+    // Lookups against a linear scan, around every bound.
+    let bounds: Vec<&[u8]> = frags
+        .iter()
+        .flat_map(|fr| [fr.start.as_slice(), fr.end.as_slice()])
+        .collect();
+    for k in targets_around(&bounds[..bounds.len().min(48)]) {
+        let linear = frags.iter().find(|fr| fr.start <= k && k < fr.end);
+        assert_eq!(f.fragment_at(&k), linear, "fragment at {k:?}");
+        if let Some(fr) = linear {
+            for &s in fr.seqs.iter().take(16) {
+                assert_eq!(f.covering_seq(&k, s), Some(s));
+                assert!(s == 0 || f.covers(&k, s - 1, s), "hides older versions");
+                assert!(!f.covers(&k, s, s), "a tombstone hides only older versions");
+            }
+            assert_eq!(f.covering_seq(&k, u64::MAX), Some(fr.seqs[0]));
+        }
+    }
+    if let (Some(first), Some(last)) = (frags.first(), frags.last()) {
+        let lo = f.smallest_key().expect("smallest");
+        assert_eq!(lo.user_key(), first.start.as_slice());
+        let hi = f.largest_key().expect("largest");
+        // The bound covers the last end: the end itself when exclusive, or
+        // `x` for an end `x ++ [0]`.
+        match last.end.split_last() {
+            Some((0, x)) => assert_eq!(hi.user_key(), x),
+            _ => assert_eq!(hi.user_key(), last.end.as_slice()),
+        }
+    }
+}
+
+/// Checks that `f` covers exactly what `tombs` do, at the snapshots that
+/// matter (a sample of the tombstones' sequence numbers, each and the one
+/// below, and the latest), for keys at and around the bounds (a sample, so
+/// that a run stays fast).
+fn check_coverage(f: &Fragments, tombs: &[RangeTombstone], what: &str) {
+    let bounds: Vec<&[u8]> = tombs
+        .iter()
+        .flat_map(|t| [t.start.as_slice(), t.end.as_slice()])
+        .take(24)
+        .collect();
+    let mut seqs: Vec<u64> = tombs.iter().map(|t| t.seq).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    let step = seqs.len().div_ceil(8).max(1);
+    let mut snapshots: Vec<u64> = seqs
+        .iter()
+        .step_by(step)
+        .flat_map(|&s| [s, s.saturating_sub(1)])
+        .collect();
+    snapshots.push(u64::MAX);
+    snapshots.sort_unstable();
+    snapshots.dedup();
+    for k in targets_around(&bounds) {
+        // The sequence numbers of the tombstones over `k`, newest first: the
+        // newest at most a snapshot is what the fragments must give.
+        let mut over: Vec<u64> = tombs
+            .iter()
+            .filter(|t| t.start <= k && k < t.end)
+            .map(|t| t.seq)
+            .collect();
+        over.sort_unstable_by(|a, b| b.cmp(a));
+        for &s in &snapshots {
+            assert_eq!(
+                f.covering_seq(&k, s),
+                over.iter().copied().find(|&t| t <= s),
+                "{what}: newest tombstone over {k:?} at {s}"
+            );
+        }
+    }
+}
+
+/// Tombstones cut out of fuzzer bytes: per tombstone, a start length and an
+/// end length (0 to 3 bytes each, so that ranges overlap, touch and repeat),
+/// a sequence number byte (255: [`MAX_SEQNO`]), then the two keys.
+fn tombstones_from(mut rest: &[u8]) -> Vec<RangeTombstone> {
+    let mut out = Vec::new();
+    while rest.len() >= 3 && out.len() < 256 {
+        let (ls, le, seq) = ((rest[0] % 4) as usize, (rest[1] % 4) as usize, rest[2]);
+        rest = &rest[3..];
+        let start = rest[..ls.min(rest.len())].to_vec();
+        rest = &rest[start.len()..];
+        let end = rest[..le.min(rest.len())].to_vec();
+        rest = &rest[end.len()..];
+        let seq = if seq == 255 {
+            MAX_SEQNO
+        } else {
+            u64::from(seq)
+        };
+        out.push(RangeTombstone { start, end, seq });
+    }
+    out
+}
+
+/// Target `range_del`: the range-deletion block of a version-4 table
+/// (`Fragments`). Mode bit 0 clear: the rest is block contents for
+/// `Fragments::decode`, which must not panic; what decodes must encode to
+/// exactly the same bytes and satisfy the grammar's invariants (sorted, not
+/// overlapping, non-empty fragments, sequence numbers strictly decreasing),
+/// with lookups that agree with a linear scan, and its tombstones
+/// fragmented again must cover the same. Mode bit 0 set: tombstones cut out of
+/// the rest (see [`tombstones_from`]) go through `Fragments::build`, which
+/// must satisfy the same invariants, round-trip through the encoding, cover
+/// exactly what the tombstones do at every snapshot, and equal the
+/// `Fragments::merge` of the fragments of two halves of them.
+pub fn fuzz_range_del(data: &[u8]) -> Outcome {
+    let Some((&mode, rest)) = data.split_first() else {
+        return Outcome::Rejected;
+    };
+    if mode & 1 == 0 {
+        let f = match Fragments::decode(rest) {
+            Ok(f) => f,
+            Err(reason) => {
+                assert!(
+                    !reason.is_empty(),
+                    "a range-deletion error says what is wrong"
+                );
+                return Outcome::Rejected;
+            }
+        };
+        assert!(
+            f.encode() == rest,
+            "a decoded block re-encodes to its bytes"
+        );
+        check_fragments(&f);
+        let tombs: Vec<RangeTombstone> = f.tombstones().collect();
+        assert_eq!(tombs.len() as u64, f.count());
+        check_coverage(&f, &tombs, "decoded");
+        check_coverage(&Fragments::build(tombs.clone()), &tombs, "rebuilt");
+        return Outcome::Decoded;
+    }
+    let tombs = tombstones_from(rest);
+    if tombs.is_empty() {
+        return Outcome::Rejected;
+    }
+    let f = Fragments::build(tombs.clone());
+    check_fragments(&f);
+    let bytes = f.encode();
+    assert_eq!(
+        Fragments::decode(&bytes).as_ref(),
+        Ok(&f),
+        "built fragments round trip"
+    );
+    check_coverage(&f, &tombs, "built");
+    let (a, b) = tombs.split_at(tombs.len() / 2);
+    let merged = Fragments::merge([&Fragments::build(a.to_vec()), &Fragments::build(b.to_vec())]);
+    assert_eq!(merged, f, "the merge of two halves is the build of all");
+    // Clipped to a window taken from the input, the fragments cover what
+    // they did inside it and nothing outside.
+    let lower = tombs[0].start.clone();
+    let upper = tombs[tombs.len() - 1].end.clone();
+    let clipped = f.clip(Some(&lower), Some(&upper));
+    check_fragments(&clipped);
+    let inside: Vec<RangeTombstone> = tombs
+        .iter()
+        .map(|t| RangeTombstone {
+            start: t.start.clone().max(lower.clone()),
+            end: t.end.clone().min(upper.clone()),
+            seq: t.seq,
+        })
+        .collect();
+    check_coverage(&clipped, &inside, "clipped");
     Outcome::Decoded
 }
 

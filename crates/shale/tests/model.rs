@@ -1,6 +1,14 @@
-//! Model-based randomized test: random puts, deletes, batches, gets, scans,
-//! snapshots, flushes, full compactions, reopens and simulated crashes against
-//! shale and a `BTreeMap`, under several option sets.
+//! Model-based randomized test: random puts, deletes, range deletions (alone
+//! and inside batches), batches, gets, scans in both directions, snapshots,
+//! flushes, full and sub-range compactions, reopens and simulated crashes
+//! against shale and a `BTreeMap`, under several option sets.
+//!
+//! Range deletions come in every width: empty (`start == end`, which does
+//! nothing), one key (`k ++ [0]` as the end), a few keys, hundreds, from the
+//! empty key, to past every key, and between keys; a range whose start is above
+//! its end must be refused and change nothing. A snapshot keeps seeing the state
+//! it was taken in, through gets and bounded scans both ways, whatever flushes
+//! and compactions (which drop what range deletions cover) ran since.
 //!
 //! After a crash, every write acknowledged as durable (a synced write, or any
 //! write before a completed flush or close) must be present, and the writes
@@ -17,20 +25,59 @@ use std::sync::Arc;
 use common::{long_tests, scan_all, Rng};
 use shale::env::CrashFs;
 use shale::{
-    Compression, Db, FilterLevels, FilterPolicy, Options, ReadOptions, Snapshot, WriteBatch,
-    WriteOptions,
+    Compression, Db, DbIterator, Error, FilterLevels, FilterPolicy, Options, ReadOptions, Snapshot,
+    WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-type Write = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// One operation of a write.
+#[derive(Clone, Debug)]
+enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    /// Deletes every key in `[start, end)` (nothing when `start == end`).
+    DeleteRange(Vec<u8>, Vec<u8>),
+}
+
+/// The operations of one write (a batch), applied in order.
+type Write = Vec<Op>;
 
 fn apply(model: &mut Model, w: &Write) {
-    for (k, v) in w {
-        match v {
-            Some(v) => model.insert(k.clone(), v.clone()),
-            None => model.remove(k),
-        };
+    for op in w {
+        match op {
+            Op::Put(k, v) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Op::Delete(k) => {
+                model.remove(k);
+            }
+            Op::DeleteRange(start, end) => {
+                if start < end {
+                    let doomed: Vec<Vec<u8>> = model
+                        .range(start.clone()..end.clone())
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for k in doomed {
+                        model.remove(&k);
+                    }
+                }
+            }
+        }
     }
+}
+
+/// The `i`-th key of the model's key space (300 keys are written; a larger
+/// `i` is a key past all of them).
+fn key_at(i: u64) -> Vec<u8> {
+    format!("key{i:04}").into_bytes()
+}
+
+/// The smallest key above `k`: as a range's end, the range holds `k` alone.
+fn successor(k: &[u8]) -> Vec<u8> {
+    let mut s = k.to_vec();
+    s.push(0);
+    s
 }
 
 struct Harness {
@@ -44,10 +91,31 @@ struct Harness {
     pending: Vec<(Write, bool)>,
     snapshots: Vec<(Snapshot, Model)>,
     rng: Rng,
+    /// Range deletions, the empty key and the steps that go with them are in
+    /// the mix (off only to replay a regression found before they existed,
+    /// with the same random choices).
+    range_dels: bool,
+    coverage: Coverage,
+}
+
+/// What a run exercised of range deletions, so that a test can check that it
+/// reached what it means to test.
+#[derive(Clone, Copy, Debug, Default)]
+struct Coverage {
+    /// Tables seen in L0 holding range deletions (flushed).
+    l0_tables: u64,
+    /// Tables seen below L0 holding range deletions (compacted).
+    deeper_tables: u64,
+    /// Tables seen holding range deletions and no entry.
+    dels_only_tables: u64,
+    /// Key versions compactions dropped because a range deletion covered them.
+    dropped_entries: u64,
+    /// Range deletions compactions dropped.
+    dels_dropped: u64,
 }
 
 impl Harness {
-    fn new(opts: Options, fs: Arc<CrashFs>, seed: u64) -> Harness {
+    fn new(opts: Options, fs: Arc<CrashFs>, seed: u64, range_dels: bool) -> Harness {
         let db = Db::open("/db", opts.clone()).expect("open");
         Harness {
             fs,
@@ -58,7 +126,33 @@ impl Harness {
             pending: Vec::new(),
             snapshots: Vec::new(),
             rng: Rng::new(seed),
+            range_dels,
+            coverage: Coverage::default(),
         }
+    }
+
+    /// Counts the tables holding range deletions (after a flush or compaction).
+    fn note_tables(&mut self) {
+        for t in self.db().tables().expect("tables") {
+            if t.properties.range_deletions > 0 {
+                assert_eq!(t.properties.format_version, 4, "{t:?}");
+                if t.level == 0 {
+                    self.coverage.l0_tables += 1;
+                } else {
+                    self.coverage.deeper_tables += 1;
+                }
+                if t.properties.num_entries == 0 {
+                    self.coverage.dels_only_tables += 1;
+                }
+            }
+        }
+    }
+
+    /// Adds the counters of the open database (before it goes).
+    fn note_metrics(&mut self) {
+        let m = self.db().metrics();
+        self.coverage.dropped_entries += m.range_del_dropped_entries;
+        self.coverage.dels_dropped += m.range_dels_dropped;
     }
 
     fn db(&self) -> &Db {
@@ -66,7 +160,36 @@ impl Harness {
     }
 
     fn key(&mut self) -> Vec<u8> {
-        format!("key{:04}", self.rng.below(300)).into_bytes()
+        if self.range_dels && self.rng.chance(0.01) {
+            // The empty key is a key like any other, the smallest.
+            return Vec::new();
+        }
+        key_at(self.rng.below(300))
+    }
+
+    /// A range `[start, end)` with `start <= end`, of any width (see the
+    /// module doc).
+    fn range(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let i = self.rng.below(300);
+        let start = match self.rng.below(12) {
+            0 => Vec::new(),
+            // A prefix of ten keys, which sorts between two of them.
+            1 => format!("key{:03}", i / 10).into_bytes(),
+            _ => key_at(i),
+        };
+        let end = match self.rng.below(12) {
+            0 => start.clone(),
+            1 => successor(&start),
+            2 => vec![0xff],
+            3 | 4 => key_at(i + self.rng.below(300)),
+            5 => format!("key{:03}", (i + self.rng.below(40)) / 10).into_bytes(),
+            _ => key_at(i + 1 + self.rng.below(6)),
+        };
+        if start <= end {
+            (start, end)
+        } else {
+            (end, start)
+        }
     }
 
     fn value(&mut self) -> Vec<u8> {
@@ -85,20 +208,129 @@ impl Harness {
 
     fn write(&mut self, w: Write, sync: bool) {
         let mut batch = WriteBatch::new();
-        for (k, v) in &w {
-            match v {
-                Some(v) => batch.put(k, v),
-                None => batch.delete(k),
+        for op in &w {
+            match op {
+                Op::Put(k, v) => batch.put(k, v),
+                Op::Delete(k) => batch.delete(k),
+                Op::DeleteRange(start, end) => batch.delete_range(start, end),
             }
         }
         self.db()
             .write(batch, &WriteOptions { sync })
             .expect("write");
+        self.acknowledged(w, sync);
+    }
+
+    fn acknowledged(&mut self, w: Write, sync: bool) {
+        if w.iter()
+            .all(|op| matches!(op, Op::DeleteRange(start, end) if start == end))
+        {
+            // Only empty ranges: `delete_range` added nothing, and an empty
+            // batch is no write at all (not even a sync of the log, so it
+            // makes no earlier write durable).
+            return;
+        }
         apply(&mut self.model, &w);
         if sync {
             self.mark_durable();
         } else {
             self.pending.push((w, sync));
+        }
+    }
+
+    /// `Db::delete_range` (not synced).
+    fn delete_range(&mut self) {
+        let (start, end) = self.range();
+        self.db()
+            .delete_range(&start, &end)
+            .unwrap_or_else(|e| panic!("delete_range {start:?}..{end:?}: {e}"));
+        self.acknowledged(vec![Op::DeleteRange(start, end)], false);
+    }
+
+    /// A batch mixing puts, deletes and range deletions, in any order: a range
+    /// deletion hides the batch's earlier ops on its keys, not its later ones.
+    fn mixed_batch(&mut self) {
+        let n = 1 + self.rng.below(8);
+        let mut w = Write::new();
+        for _ in 0..n {
+            let op = match self.rng.below(10) {
+                0..=3 => Op::Put(self.key(), self.value()),
+                4 | 5 => Op::Delete(self.key()),
+                _ => {
+                    let (start, end) = self.range();
+                    Op::DeleteRange(start, end)
+                }
+            };
+            w.push(op);
+        }
+        let sync = self.rng.chance(0.1);
+        self.write(w, sync);
+    }
+
+    /// A range whose start is above its end is refused, alone or in a batch,
+    /// and the batch writes nothing.
+    fn bad_range(&mut self) {
+        let (mut start, mut end) = self.range();
+        if start == end {
+            end = successor(&start);
+        }
+        std::mem::swap(&mut start, &mut end);
+        let result = if self.rng.chance(0.5) {
+            self.db().delete_range(&start, &end)
+        } else {
+            let mut batch = WriteBatch::new();
+            batch.put(b"bad-range-batch", b"must not be written");
+            batch.delete_range(&start, &end);
+            self.db().write(batch, &WriteOptions { sync: false })
+        };
+        match result {
+            Err(Error::InvalidArgument(_)) => {}
+            other => panic!("range {start:?}..{end:?} (start above end): {other:?}"),
+        }
+        assert_eq!(
+            self.db().get(b"bad-range-batch").expect("get"),
+            None,
+            "a refused batch wrote something"
+        );
+    }
+
+    /// `compact_range` over a sub-range (sometimes one key); it flushes first.
+    fn compact_sub_range(&mut self) {
+        let a = self.key();
+        let b = if self.rng.chance(0.2) {
+            a.clone()
+        } else {
+            self.key()
+        };
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        self.db()
+            .compact_range(Some(&lo), Some(&hi))
+            .unwrap_or_else(|e| panic!("compact_range {lo:?}..={hi:?}: {e}"));
+        self.mark_durable();
+        self.note_tables();
+    }
+
+    /// Every key (and the empty key, and keys between) by `multi_get` and by
+    /// `get`, in the latest state and in a snapshot.
+    fn check_every_key(&mut self) {
+        let mut keys: Vec<Vec<u8>> = (0..300).map(key_at).collect();
+        keys.push(Vec::new());
+        keys.push(b"key012".to_vec());
+        keys.push(successor(&key_at(7)));
+        let got = self.db().multi_get(&keys).expect("multi_get");
+        for (k, v) in keys.iter().zip(got) {
+            assert_eq!(v.as_ref(), self.model.get(k), "multi_get {k:?}");
+        }
+        if !self.snapshots.is_empty() {
+            let i = self.rng.below(self.snapshots.len() as u64) as usize;
+            let (snap, model) = &self.snapshots[i];
+            for k in &keys {
+                assert_eq!(
+                    snap.get(k).expect("snapshot get").as_ref(),
+                    model.get(k),
+                    "snapshot get {k:?}"
+                );
+            }
         }
     }
 
@@ -123,9 +355,33 @@ impl Harness {
         }
     }
 
-    fn check_scan(&mut self) {
+    /// An iterator over the latest state (`snap` `None`) or over snapshot
+    /// `snap`, and the model of what it must see.
+    fn reader(&mut self, snap: Option<usize>, opts: &ReadOptions<'static>) -> (DbIterator, Model) {
+        match snap {
+            None => (self.db().iter(opts).expect("iter"), self.model.clone()),
+            Some(i) => {
+                // Through the snapshot, or through the database with the
+                // snapshot in the read options.
+                let via_options = self.rng.chance(0.5);
+                let (s, model) = &self.snapshots[i];
+                let it = if via_options {
+                    let o = ReadOptions {
+                        snapshot: Some(s),
+                        ..opts.clone()
+                    };
+                    self.db().iter(&o)
+                } else {
+                    s.iter(opts)
+                };
+                (it.expect("snapshot iter"), model.clone())
+            }
+        }
+    }
+
+    fn check_scan(&mut self, snap: Option<usize>) {
         let opts = self.random_bounds();
-        let mut it = self.db().iter(&opts).expect("iter");
+        let (mut it, model) = self.reader(snap, &opts);
         let start = if self.rng.chance(0.5) {
             let s = self.key();
             it.seek(&s);
@@ -140,8 +396,7 @@ impl Harness {
             (None, Some(l)) => l.clone(),
             (None, None) => Vec::new(),
         };
-        let expected: Vec<(Vec<u8>, Vec<u8>)> = self
-            .model
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = model
             .range(from..)
             .take_while(|(k, _)| opts.upper_bound.as_ref().is_none_or(|u| *k < u))
             .take(25)
@@ -153,7 +408,10 @@ impl Harness {
             it.next();
         }
         it.status().expect("scan");
-        assert_eq!(got, expected, "scan from {start:?}, bounds {opts:?}");
+        assert_eq!(
+            got, expected,
+            "scan from {start:?}, bounds {opts:?}, snapshot {snap:?}"
+        );
         // Turning around: prev from where the forward scan stopped.
         if got.len() >= 2 && it.valid() {
             it.prev();
@@ -165,9 +423,9 @@ impl Harness {
         }
     }
 
-    fn check_reverse_scan(&mut self) {
+    fn check_reverse_scan(&mut self, snap: Option<usize>) {
         let opts = self.random_bounds();
-        let mut it = self.db().iter(&opts).expect("iter");
+        let (mut it, model) = self.reader(snap, &opts);
         let start = if self.rng.chance(0.5) {
             let s = self.key();
             it.seek_for_prev(&s);
@@ -181,8 +439,7 @@ impl Harness {
                 && opts.upper_bound.as_ref().is_none_or(|u| k < u)
                 && start.as_ref().is_none_or(|s| k <= s)
         };
-        let expected: Vec<(Vec<u8>, Vec<u8>)> = self
-            .model
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = model
             .iter()
             .rev()
             .filter(|(k, _)| in_bounds(k))
@@ -197,7 +454,7 @@ impl Harness {
         it.status().expect("reverse scan");
         assert_eq!(
             got, expected,
-            "reverse scan from {start:?}, bounds {opts:?}"
+            "reverse scan from {start:?}, bounds {opts:?}, snapshot {snap:?}"
         );
         if got.len() >= 2 && it.valid() {
             it.next();
@@ -210,6 +467,7 @@ impl Harness {
     }
 
     fn reopen(&mut self) {
+        self.note_metrics();
         self.snapshots.clear();
         let db = self.db.take().expect("open");
         db.close().expect("close");
@@ -219,6 +477,7 @@ impl Harness {
     }
 
     fn crash(&mut self) {
+        self.note_metrics();
         self.snapshots.clear();
         if self.rng.chance(0.5) {
             self.fs.crash();
@@ -243,10 +502,12 @@ impl Harness {
         assert!(
             matched,
             "state after crash is not the durable state plus a prefix of later writes \
-             ({} pending writes, {} keys recovered, {} durable keys)",
+             ({} pending writes, {} keys recovered, {} durable keys; against the durable \
+             state: {})",
             self.pending.len(),
             state.len(),
-            self.durable.len()
+            self.durable.len(),
+            common::model_diff(&state, &self.durable)
         );
         self.model = state;
         self.mark_durable();
@@ -254,35 +515,35 @@ impl Harness {
     }
 
     fn step(&mut self) {
-        let r = self.rng.below(1000);
+        let r = self.rng.below(if self.range_dels { 1130 } else { 1000 });
         match r {
             0..=299 => {
                 let (k, v) = (self.key(), self.value());
                 let sync = self.rng.chance(0.05);
-                self.write(vec![(k, Some(v))], sync);
+                self.write(vec![Op::Put(k, v)], sync);
             }
             300..=399 => {
                 let k = self.key();
-                self.write(vec![(k, None)], false);
+                self.write(vec![Op::Delete(k)], false);
             }
             400..=479 => {
                 let n = 1 + self.rng.below(12);
                 let mut w = Write::new();
                 for _ in 0..n {
                     let k = self.key();
-                    let v = if self.rng.chance(0.8) {
-                        Some(self.value())
+                    let op = if self.rng.chance(0.8) {
+                        Op::Put(k, self.value())
                     } else {
-                        None
+                        Op::Delete(k)
                     };
-                    w.push((k, v));
+                    w.push(op);
                 }
                 let sync = self.rng.chance(0.1);
                 self.write(w, sync);
             }
             480..=749 => self.check_get(),
-            750..=799 => self.check_scan(),
-            800..=849 => self.check_reverse_scan(),
+            750..=799 => self.check_scan(None),
+            800..=849 => self.check_reverse_scan(None),
             850..=889 => {
                 if self.snapshots.len() < 3 && self.rng.chance(0.5) {
                     let s = self.db().snapshot();
@@ -301,14 +562,74 @@ impl Harness {
             890..=929 => {
                 self.db().flush().expect("flush");
                 self.mark_durable();
+                if self.range_dels {
+                    self.note_tables();
+                }
             }
             930..=944 => {
                 self.db().compact_all().expect("compact");
                 self.mark_durable();
+                if self.range_dels {
+                    self.note_tables();
+                }
             }
             945..=969 => self.reopen(),
-            _ => self.crash(),
+            970..=999 => self.crash(),
+            // With range deletions only.
+            1000..=1029 => self.delete_range(),
+            1030..=1054 => self.mixed_batch(),
+            1055..=1069 => self.compact_sub_range(),
+            1070..=1074 => self.bad_range(),
+            1075..=1099 => {
+                if self.snapshots.is_empty() {
+                    let s = self.db().snapshot();
+                    self.snapshots.push((s, self.model.clone()));
+                } else {
+                    let i = self.rng.below(self.snapshots.len() as u64) as usize;
+                    if self.rng.chance(0.5) {
+                        self.check_scan(Some(i));
+                    } else {
+                        self.check_reverse_scan(Some(i));
+                    }
+                }
+            }
+            1100..=1119 => self.check_every_key(),
+            _ => self.check_held_iterator(),
         }
+    }
+
+    /// An iterator keeps the state it was created in (without a snapshot)
+    /// through a range deletion, a flush or a compaction after it, both ways.
+    fn check_held_iterator(&mut self) {
+        let model = self.model.clone();
+        let mut it = self.db().iter(&ReadOptions::default()).expect("iter");
+        self.delete_range();
+        if self.rng.chance(0.3) {
+            self.db().flush().expect("flush");
+            self.mark_durable();
+        } else if self.rng.chance(0.3) {
+            self.compact_sub_range();
+        }
+        let mut got = Model::new();
+        it.seek_to_first();
+        while it.valid() {
+            got.insert(it.key().to_vec(), it.value().to_vec());
+            it.next();
+        }
+        it.status().expect("held iterator");
+        assert_eq!(got, model, "an iterator created before a range deletion");
+        let mut back = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            back.push(it.key().to_vec());
+            it.prev();
+        }
+        it.status().expect("held iterator, backward");
+        back.reverse();
+        assert!(
+            back.iter().eq(model.keys()),
+            "an iterator created before a range deletion, backward"
+        );
     }
 }
 
@@ -416,12 +737,17 @@ fn random_options(seed: u64) -> Options {
 /// naming the case in any failure so that it can be replayed with
 /// `SHALE_SEED=<seed>` (and kept in [`REGRESSIONS`]).
 fn run_case(name: &str, opts: Options, seed: u64, steps: usize) -> Harness {
+    run_case_with(name, opts, seed, steps, true)
+}
+
+/// [`run_case`], with range deletions in the mix or not.
+fn run_case_with(name: &str, opts: Options, seed: u64, steps: usize, range_dels: bool) -> Harness {
     let fs = Arc::new(CrashFs::new());
     let opts = Options {
         fs: fs.clone(),
         ..opts
     };
-    let mut h = Harness::new(opts, fs, seed);
+    let mut h = Harness::new(opts, fs, seed, range_dels);
     for i in 0..steps {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.step()));
         if let Err(e) = result {
@@ -441,6 +767,7 @@ fn run_case(name: &str, opts: Options, seed: u64, steps: usize) -> Harness {
         h.model,
         "final state, option set {name}, seed {seed}"
     );
+    h.note_metrics();
     h
 }
 
@@ -465,9 +792,15 @@ fn steps() -> usize {
 
 #[test]
 fn randomized_against_a_btreemap_with_crashes() {
+    let mut coverage = Coverage::default();
     for seed in seeds(0, if long_tests() { 8 } else { 2 }) {
         for (name, opts) in option_sets() {
             let h = run_case(name, opts, seed + name.len() as u64, steps());
+            coverage.l0_tables += h.coverage.l0_tables;
+            coverage.deeper_tables += h.coverage.deeper_tables;
+            coverage.dels_only_tables += h.coverage.dels_only_tables;
+            coverage.dropped_entries += h.coverage.dropped_entries;
+            coverage.dels_dropped += h.coverage.dels_dropped;
             if name == "leveled-tiny-levels" && std::env::var_os("SHALE_SEED").is_none() {
                 let m = h.db().metrics();
                 let levels = (1..shale::NUM_LEVELS)
@@ -476,6 +809,20 @@ fn randomized_against_a_btreemap_with_crashes() {
                 assert!(levels >= 2, "compactions into {levels} levels: {m:?}");
             }
         }
+    }
+    eprintln!("range deletions: {coverage:?}");
+    if std::env::var_os("SHALE_SEED").is_none() {
+        // Range deletions reached flushed and compacted tables (some of
+        // them with no entry beside), and compactions dropped what they
+        // covered.
+        assert!(
+            coverage.l0_tables > 0
+                && coverage.deeper_tables > 0
+                && coverage.dels_only_tables > 0
+                && coverage.dropped_entries > 0
+                && coverage.dels_dropped > 0,
+            "{coverage:?}"
+        );
     }
 }
 
@@ -496,29 +843,31 @@ fn randomized_options_against_a_btreemap_with_crashes() {
 }
 
 /// Cases that once failed, replayed as they were found: (option set, seed,
-/// steps, what was wrong).
-const REGRESSIONS: &[(&str, u64, usize, &str)] = &[(
+/// steps, range deletions in the mix, what was wrong).
+const REGRESSIONS: &[(&str, u64, usize, bool, &str)] = &[(
     "small-blocks",
     7919 + 12,
     1_900,
+    false,
     "a crash left zeros from a sector boundary after log data that itself ended \
      in zeros; recovery took the torn write for corruption",
 )];
 
 #[test]
 fn regressions_replay() {
-    for &(name, seed, steps, _why) in REGRESSIONS {
+    for &(name, seed, steps, range_dels, _why) in REGRESSIONS {
         let opts = option_sets()
             .into_iter()
             .find(|(n, _)| *n == name)
             .map(|(_, o)| o)
             .unwrap_or_else(|| panic!("no option set {name}"));
-        run_case(name, opts, seed, steps);
+        run_case_with(name, opts, seed, steps, range_dels);
     }
 }
 
 /// The multi-threaded variant: writers with disjoint keys (each with its own
-/// model), a reader checking that snapshots see whole batches, and a thread
+/// model; range deletions over their own keys), a reader checking that
+/// snapshots see whole batches, and a thread
 /// flushing and compacting; at the end the database equals the union of the
 /// writers' models, also after a reopen.
 #[test]
@@ -550,7 +899,15 @@ fn concurrent_writers_readers_and_snapshots_against_models() {
                                 format!("w{w}-{k:03}-a").into_bytes(),
                                 format!("w{w}-{k:03}-b").into_bytes(),
                             );
-                            if rng.chance(0.2) {
+                            if rng.chance(0.1) {
+                                // A range deletion of this writer's keys
+                                // `k..k2`: twins go together.
+                                let k2 = k + 1 + rng.below(10);
+                                let lo = format!("w{w}-{k:03}").into_bytes();
+                                let hi = format!("w{w}-{k2:03}").into_bytes();
+                                batch.delete_range(&lo, &hi);
+                                model.retain(|key, _| !(*key >= lo && *key < hi));
+                            } else if rng.chance(0.2) {
                                 batch.delete(&a);
                                 batch.delete(&b);
                                 model.remove(&a);

@@ -11,6 +11,7 @@ use crate::table::block::BlockBuilder;
 use crate::table::test_util::Rng;
 
 const TABLE: &[u8] = include_bytes!("../../tests/fixtures/table-v1.sst");
+const TABLE_V4: &[u8] = include_bytes!("../../tests/fixtures/table-v4.sst");
 const WAL: &[u8] = include_bytes!("../../tests/fixtures/wal-v1.log");
 const MANIFEST: &[u8] = include_bytes!("../../tests/fixtures/manifest-v1");
 
@@ -53,6 +54,29 @@ fn small_table() -> Vec<u8> {
 /// [`small_table`] in `format_version` (in version 3: one data page and its
 /// locator, about 4 KiB).
 fn small_table_of(format_version: u32) -> Vec<u8> {
+    small_table_with(format_version, Fragments::default())
+}
+
+/// [`small_table`] in version 4 with overlapping range deletions over its
+/// keys (`k000` to `k019`), some newer than the versions they cover.
+fn small_table_v4_range_dels() -> Vec<u8> {
+    let t = |start: &[u8], end: &[u8], seq: u64| RangeTombstone {
+        start: start.to_vec(),
+        end: end.to_vec(),
+        seq,
+    };
+    small_table_with(
+        4,
+        Fragments::build(vec![
+            t(b"k003", b"k009", 90),
+            t(b"k005", b"k012", 75),
+            t(b"k007", b"k007\0", 200),
+            t(b"", b"k001", 150),
+        ]),
+    )
+}
+
+fn small_table_with(format_version: u32, dels: Fragments) -> Vec<u8> {
     let mut rng = Rng::new(3);
     let mut case = TableCase {
         block_size: 200,
@@ -99,6 +123,7 @@ fn small_table_of(format_version: u32) -> Vec<u8> {
     for (k, v) in &keys {
         b.add(k, v).expect("add");
     }
+    b.set_range_dels(dels).expect("range deletions");
     b.finish().expect("finish");
     fs.read_all(path).expect("read")
 }
@@ -200,6 +225,12 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     b.delete(b"gone");
     b.put(b"", b"");
     add("write_batch", "built", b.encode(99).to_vec());
+    let mut b = WriteBatch::new();
+    b.put(b"a", b"1");
+    b.delete_range(b"", b"b");
+    b.put(b"a", b"2");
+    b.delete_range(b"c", b"c\0");
+    add("write_batch", "built-range", b.encode(7).to_vec());
 
     let mut rng = Rng::new(11);
     for i in 0..4 {
@@ -210,7 +241,58 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     add("salvage", "small-v2-fix-crc", with(2, &small_table()));
     add("salvage", "small-v3", with(0, &small_table_of(3)));
     add("salvage", "wal", with(1, &WAL[..8192]));
+    let small_v4 = small_table_v4_range_dels();
+    add(
+        "table_read",
+        "small-v4-range-dels-fix-crc",
+        with(0x01, &small_v4),
+    );
+    add("salvage", "small-v4-range-dels-fix-crc", with(2, &small_v4));
+
+    // Range-deletion blocks: the golden v4 table's, built ones, and
+    // tombstones to fragment.
+    add(
+        "range_del",
+        "fixture-v4",
+        with(0, &range_del_block(TABLE_V4)),
+    );
+    add("range_del", "empty", with(0, &[0]));
+    let t = |start: &[u8], end: &[u8], seq: u64| RangeTombstone {
+        start: start.to_vec(),
+        end: end.to_vec(),
+        seq,
+    };
+    let built = Fragments::build(vec![
+        t(b"", b"b", 3),
+        t(b"a", b"d", 9),
+        t(b"c", b"c\0", MAX_SEQNO),
+        t(b"c", b"x", 1),
+        t(b"y", b"z", 0),
+    ]);
+    add("range_del", "built", with(0, &built.encode()));
+    add(
+        "range_del",
+        "tombstones",
+        with(
+            1,
+            b"\x01\x02\x07a\x00\x02\x09bc\x02\x03\xffbbbcd\x03\x01\x05xyzz",
+        ),
+    );
     out
+}
+
+/// The contents of the range-deletion block of `table`, which ends where the
+/// properties begin.
+fn range_del_block(table: &[u8]) -> Vec<u8> {
+    let layout = inspect_table(mem_file(table), "fixture".into()).expect("fixture inspects");
+    let props = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == "properties")
+        .expect("properties");
+    let start = props.offset - layout.properties.range_del_bytes;
+    unwrap_block(table[start as usize..props.offset as usize].to_vec(), true)
+        .expect("the fixture's range-deletion block")
 }
 
 #[test]
@@ -370,6 +452,11 @@ fn replay_salvage() {
 }
 
 #[test]
+fn replay_range_del() {
+    replay_decoder("range_del", &[], 3000);
+}
+
+#[test]
 fn replay_table_roundtrip() {
     let (decoded, _) = replay("table_roundtrip", &[], 1500);
     eprintln!("table_roundtrip: {decoded} cases");
@@ -388,4 +475,30 @@ fn the_checksum_fixer_restores_every_checksum_of_the_fixture() {
     assert!(err.is_corruption());
     fix_table_checksums(&mut t);
     assert!(t == TABLE, "the fixer restores the written checksums");
+}
+
+#[test]
+fn the_checksum_fixer_restores_the_range_deletion_block_of_the_v4_fixture() {
+    let layout = inspect_table(mem_file(TABLE_V4), "fixture".into()).expect("fixture inspects");
+    let props = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == "properties")
+        .expect("properties");
+    let mut t = TABLE_V4.to_vec();
+    // The last byte of the range-deletion block's trailer: its checksum's.
+    t[props.offset as usize - 1] ^= 0x5a;
+    let err = TableReader::open(
+        mem_file(&t),
+        "t".into(),
+        1,
+        read_context(true),
+        false,
+        false,
+    )
+    .map(|_| ())
+    .expect_err("a damaged range-deletion block");
+    assert!(err.is_corruption());
+    fix_table_checksums(&mut t);
+    assert!(t == TABLE_V4, "the fixer restores the written checksum");
 }

@@ -1280,7 +1280,8 @@ fn inspect_lists_every_block(version: u32) {
 // ---- Golden fixtures ------------------------------------------------------------
 
 /// The committed table of each format version, written from `fixture_entries()`
-/// with `fixture_opts(version)`.
+/// with `fixture_opts(version)`, and from version 4 on with the range
+/// deletions of `fixture_range_dels()` (see [`build_fixture`]).
 fn fixture_path(version: u32) -> String {
     format!(
         "{}/tests/fixtures/table-v{version}.sst",
@@ -1337,6 +1338,80 @@ fn fixture_opts(format_version: u32) -> TableBuildOptions {
     }
 }
 
+/// The range deletions of the fixture (version 4 on): overlapping tombstones
+/// that fragment into several pieces, some of two or three sequence numbers;
+/// one from the empty key, one of a single key (`k ++ [0]` as its end), one
+/// past the last entry. Against the entries' sequence numbers (`1000 + i` for
+/// `user{i}`, `i + 1` for the older versions), they hide some versions and not
+/// others: `[user00100, user00200)` at 1150 hides `user00100`..`user00149`
+/// but not `user00150`, written at 1150.
+fn fixture_range_dels() -> Vec<crate::rangedel::RangeTombstone> {
+    let t = |start: &[u8], end: &[u8], seq: u64| crate::rangedel::RangeTombstone {
+        start: start.to_vec(),
+        end: end.to_vec(),
+        seq,
+    };
+    vec![
+        t(b"user00100", b"user00200", 1150),
+        t(b"user00150", b"user00260", 1250),
+        t(b"user00180", b"user00190", 1100),
+        t(b"user00400", b"user00400\0", 2000),
+        t(b"user00490", b"user99999", 1495),
+        t(b"", b"user00005", 500),
+    ]
+}
+
+/// The fragments of [`fixture_range_dels`], as the fixture stores them.
+fn fixture_fragments() -> crate::rangedel::Fragments {
+    crate::rangedel::Fragments::build(fixture_range_dels())
+}
+
+/// The fixture of `version`: [`fixture_entries`] with [`fixture_opts`], and
+/// from version 4 on the range deletions of [`fixture_range_dels`].
+fn build_fixture(version: u32) -> (Vec<u8>, TableProperties) {
+    let (writer, buf) = MemWriter::new();
+    let mut b = TableBuilder::new(
+        Box::new(writer),
+        PathBuf::from("test.sst"),
+        fixture_opts(version),
+    );
+    for (k, v) in &fixture_entries() {
+        b.add(k, v).unwrap();
+    }
+    if version >= crate::format::RANGE_DEL_TABLE_FORMAT_VERSION {
+        b.set_range_dels(fixture_fragments()).unwrap();
+    }
+    let props = b.finish().unwrap();
+    let data = buf.lock().unwrap().clone();
+    assert_eq!(props.file_size, data.len() as u64);
+    (data, props)
+}
+
+/// What a get of the fixture of `version` must return: the newest entry at
+/// or below `seq`, unless a range deletion visible at `seq` and newer than
+/// it covers the key (then a deletion, also where the table has no entry).
+fn fixture_get(version: u32, entries: &[Entry], user_key: &[u8], seq: u64) -> TableGet {
+    let found = model_get(entries, user_key, seq);
+    if version < crate::format::RANGE_DEL_TABLE_FORMAT_VERSION {
+        return found;
+    }
+    // Straight from the tombstones as written, not from the fragments.
+    let newest = fixture_range_dels()
+        .into_iter()
+        .filter(|t| t.start.as_slice() <= user_key && user_key < t.end.as_slice() && t.seq <= seq)
+        .map(|t| t.seq)
+        .max();
+    let found_seq = entries
+        .iter()
+        .find(|(k, _)| user(k) == user_key && seq_of(k) <= seq)
+        .map(|(k, _)| seq_of(k));
+    match (newest, found_seq) {
+        (Some(t), Some(p)) if t > p => TableGet::Found(ValueKind::Delete, Vec::new()),
+        (Some(_), None) => TableGet::Found(ValueKind::Delete, Vec::new()),
+        _ => found,
+    }
+}
+
 /// The writer still produces the committed bytes of every version: a change to
 /// the table encoding must come with a new format version and a new fixture.
 /// `SHALE_WRITE_TABLE_FIXTURE=N` writes the fixture of version `N` (only for a
@@ -1344,7 +1419,7 @@ fn fixture_opts(format_version: u32) -> TableBuildOptions {
 #[test]
 fn this_build_writes_the_golden_fixtures_byte_for_byte() {
     for version in crate::format::MIN_TABLE_FORMAT_VERSION..=crate::format::TABLE_FORMAT_VERSION {
-        let (data, _) = build(&fixture_entries(), fixture_opts(version));
+        let (data, _) = build_fixture(version);
         if std::env::var("SHALE_WRITE_TABLE_FIXTURE").is_ok_and(|v| v == version.to_string()) {
             std::fs::write(fixture_path(version), &data).expect("write the fixture");
         }
@@ -1372,6 +1447,120 @@ fn golden_fixture_v3_still_reads() {
     assert!(p.filter_partitions > 1, "{p:?}");
 }
 
+#[test]
+fn golden_fixture_v4_still_reads() {
+    check_golden_fixture(4);
+    let data = read_fixture(4);
+    let t = open(data.clone(), &ctx());
+    let p = t.properties().clone();
+    assert!(p.filter_partitions > 1, "{p:?}");
+    // The range deletions: six overlapping tombstones, eight fragments.
+    let frags = fixture_fragments();
+    let f = |start: &[u8], end: &[u8], seqs: &[u64]| crate::rangedel::Fragment {
+        start: start.to_vec(),
+        end: end.to_vec(),
+        seqs: seqs.to_vec(),
+    };
+    assert_eq!(
+        frags.fragments(),
+        &[
+            f(b"", b"user00005", &[500]),
+            f(b"user00100", b"user00150", &[1150]),
+            f(b"user00150", b"user00180", &[1250, 1150]),
+            f(b"user00180", b"user00190", &[1250, 1150, 1100]),
+            f(b"user00190", b"user00200", &[1250, 1150]),
+            f(b"user00200", b"user00260", &[1250]),
+            f(b"user00400", b"user00400\0", &[2000]),
+            f(b"user00490", b"user99999", &[1495]),
+        ]
+    );
+    assert_eq!(t.range_dels().as_ref(), &frags, "the range deletions read");
+    assert_eq!(p.range_deletions, 12);
+    // The sequence range covers the range deletions (2000 is only there).
+    assert_eq!((p.smallest_seqno, p.largest_seqno), (1, 2000));
+    // The block sits right before the properties, unwrapped and uncompressed,
+    // and holds exactly the encoding of the fragments.
+    let layout = block_sizes(&data);
+    let props_at = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == "properties")
+        .unwrap()
+        .offset;
+    let top_end = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == "top_index")
+        .map(|b| b.offset + b.size + 5)
+        .unwrap();
+    let start = props_at - p.range_del_bytes;
+    assert!(start >= top_end, "after the top-level index");
+    let stored = data[start as usize..props_at as usize].to_vec();
+    assert_eq!(stored[stored.len() - 5], Compression::None as u8);
+    let contents = super::layout::unwrap_block(stored, true).unwrap();
+    assert_eq!(contents, frags.encode(), "the block is the encoding");
+    assert_eq!(
+        crate::rangedel::Fragments::decode(&contents),
+        Ok(frags.clone())
+    );
+    // Gets the range deletions hide (the entries are there, iteration shows
+    // them all: a table does not apply its own range deletions to a scan).
+    let hidden = |uk: &[u8], seq: u64| {
+        assert_eq!(
+            t.get(uk, seq, true).unwrap(),
+            TableGet::Found(ValueKind::Delete, Vec::new()),
+            "{uk:?}@{seq}"
+        );
+    };
+    hidden(b"user00120", u64::MAX);
+    hidden(b"user00185", u64::MAX);
+    // At 1120, only the tombstone at 1100 is visible: it hides the old
+    // version of user00180 (at 181) and nothing newer.
+    hidden(b"user00180", 1120);
+    hidden(b"user00400", 2000);
+    hidden(b"user00490", u64::MAX);
+    hidden(b"user00000", 999);
+    // Keys the table does not hold, inside ranges: deleted.
+    hidden(b"user00120x", u64::MAX);
+    hidden(b"", u64::MAX);
+    hidden(b"a", 500);
+    hidden(b"user01000", u64::MAX);
+    let visible = |uk: &[u8], seq: u64| {
+        assert!(
+            matches!(
+                t.get(uk, seq, false).unwrap(),
+                TableGet::Found(ValueKind::Value, _)
+            ),
+            "{uk:?}@{seq}"
+        );
+    };
+    // Written at 1151, after the tombstone at 1150: hidden only once the
+    // one at 1250 is visible.
+    visible(b"user00151", 1249);
+    hidden(b"user00151", u64::MAX);
+    hidden(b"user00249", u64::MAX);
+    // Written at 1250, as new as the tombstone there: a tombstone hides only
+    // older versions.
+    visible(b"user00250", u64::MAX);
+    visible(b"user00260", u64::MAX);
+    visible(b"user00400", 1999);
+    visible(b"user00401", u64::MAX);
+    visible(b"user00495", u64::MAX);
+    visible(b"user00000", u64::MAX);
+    visible(b"user00005", u64::MAX);
+    assert_eq!(t.get(b"a", 499, false).unwrap(), TableGet::Absent);
+    assert_eq!(
+        t.get(b"user00300x", u64::MAX, false).unwrap(),
+        TableGet::Absent
+    );
+    // Encoding the same input again gives the same bytes.
+    let (again, _) = build_fixture(4);
+    assert!(
+        again == data,
+        "the v4 fixture is not reproduced byte for byte"
+    );
+}
+
 fn check_golden_fixture(version: u32) {
     let data = read_fixture(version);
     let entries = fixture_entries();
@@ -1394,15 +1583,38 @@ fn check_golden_fixture(version: u32) {
         for seq in [u64::MAX, seq_of(k), seq_of(k).saturating_sub(1)] {
             assert_eq!(
                 t.get(uk, seq, true).unwrap(),
-                model_get(&entries, uk, seq),
+                fixture_get(version, &entries, uk, seq),
                 "{uk:?}@{seq}"
             );
             assert_eq!(
                 t.get(uk, seq, false).unwrap(),
-                model_get(&entries, uk, seq),
+                fixture_get(version, &entries, uk, seq),
                 "{uk:?}@{seq}"
             );
         }
+    }
+    if version >= crate::format::RANGE_DEL_TABLE_FORMAT_VERSION {
+        // Around every tombstone's bounds too, at every sequence number
+        // that matters.
+        for d in fixture_range_dels() {
+            let mut keys = vec![d.start.clone(), d.end.clone()];
+            keys.push([d.start.as_slice(), b"\0"].concat());
+            if let Some((_, head)) = d.end.split_last() {
+                keys.push(head.to_vec());
+            }
+            for uk in &keys {
+                for seq in [u64::MAX, d.seq, d.seq - 1, d.seq + 1, 1150, 1120, 999] {
+                    assert_eq!(
+                        t.get(uk, seq, false).unwrap(),
+                        fixture_get(version, &entries, uk, seq),
+                        "{uk:?}@{seq}"
+                    );
+                }
+            }
+        }
+    } else {
+        assert!(t.range_dels().is_empty());
+        assert_eq!((p.range_deletions, p.range_del_bytes), (0, 0));
     }
     let mut it = t.iter();
     it.seek_to_first();

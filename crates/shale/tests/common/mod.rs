@@ -54,6 +54,28 @@ pub(crate) fn scan_all(db: &impl Readable) -> BTreeMap<Vec<u8>, Vec<u8>> {
     out
 }
 
+/// How `got` differs from `want`: the first few keys missing, extra or with
+/// another value.
+pub(crate) fn model_diff(
+    got: &BTreeMap<Vec<u8>, Vec<u8>>,
+    want: &BTreeMap<Vec<u8>, Vec<u8>>,
+) -> String {
+    let mut out = Vec::new();
+    for (k, v) in want {
+        match got.get(k) {
+            None => out.push(format!("missing {}", String::from_utf8_lossy(k))),
+            Some(g) if g != v => out.push(format!("other value {}", String::from_utf8_lossy(k))),
+            Some(_) => {}
+        }
+    }
+    for k in got.keys().filter(|k| !want.contains_key(*k)) {
+        out.push(format!("extra {}", String::from_utf8_lossy(k)));
+    }
+    let n = out.len();
+    out.truncate(12);
+    format!("{n} differences: {}", out.join(", "))
+}
+
 /// One record of a log (`docs/format/wal.md`).
 pub(crate) struct LogRecord {
     /// Offset of its first fragment.
