@@ -1406,8 +1406,8 @@ fn fixture_get(version: u32, entries: &[Entry], user_key: &[u8], seq: u64) -> Ta
         .find(|(k, _)| user(k) == user_key && seq_of(k) <= seq)
         .map(|(k, _)| seq_of(k));
     match (newest, found_seq) {
-        (Some(t), Some(p)) if t > p => TableGet::Found(ValueKind::Delete, Vec::new()),
-        (Some(_), None) => TableGet::Found(ValueKind::Delete, Vec::new()),
+        (Some(t), Some(p)) if t > p => TableGet::Found(ValueKind::Delete, Vec::new().into()),
+        (Some(_), None) => TableGet::Found(ValueKind::Delete, Vec::new().into()),
         _ => found,
     }
 }
@@ -1508,7 +1508,7 @@ fn golden_fixture_v4_still_reads() {
     let hidden = |uk: &[u8], seq: u64| {
         assert_eq!(
             t.get(uk, seq, true).unwrap(),
-            TableGet::Found(ValueKind::Delete, Vec::new()),
+            TableGet::Found(ValueKind::Delete, Vec::new().into()),
             "{uk:?}@{seq}"
         );
     };
