@@ -474,3 +474,26 @@ fn a_failed_sync_wal_poisons_the_database() {
     assert!(matches!(db.sync_wal(), Err(Error::Poisoned { .. })));
     assert!(matches!(db.put(b"b", b"2"), Err(Error::Poisoned { .. })));
 }
+
+#[test]
+fn a_synced_empty_write_makes_earlier_writes_durable() {
+    use shale::env::CrashFs;
+    use shale::{WriteBatch, WriteOptions};
+    let fs = Arc::new(CrashFs::new());
+    let opts = || Options {
+        fs: fs.clone(),
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts()).expect("open");
+    db.put(b"a", b"1").expect("put, not synced");
+    let mut b = WriteBatch::new();
+    b.delete_range(b"k", b"k"); // an empty range: no op
+    assert!(b.is_empty());
+    db.write(b, &WriteOptions { sync: true })
+        .expect("synced empty write");
+    fs.crash();
+    drop(db);
+    fs.restart();
+    let db = Db::open("/db", opts()).expect("reopen");
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+}

@@ -194,7 +194,9 @@ impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         batch.validate()?;
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to write, but a synced write still makes the writes
+            // before it durable (as LevelDB's does).
+            return if sync { self.sync_wal() } else { Ok(()) };
         }
         self.queue.write(&WalSteps(self), Request { batch, sync })
     }
