@@ -16,47 +16,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::scan_all;
+use common::{apply, scan_all, Model, Op, Write};
 use shale::env::{CrashFs, FaultFs, FaultRule, FileSystem, MemFs, OpKind};
 use shale::{Db, Error, Options, Readable, WriteBatch, WriteOptions};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-/// One operation of a write.
-#[derive(Clone, Debug)]
-enum Op {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
-    /// Deletes `[start, end)`.
-    DeleteRange(Vec<u8>, Vec<u8>),
-}
-
-/// The operations of one write (a batch), applied in order.
-type Write = Vec<Op>;
-
-fn apply(model: &mut Model, w: &Write) {
-    for op in w {
-        match op {
-            Op::Put(k, v) => {
-                model.insert(k.clone(), v.clone());
-            }
-            Op::Delete(k) => {
-                model.remove(k);
-            }
-            Op::DeleteRange(start, end) => {
-                if start < end {
-                    let doomed: Vec<Vec<u8>> = model
-                        .range(start.clone()..end.clone())
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    for k in doomed {
-                        model.remove(&k);
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// What a run acknowledged, and the one write in flight when it failed: that
 /// write's outcome is unknown, so the state with or without it is correct.

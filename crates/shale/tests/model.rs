@@ -19,53 +19,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::{long_tests, scan_all, Rng};
+use common::{apply, long_tests, scan_all, Model, Op, Rng, Write};
 use shale::env::CrashFs;
 use shale::{
     Compression, Db, DbIterator, Error, FilterLevels, FilterPolicy, Options, ReadOptions, Snapshot,
     WriteBatch, WriteOptions,
 };
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-/// One operation of a write.
-#[derive(Clone, Debug)]
-enum Op {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
-    /// Deletes every key in `[start, end)` (nothing when `start == end`).
-    DeleteRange(Vec<u8>, Vec<u8>),
-}
-
-/// The operations of one write (a batch), applied in order.
-type Write = Vec<Op>;
-
-fn apply(model: &mut Model, w: &Write) {
-    for op in w {
-        match op {
-            Op::Put(k, v) => {
-                model.insert(k.clone(), v.clone());
-            }
-            Op::Delete(k) => {
-                model.remove(k);
-            }
-            Op::DeleteRange(start, end) => {
-                if start < end {
-                    let doomed: Vec<Vec<u8>> = model
-                        .range(start.clone()..end.clone())
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    for k in doomed {
-                        model.remove(&k);
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// The `i`-th key of the model's key space (300 keys are written; a larger
 /// `i` is a key past all of them).

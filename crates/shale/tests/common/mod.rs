@@ -159,3 +159,43 @@ pub(crate) fn batch_keys(payload: &[u8]) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// The state a model-based test expects.
+pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// One operation of a write, as the model applies it.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    /// Deletes every key in `[start, end)` (nothing when `start == end`).
+    DeleteRange(Vec<u8>, Vec<u8>),
+}
+
+/// The operations of one write (a batch), applied in order.
+pub(crate) type Write = Vec<Op>;
+
+/// Applies `w` to `model`.
+pub(crate) fn apply(model: &mut Model, w: &Write) {
+    for op in w {
+        match op {
+            Op::Put(k, v) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Op::Delete(k) => {
+                model.remove(k);
+            }
+            Op::DeleteRange(start, end) => {
+                if start < end {
+                    let doomed: Vec<Vec<u8>> = model
+                        .range(start.clone()..end.clone())
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for k in doomed {
+                        model.remove(&k);
+                    }
+                }
+            }
+        }
+    }
+}
