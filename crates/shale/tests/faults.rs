@@ -13,7 +13,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::{apply, scan_all, Model, Op, Write};
