@@ -7,6 +7,9 @@
 //! `cargo bench -p shale --bench engine` measures; CI runs each benchmark
 //! once (`cargo test -p shale --benches`) so that they keep working.
 
+// `criterion_group!` defines a function it cannot document.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 
