@@ -125,11 +125,13 @@ pub struct Options {
     /// cut between half and twice the target, preferably where a table of the
     /// next level starts.
     pub target_file_size_base: u64,
-    /// Table format version written by flushes and compactions (default 3:
-    /// data blocks, filter partitions and compact index partitions each on a
-    /// 4 KiB page, so a Get reads one page per block; 2: page-aligned data
-    /// blocks, one filter block per table; 1: blocks back to back). Tables of
-    /// every version are read.
+    /// Table format version written by flushes and compactions (default 4:
+    /// version 3 with room for range deletions; 3: data blocks, filter
+    /// partitions and compact index partitions each on a 4 KiB page, so a Get
+    /// reads one page per block; 2: page-aligned data blocks, one filter block
+    /// per table; 1: blocks back to back). A table holding range deletions is
+    /// written in version 4 whatever this says. Tables of every version are
+    /// read.
     pub table_format_version: u32,
     /// Verify block checksums on every read (default true).
     pub verify_checksums: bool,
@@ -212,7 +214,7 @@ impl Options {
         if !(crate::format::MIN_TABLE_FORMAT_VERSION..=crate::format::TABLE_FORMAT_VERSION)
             .contains(&self.table_format_version)
         {
-            return bad("table_format_version must be 1, 2 or 3");
+            return bad("table_format_version must be 1, 2, 3 or 4");
         }
         if self.l0_compaction_trigger == 0 {
             return bad("l0_compaction_trigger must be at least 1");

@@ -1,11 +1,13 @@
-//! Sorted string tables. Format version 3 (the default) is page-structured:
+//! Sorted string tables. Format version 3 is page-structured:
 //! data blocks of whole 4 KiB pages, the filter cut into page-sized partitions
 //! (blocked Bloom or binary fuse) under a top-level filter index, and locators
 //! (compact Elias-Fano codes of the blocks' first keys, implicit page handles)
 //! under a top-level index ([`paged`]). Versions 1 and 2 keep data blocks with
 //! restart points, one cache-line-blocked Bloom filter over user keys, a
 //! partitioned index with delta-encoded block handles, a tagged properties
-//! block and a fixed footer. The byte formats are specified in
+//! block and a fixed footer. Version 4 (the default) is version 3 with an
+//! optional range-deletion block ([`crate::rangedel`]) before the properties.
+//! The byte formats are specified in
 //! `docs/format/table.md` and in grammar comments on the encoders
 //! ([`builder`], [`block`], [`filter`], [`fuse`], [`paged`], [`layout`]).
 //!
