@@ -5,7 +5,7 @@
 //! figures are the engine's own work.
 //!
 //! `cargo bench -p shale --bench engine` measures; CI runs each benchmark
-//! once (`cargo test -p shale --benches`) so that they keep working.
+//! once (`cargo test -p shale --bench engine`) so that they keep working.
 
 // `criterion_group!` defines a function it cannot document.
 #![allow(missing_docs)]
