@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::files;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,17 +17,6 @@ fn options(fs: Arc<MemFs>) -> Options {
         write_buffer_size: 16 << 10,
         ..Options::default()
     }
-}
-
-fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
-    let mut v: Vec<String> = fs
-        .list(Path::new("/db"))
-        .expect("list")
-        .into_iter()
-        .filter(|n| n.ends_with(suffix))
-        .collect();
-    v.sort();
-    v
 }
 
 /// Puts keys `k00000`.. with their index as value.

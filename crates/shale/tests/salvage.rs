@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::{files, xor_byte};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,27 +48,6 @@ fn value(i: u32, round: u32) -> Vec<u8> {
 
 fn path(name: &str) -> PathBuf {
     Path::new(DIR).join(name)
-}
-
-fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
-    let mut v: Vec<String> = fs
-        .list(Path::new(DIR))
-        .expect("list")
-        .into_iter()
-        .filter(|n| n.ends_with(suffix))
-        .collect();
-    v.sort();
-    v
-}
-
-fn xor_byte(fs: &MemFs, name: &str, offset: u64, xor: u8) {
-    let p = path(name);
-    let mut data = fs.read_all(&p).expect("read");
-    data[offset as usize] ^= xor;
-    fs.remove(&p).expect("remove");
-    let mut w = fs.create_object(&p, WriteLifetime::NotSet).expect("create");
-    w.write(&data).expect("write");
-    w.finish().expect("finish");
 }
 
 fn layout(fs: &MemFs, name: &str) -> TableLayout {

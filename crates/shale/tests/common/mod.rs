@@ -3,6 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use std::path::Path;
+
+use shale::env::{FileSystem, MemFs, WriteLifetime};
 use shale::{ReadOptions, Readable};
 
 /// SplitMix64: a tiny deterministic generator for randomized tests.
@@ -198,4 +201,28 @@ pub(crate) fn apply(model: &mut Model, w: &Write) {
             }
         }
     }
+}
+
+/// The names in the database directory `/db` of `fs` that end in `suffix`,
+/// sorted.
+pub(crate) fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
+    let mut v: Vec<String> = fs
+        .list(Path::new("/db"))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Flips bits of the byte at `offset` of `/db/name` (rewriting the file).
+pub(crate) fn xor_byte(fs: &MemFs, name: &str, offset: u64, xor: u8) {
+    let p = Path::new("/db").join(name);
+    let mut data = fs.read_all(&p).expect("read");
+    data[offset as usize] ^= xor;
+    fs.remove(&p).expect("remove");
+    let mut w = fs.create_object(&p, WriteLifetime::NotSet).expect("create");
+    w.write(&data).expect("write");
+    w.finish().expect("finish");
 }
