@@ -100,7 +100,7 @@ fn an_undamaged_database_with_range_deletions_repairs_to_the_same_state() {
 #[test]
 fn a_lost_range_deletion_in_the_log_resurrects_no_key() {
     let fs = Arc::new(MemFs::new());
-    let (db, model) = base(&fs);
+    let (db, _) = base(&fs);
     let mut b = WriteBatch::new();
     b.delete_range(&key(10), &key(20));
     synced(&db, b);
@@ -131,7 +131,6 @@ fn a_lost_range_deletion_in_the_log_resurrects_no_key() {
             "key {i}"
         );
     }
-    let _ = model;
 }
 
 /// A put of the range's start key is lost (its record damaged), so that key
