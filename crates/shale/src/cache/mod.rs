@@ -9,10 +9,12 @@
 //!
 //! # Layout
 //!
-//! The cache is split into a power-of-two number of shards; a key's shard comes
-//! from bits 32..48 of an xxh3 hash of the key (the low bits and the top seven bits
-//! are what the shard's own hash table uses, so they are left independent). Each
-//! shard has a hash map from key to a slot of a slab, and the slab's slots are
+//! The cache is split into a power-of-two number of shards. A key is hashed once
+//! per call ([`CacheKey::hash64`], a multiply-fold mix of its fixed-size
+//! fields); its shard comes from bits 32..48 of that hash (the low bits and the
+//! top seven bits are what the shard's own hash table uses, so they are left
+//! independent), and the shard's map reuses the same hash. Each shard has a
+//! hash map from key to a slot of a slab, and the slab's slots are
 //! linked (by index, no pointers) into one circular doubly-linked LRU list per
 //! [`Priority`], each with its own sentinel slot.
 //!
@@ -61,11 +63,10 @@
 //! shard mutex argument in `LruCache::budget`'s docs, not on the checker.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::Ordering;
 
 use crossbeam_utils::CachePadded;
-use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::sync::{AtomicU64, Mutex};
 
@@ -105,12 +106,11 @@ impl Priority {
 /// sharding, eviction order and concurrency.
 pub(crate) struct LruCache<K, V> {
     shards: Box<[ShardLock<K, V>]>,
-    hasher: KeyHashBuilder,
     capacity: AtomicU64,
     pinned: AtomicU64,
 }
 
-impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
+impl<K: CacheKey, V: Clone + Send> LruCache<K, V> {
     /// A cache of `capacity` charge units split over `shards` shards (rounded up
     /// to a power of two; at least 1, at most 65536).
     pub(crate) fn new(capacity: u64, shards: usize) -> Self {
@@ -120,7 +120,6 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
             .collect();
         LruCache {
             shards,
-            hasher: KeyHashBuilder,
             capacity: AtomicU64::new(capacity),
             pinned: AtomicU64::new(0),
         }
@@ -128,8 +127,8 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
 
     /// Looks `key` up; a hit makes it the most recently used entry of its pool.
     pub(crate) fn get(&self, key: &K) -> Option<V> {
-        let (_, shard) = self.shard_of(key);
-        shard.lock().get(key)
+        let (key, _, shard) = self.shard_of(key);
+        shard.lock().get(&key)
     }
 
     /// Inserts `value` under `key` with `charge` and `priority`, replacing (value,
@@ -138,7 +137,7 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
     /// budget. If `charge` alone exceeds the shard's budget, nothing is cached
     /// and any previous entry under `key` is removed.
     pub(crate) fn insert(&self, key: K, value: V, charge: u64, priority: Priority) {
-        let (i, shard) = self.shard_of(&key);
+        let (key, i, shard) = self.shard_of(&key);
         let mut garbage = Vec::new();
         {
             let mut s = shard.lock();
@@ -150,8 +149,8 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
 
     /// Removes `key` if present.
     pub(crate) fn erase(&self, key: &K) {
-        let (_, shard) = self.shard_of(key);
-        let removed = shard.lock().remove(key);
+        let (key, _, shard) = self.shard_of(key);
+        let removed = shard.lock().remove(&key);
         drop(removed);
     }
 
@@ -194,11 +193,16 @@ impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
         self.trim_all();
     }
 
-    fn shard_of(&self, key: &K) -> (usize, &Mutex<Shard<K, V>>) {
-        let hash = self.hasher.hash_one(key);
+    /// `key` with its hash, and its shard's index and lock.
+    fn shard_of(&self, key: &K) -> (Hashed<K>, usize, &Mutex<Shard<K, V>>) {
+        let hash = key.hash64();
         // The slab length is a power of two, so the mask keeps `i` in range.
         let i = ((hash >> 32) as usize) & (self.shards.len() - 1);
-        (i, &self.shards[i])
+        let key = Hashed {
+            hash,
+            key: key.clone(),
+        };
+        (key, i, &self.shards[i])
     }
 
     /// Budget of shard `i`: its share of `capacity - pinned`. Called with shard
@@ -242,7 +246,7 @@ fn update_saturating(a: &AtomicU64, f: impl Fn(u64) -> u64) {
 
 /// One cached entry.
 struct Entry<K, V> {
-    key: K,
+    key: Hashed<K>,
     value: V,
     charge: u64,
     priority: Priority,
@@ -257,20 +261,20 @@ struct Slot<K, V> {
 }
 
 /// Values leaving a shard, dropped once its lock is released.
-type Garbage<K, V> = Vec<(K, V)>;
+type Garbage<K, V> = Vec<(Hashed<K>, V)>;
 
 /// One shard: slots `0..POOLS` are the sentinels of the Low, Medium and High
 /// lists; `sentinel.next` is the pool's least recently used entry and
 /// `sentinel.prev` its most recently used.
 struct Shard<K, V> {
-    map: HashMap<K, usize, KeyHashBuilder>,
+    map: HashMap<Hashed<K>, usize, BuildHasherDefault<PassHash>>,
     slots: Vec<Slot<K, V>>,
     free: Vec<usize>,
     /// Sum of the charges of the entries.
     usage: u64,
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
+impl<K: CacheKey, V: Clone> Shard<K, V> {
     fn new() -> Self {
         let slots = (0..POOLS)
             .map(|i| Slot {
@@ -280,14 +284,14 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
             })
             .collect();
         Shard {
-            map: HashMap::with_hasher(KeyHashBuilder),
+            map: HashMap::default(),
             slots,
             free: Vec::new(),
             usage: 0,
         }
     }
 
-    fn get(&mut self, key: &K) -> Option<V> {
+    fn get(&mut self, key: &Hashed<K>) -> Option<V> {
         let i = *self.map.get(key)?;
         let entry = self.slots.get(i)?.entry.as_ref()?;
         let (value, pool) = (entry.value.clone(), entry.priority.pool());
@@ -298,7 +302,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
 
     fn insert(
         &mut self,
-        key: K,
+        key: Hashed<K>,
         value: V,
         charge: u64,
         priority: Priority,
@@ -359,7 +363,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
     }
 
     /// Removes `key`'s entry, returning its key and value.
-    fn remove(&mut self, key: &K) -> Option<(K, V)> {
+    fn remove(&mut self, key: &Hashed<K>) -> Option<(Hashed<K>, V)> {
         let i = self.map.remove(key)?;
         self.release_slot(i)
     }
@@ -388,7 +392,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
 
     /// Unlinks slot `i`, takes its entry, subtracts its charge and frees the
     /// slot. The caller removes the map entry.
-    fn release_slot(&mut self, i: usize) -> Option<(K, V)> {
+    fn release_slot(&mut self, i: usize) -> Option<(Hashed<K>, V)> {
         self.unlink(i);
         let entry = self.slots.get_mut(i)?.entry.take()?;
         self.free.push(i);
@@ -414,58 +418,89 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
     }
 }
 
-/// Builds [`KeyHasher`]s. Unseeded: keys are block addresses and file numbers
-/// chosen by the engine, not by an adversary.
-#[derive(Clone, Copy, Debug, Default)]
-struct KeyHashBuilder;
+/// A key of an [`LruCache`]: small, fixed-size and chosen by the engine (block
+/// addresses, file numbers), not by an adversary, so an unseeded mix suffices.
+pub(crate) trait CacheKey: Eq + Clone + Send {
+    /// A hash whose every bit depends on every bit of the key.
+    fn hash64(&self) -> u64;
+}
 
-impl BuildHasher for KeyHashBuilder {
-    type Hasher = KeyHasher;
-
-    fn build_hasher(&self) -> KeyHasher {
-        KeyHasher {
-            state: 0,
-            len: 0,
-            buf: [0; KEY_HASH_BUF],
-        }
+impl CacheKey for u64 {
+    fn hash64(&self) -> u64 {
+        mix(*self, 0)
     }
 }
 
-const KEY_HASH_BUF: usize = 32;
-
-/// A [`Hasher`] that buffers small writes and hashes them with one xxh3 call
-/// (a `(u64, u64)` key is one 16-byte hash), chaining 32-byte chunks through
-/// the seed for longer keys.
-struct KeyHasher {
-    state: u64,
-    len: usize,
-    buf: [u8; KEY_HASH_BUF],
+impl CacheKey for u32 {
+    fn hash64(&self) -> u64 {
+        mix(u64::from(*self), 0)
+    }
 }
 
-impl Hasher for KeyHasher {
-    fn write(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            if self.len == 0 && bytes.len() >= KEY_HASH_BUF {
-                self.state = xxh3_64_with_seed(bytes, self.state);
-                return;
-            }
-            let n = (KEY_HASH_BUF - self.len).min(bytes.len());
-            let (head, rest) = bytes.split_at(n);
-            if let Some(dst) = self.buf.get_mut(self.len..self.len + n) {
-                dst.copy_from_slice(head);
-            }
-            self.len += n;
-            bytes = rest;
-            if self.len == KEY_HASH_BUF {
-                self.state = xxh3_64_with_seed(&self.buf, self.state);
-                self.len = 0;
-            }
+/// A block address: (file number, offset).
+impl CacheKey for (u64, u64) {
+    fn hash64(&self) -> u64 {
+        mix(self.0, self.1)
+    }
+}
+
+/// The high and low halves of the 128-bit product, folded together.
+#[inline]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Two 64-bit words mixed into one hash: two multiply-folds, the second
+/// spreading the first's result over all 64 bits. The odd constants (digits
+/// of pi) keep a zero word from zeroing a product.
+#[inline]
+fn mix(a: u64, b: u64) -> u64 {
+    let x = fold_mul(a ^ 0x243f_6a88_85a3_08d3, b ^ 0x1319_8a2e_0370_7345);
+    fold_mul(x ^ 0xa409_3822_299f_31d1, 0x082e_fa98_ec4e_6c89)
+}
+
+/// A key with its hash, computed once per cache call and reused by the
+/// shard's map (through [`PassHash`]).
+#[derive(Clone, Debug)]
+struct Hashed<K> {
+    hash: u64,
+    key: K,
+}
+
+impl<K: Eq> PartialEq for Hashed<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.key == other.key
+    }
+}
+
+impl<K: Eq> Eq for Hashed<K> {}
+
+impl<K> Hash for Hashed<K> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// The hasher of a shard's map: passes a [`Hashed`] key's precomputed hash
+/// through.
+#[derive(Default)]
+struct PassHash(u64);
+
+impl Hasher for PassHash {
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used by `Hashed`; fold anything else in anyway.
+        for &b in bytes {
+            self.0 = fold_mul(self.0 ^ u64::from(b), 0x9e37_79b9_7f4a_7c15);
         }
     }
 
     fn finish(&self) -> u64 {
-        let (tail, _) = self.buf.split_at(self.len.min(KEY_HASH_BUF));
-        xxh3_64_with_seed(tail, self.state)
+        self.0
     }
 }
 
@@ -483,12 +518,12 @@ mod tests {
         }
     }
 
-    impl<K: Hash + Eq + Clone + Send, V: Clone + Send> LruCache<K, V> {
+    impl<K: CacheKey, V: Clone + Send> LruCache<K, V> {
         /// Keys present, without touching recency.
         fn keys(&self) -> Vec<K> {
             let mut keys = Vec::new();
             for s in self.shards.iter() {
-                keys.extend(s.lock().map.keys().cloned());
+                keys.extend(s.lock().map.keys().map(|k| k.key.clone()));
             }
             keys
         }
@@ -894,17 +929,24 @@ mod tests {
 
     #[test]
     fn hasher_is_deterministic_and_spreads_shards() {
-        let b = KeyHashBuilder;
-        assert_eq!(b.hash_one((1u64, 2u64)), b.hash_one((1u64, 2u64)));
-        assert_ne!(b.hash_one((1u64, 2u64)), b.hash_one((2u64, 1u64)));
-        let long = vec![7u8; 100];
-        assert_eq!(b.hash_one(&long), b.hash_one(long.clone()));
+        assert_eq!((1u64, 2u64).hash64(), (1u64, 2u64).hash64());
+        assert_ne!((1u64, 2u64).hash64(), (2u64, 1u64).hash64());
+        // The map's low bits spread too: block offsets of one file fill the
+        // low 8 bits' buckets evenly.
+        let mut low = [0u32; 256];
+        for off in 0..4096u64 {
+            low[((7u64, off * 4096).hash64() & 255) as usize] += 1;
+        }
+        assert!(
+            low.iter().all(|&n| (2..=40).contains(&n)),
+            "uneven low bits: {low:?}"
+        );
         // Block offsets of a few files reach every one of 16 shards.
         let c: LruCache<(u64, u64), ()> = LruCache::new(1 << 20, 16);
         let mut seen = [0u32; 16];
         for f in 0..4u64 {
             for off in 0..256u64 {
-                seen[c.shard_of(&(f, off * 4096)).0] += 1;
+                seen[c.shard_of(&(f, off * 4096)).1] += 1;
             }
         }
         assert!(seen.iter().all(|&n| n > 20), "uneven shards: {seen:?}");
@@ -930,7 +972,7 @@ mod tests {
             let shards = c.shards.len();
             let mut per_shard = vec![Vec::new(); shards];
             for k in 0.. {
-                let i = c.shard_of(&k).0;
+                let i = c.shard_of(&k).1;
                 if per_shard[i].len() < n {
                     per_shard[i].push(k);
                 }

@@ -30,7 +30,7 @@
 
 use std::cmp::Ordering;
 
-use smallvec::SmallVec;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use crate::format::{
     decode_fixed32, get_varint32, get_varint64, put_fixed32, put_varint32, put_varint64,
@@ -81,6 +81,10 @@ pub(crate) struct Block {
     restarts_off: usize,
     num_restarts: usize,
     format: EntryFormat,
+    /// Set once a reader has checked the block against what refers to it
+    /// (a version-3 data block's first key against its locator boundary), so
+    /// that a cached block is checked once rather than on every Get.
+    verified: AtomicBool,
 }
 
 impl Block {
@@ -103,6 +107,7 @@ impl Block {
             restarts_off,
             num_restarts: count,
             format,
+            verified: AtomicBool::new(false),
         };
         if count == 0 {
             if restarts_off != 0 {
@@ -136,6 +141,16 @@ impl Block {
         self.data.len()
     }
 
+    /// True once [`Block::set_verified`] was called.
+    pub(crate) fn verified(&self) -> bool {
+        self.verified.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Records that the block agreed with what refers to it.
+    pub(crate) fn set_verified(&self) {
+        self.verified.store(true, AtomicOrdering::Relaxed);
+    }
+
     /// True if the block holds no entry.
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
@@ -158,11 +173,7 @@ impl Block {
             .data
             .get(off..self.restarts_off)
             .ok_or(Corrupt("entry out of range"))?;
-        let shared = get_varint32(&mut src).ok_or(Corrupt("bad shared length"))?;
-        let unshared = get_varint32(&mut src).ok_or(Corrupt("bad key length"))? as usize;
-        if self.format == EntryFormat::Data {
-            get_varint32(&mut src).ok_or(Corrupt("bad value length"))?;
-        }
+        let (shared, unshared, _) = entry_header(&mut src, self.format)?;
         if shared != 0 {
             return Err(Corrupt("restart entry shares a prefix"));
         }
@@ -176,6 +187,33 @@ impl Block {
     }
 }
 
+/// Decodes an entry's `(shared, unshared, value_len)` (`value_len` 0 in index
+/// blocks) from the front of `src`. Lengths below 128 (one byte each, the
+/// common case) take a branch-light path.
+#[inline]
+fn entry_header(src: &mut &[u8], format: EntryFormat) -> Result<(usize, usize, usize), Corrupt> {
+    if format == EntryFormat::Data {
+        if let Some(&[a, b, c]) = src.first_chunk::<3>() {
+            if (a | b | c) < 0x80 {
+                *src = &src[3..];
+                return Ok((usize::from(a), usize::from(b), usize::from(c)));
+            }
+        }
+    } else if let Some(&[a, b]) = src.first_chunk::<2>() {
+        if (a | b) < 0x80 {
+            *src = &src[2..];
+            return Ok((usize::from(a), usize::from(b), 0));
+        }
+    }
+    let shared = get_varint32(src).ok_or(Corrupt("bad shared length"))? as usize;
+    let unshared = get_varint32(src).ok_or(Corrupt("bad key length"))? as usize;
+    let value_len = match format {
+        EntryFormat::Data => get_varint32(src).ok_or(Corrupt("bad value length"))? as usize,
+        EntryFormat::Index | EntryFormat::PagedIndex => 0,
+    };
+    Ok((shared, unshared, value_len))
+}
+
 fn check_internal_key(key: &[u8]) -> Result<(), Corrupt> {
     if key.len() < TRAILER_LEN {
         return Err(Corrupt("internal key shorter than its trailer"));
@@ -187,9 +225,65 @@ fn check_internal_key(key: &[u8]) -> Result<(), Corrupt> {
     Ok(())
 }
 
-/// A key being reassembled from prefix-compressed entries. Keys up to 64
-/// bytes live inline so that a point lookup does not allocate.
-type KeyBuf = SmallVec<[u8; 64]>;
+/// Bytes of a key a [`KeyBuf`] holds without allocating.
+const INLINE_KEY: usize = 64;
+
+/// A key being reassembled from prefix-compressed entries. Keys up to
+/// [`INLINE_KEY`] bytes live inline so that a point lookup does not allocate;
+/// a longer one moves the whole key to the heap.
+#[derive(Clone)]
+struct KeyBuf {
+    len: usize,
+    inline: [u8; INLINE_KEY],
+    heap: Vec<u8>,
+}
+
+impl Default for KeyBuf {
+    fn default() -> Self {
+        KeyBuf {
+            len: 0,
+            inline: [0; INLINE_KEY],
+            heap: Vec::new(),
+        }
+    }
+}
+
+impl KeyBuf {
+    fn as_slice(&self) -> &[u8] {
+        if self.len <= INLINE_KEY {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Keeps the first `shared` bytes (at most `len()`) and appends `delta`.
+    #[inline]
+    fn splice(&mut self, shared: usize, delta: &[u8]) {
+        let shared = shared.min(self.len);
+        let len = shared + delta.len();
+        if len <= INLINE_KEY {
+            if self.len > INLINE_KEY {
+                // Back inline from the heap: the kept prefix is there.
+                self.inline[..shared].copy_from_slice(&self.heap[..shared]);
+            }
+            self.inline[shared..len].copy_from_slice(delta);
+        } else {
+            if self.len <= INLINE_KEY {
+                self.heap.clear();
+                self.heap.extend_from_slice(&self.inline[..shared]);
+            } else {
+                self.heap.truncate(shared);
+            }
+            self.heap.extend_from_slice(delta);
+        }
+        self.len = len;
+    }
+}
 
 /// A position in a [`Block`]. The cursor does not hold the block: every method takes
 /// it, so that an iterator can keep an `Arc` of the block next to its cursor.
@@ -219,7 +313,7 @@ impl Cursor {
 
     /// The current key. Requires `valid()`.
     pub(crate) fn key(&self) -> &[u8] {
-        &self.key
+        self.key.as_slice()
     }
 
     /// The current value of a data block: `None` unless the cursor is valid
@@ -256,19 +350,11 @@ impl Cursor {
             .get(off..b.restarts_off)
             .ok_or(Corrupt("entry out of range"))?;
         let before = src.len();
-        let shared = get_varint32(&mut src).ok_or(Corrupt("bad shared length"))? as usize;
-        let unshared = get_varint32(&mut src).ok_or(Corrupt("bad key length"))? as usize;
-        let value_len = match b.format {
-            EntryFormat::Data => {
-                get_varint32(&mut src).ok_or(Corrupt("bad value length"))? as usize
-            }
-            EntryFormat::Index | EntryFormat::PagedIndex => 0,
-        };
+        let (shared, unshared, value_len) = entry_header(&mut src, b.format)?;
         if is_restart {
             if shared != 0 {
                 return Err(Corrupt("restart entry shares a prefix"));
             }
-            self.key.clear();
         } else if shared > self.key.len() {
             return Err(Corrupt("shared prefix longer than the previous key"));
         }
@@ -276,11 +362,10 @@ impl Cursor {
             .split_at_checked(unshared)
             .ok_or(Corrupt("key extends past the entries"))?;
         src = rest;
-        self.key.truncate(shared);
-        self.key.extend_from_slice(delta);
+        self.key.splice(shared, delta);
         match b.format {
             EntryFormat::Data => {
-                check_internal_key(&self.key)?;
+                check_internal_key(self.key.as_slice())?;
                 let start = off + (before - src.len());
                 src = src
                     .get(value_len..)
@@ -743,6 +828,27 @@ mod tests {
         for k in keys.iter().rev() {
             assert_eq!(c.key(), &k[..]);
             c.prev(&block).unwrap();
+        }
+    }
+
+    #[test]
+    fn key_buffer_moves_between_inline_and_heap_keeping_the_prefix() {
+        let mut buf = KeyBuf::default();
+        let mut model: Vec<u8> = Vec::new();
+        let mut x = 12345u64;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let shared = (x >> 33) as usize % (model.len() + 1);
+            let delta: Vec<u8> = (0..(x >> 20) as usize % 100)
+                .map(|i| (x >> i % 50) as u8)
+                .collect();
+            model.truncate(shared);
+            model.extend_from_slice(&delta);
+            buf.splice(shared, &delta);
+            assert_eq!(buf.as_slice(), &model[..]);
+            assert_eq!(buf.len(), model.len());
         }
     }
 

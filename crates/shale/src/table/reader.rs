@@ -779,7 +779,9 @@ impl TableReader {
                     .as_block()
                     .ok_or_else(|| self.corrupt(data_ref.offset)(Corrupt("not data")))?;
                 let mut cur = Cursor::default();
-                if g > 0 {
+                // Checked once per cached block: only this locator refers to
+                // it, always as block `g`.
+                if g > 0 && !block.verified() {
                     cur.seek_to_first(block)
                         .map_err(self.corrupt(data_ref.offset))?;
                     let (first_user, _) = split_target(cur.key());
@@ -788,6 +790,7 @@ impl TableReader {
                             "locator disagrees with the first key of its data block",
                         )));
                     }
+                    block.set_verified();
                 }
                 cur.seek_by(block, |k| cmp_internal_to(k, user_key, trailer))
                     .map_err(self.corrupt(data_ref.offset))?;
