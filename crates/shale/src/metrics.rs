@@ -264,6 +264,7 @@ impl Stats {
             block_cache_usage: 0,
             block_cache_capacity: 0,
             block_cache_pinned: 0,
+            table_readers_held: 0,
         }
     }
 }
@@ -403,6 +404,9 @@ pub struct Metrics {
     pub block_cache_capacity: u64,
     /// Bytes of pinned table metadata charged to the block cache.
     pub block_cache_pinned: u64,
+    /// Table readers held open with their tables' metadata (the rest of the
+    /// open readers are in the table cache's LRU list).
+    pub table_readers_held: u64,
 }
 
 impl Metrics {
@@ -510,6 +514,7 @@ impl Metrics {
             block_cache_usage: self.block_cache_usage,
             block_cache_capacity: self.block_cache_capacity,
             block_cache_pinned: self.block_cache_pinned,
+            table_readers_held: self.table_readers_held,
         }
     }
 }

@@ -235,10 +235,11 @@ pub fn stat_text(summary: &DbSummary, m: &Metrics) -> String {
     );
     let _ = writeln!(
         s,
-        "block cache: {} used of {} ({} pinned metadata)",
+        "block cache: {} used of {} ({} pinned metadata); {} table readers held",
         human_bytes(m.block_cache_usage),
         human_bytes(m.block_cache_capacity),
-        human_bytes(m.block_cache_pinned)
+        human_bytes(m.block_cache_pinned),
+        m.table_readers_held
     );
     s
 }

@@ -167,6 +167,7 @@ pub fn metrics_json(m: &Metrics) -> Value {
         "block_cache_usage": m.block_cache_usage,
         "block_cache_capacity": m.block_cache_capacity,
         "block_cache_pinned": m.block_cache_pinned,
+        "table_readers_held": m.table_readers_held,
     }) {
         Value::Object(o) => o,
         _ => Map::new(),
@@ -326,6 +327,7 @@ mod tests {
             "block_cache_usage",
             "block_cache_capacity",
             "block_cache_pinned",
+            "table_readers_held",
         ] {
             assert_eq!(metrics[field], 0, "{field}");
         }

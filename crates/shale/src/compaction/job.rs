@@ -84,9 +84,9 @@ pub(crate) trait JobHost {
     /// True once the database starts closing (the job gives up).
     fn closing(&self) -> bool;
     /// An iterator over table `number` of `level` for a compaction.
-    fn scan_table(&self, number: u64, level: usize) -> Result<Box<dyn InternalIterator>>;
+    fn scan_table(&self, f: &FileMeta, level: usize) -> Result<Box<dyn InternalIterator>>;
     /// The range deletions of table `number` of `level`.
-    fn table_range_dels(&self, number: u64, level: usize) -> Result<Arc<Fragments>>;
+    fn table_range_dels(&self, f: &FileMeta, level: usize) -> Result<Arc<Fragments>>;
     /// A new file number for an output table, registered as being written so
     /// that nothing deletes it before it is installed or abandoned.
     fn new_output(&self) -> u64;
@@ -117,9 +117,9 @@ pub(crate) fn merge(
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut input_dels = Vec::new();
     for (level, f) in inputs {
-        children.push(db.scan_table(f.number, *level)?);
+        children.push(db.scan_table(f, *level)?);
         if f.range_deletions > 0 {
-            input_dels.push(db.table_range_dels(f.number, *level)?);
+            input_dels.push(db.table_range_dels(f, *level)?);
         }
     }
     let mut it = MergingIterator::new(children);

@@ -100,11 +100,12 @@ impl job::JobHost for DbInner {
     fn closing(&self) -> bool {
         self.closing.load(Ordering::Acquire)
     }
-    fn scan_table(&self, number: u64, level: usize) -> Result<Box<dyn InternalIterator>> {
-        Ok(self.table_cache.get(number, level)?.scan())
+    fn scan_table(&self, f: &FileMeta, level: usize) -> Result<Box<dyn InternalIterator>> {
+        Ok(self.table_cache.get(f, level)?.scan())
     }
-    fn table_range_dels(&self, number: u64, level: usize) -> Result<Arc<Fragments>> {
-        Ok(self.table_cache.get(number, level)?.range_dels().clone())
+    fn table_range_dels(&self, f: &FileMeta, level: usize) -> Result<Arc<Fragments>> {
+        self.table_cache
+            .with(f, level, |t| Ok(t.range_dels().clone()))
     }
     fn new_output(&self) -> u64 {
         let mut st = self.state.lock();
@@ -582,7 +583,10 @@ pub(crate) fn delete_only(db: &DbInner) -> Result<usize> {
     let mut sources = Vec::new();
     for (level, f) in version.all_files() {
         if f.range_deletions > 0 {
-            sources.push(db.table_cache.get(f.number, level)?.range_dels().clone());
+            sources.push(
+                db.table_cache
+                    .with(f, level, |t| Ok(t.range_dels().clone()))?,
+            );
         }
     }
     if sources.is_empty() {

@@ -536,6 +536,7 @@ impl Db {
         m.block_cache_usage = self.inner.block_cache.usage();
         m.block_cache_capacity = self.inner.block_cache.capacity();
         m.block_cache_pinned = self.inner.block_cache.pinned();
+        m.table_readers_held = self.inner.table_cache.held() as u64;
         m
     }
 
@@ -550,7 +551,7 @@ impl Db {
         let version = self.inner.sv.load().version.clone();
         let mut out = Vec::new();
         for (level, f) in version.all_files() {
-            let reader = self.inner.table_cache.get(f.number, level)?;
+            let reader = self.inner.table_cache.get(f, level)?;
             out.push(TableInfo {
                 level,
                 file_number: f.number,

@@ -81,8 +81,10 @@ impl DbInner {
         let policy = self.opts.filter_policy;
         for level in 0..NUM_LEVELS {
             for f in sv.version.candidates(level, key) {
-                let table = self.table_cache.get(f.number, level)?;
-                match table.get(key, seq, policy.applies_to(level))? {
+                let got = self.table_cache.with(f, level, |table| {
+                    table.get(key, seq, policy.applies_to(level))
+                })?;
+                match got {
                     TableGet::Found(ValueKind::Value, v) => return Ok(Some(v)),
                     // A deletion, or a range deletion over the key.
                     TableGet::Found(ValueKind::Delete | ValueKind::RangeDelete, _) => {
@@ -277,7 +279,7 @@ impl DbIterator {
             dels.push(mem.range_dels());
         }
         for f in &sv.version.levels[0] {
-            match db.table_cache.get(f.number, 0) {
+            match db.table_cache.get(f, 0) {
                 Ok(t) => {
                     dels.push(t.range_dels().clone());
                     children.push(t.iter());
@@ -293,7 +295,7 @@ impl DbIterator {
             // Only tables that have range deletions are opened here; the
             // others open as the iteration reaches them.
             for f in files.iter().filter(|f| f.range_deletions > 0) {
-                match db.table_cache.get(f.number, level) {
+                match db.table_cache.get(f, level) {
                     Ok(t) => dels.push(t.range_dels().clone()),
                     Err(e) => error = Some(e),
                 }
@@ -301,7 +303,7 @@ impl DbIterator {
             let db = db.clone();
             children.push(Box::new(ConcatIterator::new(
                 files,
-                Box::new(move |f: &Arc<FileMeta>| Ok(db.table_cache.get(f.number, level)?.iter())),
+                Box::new(move |f: &Arc<FileMeta>| Ok(db.table_cache.get(f, level)?.iter())),
                 Box::new(|f: &Arc<FileMeta>| f.largest.encoded()),
             )));
         }

@@ -4,12 +4,23 @@
 //! metadata when `pin_table_metadata` is on). Opening one costs the footer and
 //! properties reads, counted in [`crate::Metrics`].
 //!
+//! Readers live in one of two places. Up to three quarters of the budget
+//! (`max_open_files - reserve`, the reserve being a quarter of it, at least 16
+//! and at most all of it) are *held* with their table's metadata
+//! ([`FileMeta::held_reader`]): a Get reaches them with no lookup, no lock and
+//! no reference count, and they close when the last version placing the table
+//! goes. Tables opened once that share is used go to an LRU list of the
+//! reserve's size, as LevelDB's table cache does. So at most `max_open_files`
+//! readers are open, and a database whose tables fit the held share never
+//! looks a reader up.
+//!
 //! # Concurrency
 //!
-//! Shared by all readers; the underlying [`LruCache`] is sharded. Two threads
-//! missing on the same table may both open it; one reader wins the slot.
+//! Shared by all readers; the LRU cache is sharded. Two threads missing on the
+//! same table may both open it; one reader wins the slot.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use shale_env::FileSystem;
@@ -20,9 +31,14 @@ use crate::filenames::table_name;
 use crate::metrics::Stats;
 use crate::options::Options;
 use crate::table::{ReadContext, TableReader};
+use crate::version::{FileMeta, HeldReader};
 
 pub(crate) struct TableCache {
     readers: LruCache<u64, Arc<TableReader>>,
+    /// Readers held with their metadata (each counted while it lives).
+    held: Arc<AtomicUsize>,
+    /// The most readers that may be held.
+    hold_limit: usize,
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     ctx: ReadContext,
@@ -32,12 +48,15 @@ pub(crate) struct TableCache {
 
 impl TableCache {
     pub(crate) fn new(dir: &Path, opts: &Options, ctx: ReadContext) -> TableCache {
+        let budget = opts.max_open_files.max(1);
+        let reserve = (budget / 4).max(16).min(budget);
         // Each shard gets an equal share of the capacity: keep at least 16
         // readers per shard so that a small limit is not spread too thin.
-        let capacity = opts.max_open_files.max(1);
-        let shards = (capacity / 16).clamp(1, opts.cache_shards.max(1));
+        let shards = (reserve / 16).clamp(1, opts.cache_shards.max(1));
         TableCache {
-            readers: LruCache::new(capacity as u64, shards),
+            readers: LruCache::new(reserve as u64, shards),
+            held: Arc::new(AtomicUsize::new(0)),
+            hold_limit: budget - reserve,
             fs: opts.fs.clone(),
             dir: dir.to_path_buf(),
             stats: ctx.stats.clone(),
@@ -46,8 +65,30 @@ impl TableCache {
         }
     }
 
-    /// The reader of table `number`, which lives at `level`.
-    pub(crate) fn get(&self, number: u64, level: usize) -> Result<Arc<TableReader>> {
+    /// Runs `op` on the reader of table `f`, which lives at `level`, without
+    /// touching a reference count when the reader is held with `f`.
+    pub(crate) fn with<R>(
+        &self,
+        f: &FileMeta,
+        level: usize,
+        op: impl FnOnce(&TableReader) -> Result<R>,
+    ) -> Result<R> {
+        match f.held_reader() {
+            Some(r) => {
+                self.stats.table_cache_hits.incr();
+                op(r)
+            }
+            None => op(self.get(f, level)?.as_ref()),
+        }
+    }
+
+    /// The reader of table `f`, which lives at `level`.
+    pub(crate) fn get(&self, f: &FileMeta, level: usize) -> Result<Arc<TableReader>> {
+        if let Some(r) = f.held_reader() {
+            self.stats.table_cache_hits.incr();
+            return Ok(r.clone());
+        }
+        let number = f.number;
         if let Some(r) = self.readers.get(&number) {
             self.stats.table_cache_hits.incr();
             return Ok(r);
@@ -68,9 +109,24 @@ impl TableCache {
             pin,
             pin_filter,
         )?);
+        let counted = self
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.hold_limit).then_some(n + 1)
+            })
+            .is_ok();
+        if counted {
+            let held = HeldReader::new(reader, self.held.clone());
+            return Ok(f.hold_reader(held).clone());
+        }
         self.readers
             .insert(number, reader.clone(), 1, Priority::Low);
         Ok(reader)
+    }
+
+    /// Readers currently held with their tables' metadata.
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
     }
 
     /// Forgets a deleted table.

@@ -18,8 +18,8 @@ pub(crate) mod manifest;
 pub(crate) mod set;
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
@@ -27,6 +27,7 @@ pub(crate) use edit::{LifetimeStats, NewFile, VersionEdit};
 
 use crate::format::NUM_LEVELS;
 use crate::format::{compare_internal, InternalKey, SeqNo};
+use crate::table::TableReader;
 
 /// Table file numbers whose last reference dropped after they left the version;
 /// the background thread deletes their files.
@@ -64,10 +65,35 @@ struct TableFile {
     number: u64,
     obsolete: AtomicBool,
     sink: Weak<ObsoleteFiles>,
+    /// The table's open reader, when the table cache holds it here rather
+    /// than in its LRU list (see `TableCache`).
+    reader: OnceLock<HeldReader>,
+}
+
+/// An open table reader kept with its table's metadata, counted as one open
+/// file (in `count`) for as long as it lives.
+pub(crate) struct HeldReader {
+    reader: Arc<TableReader>,
+    count: Arc<AtomicUsize>,
+}
+
+impl HeldReader {
+    /// Holds `reader`, which the caller has already counted in `count`.
+    pub(crate) fn new(reader: Arc<TableReader>, count: Arc<AtomicUsize>) -> HeldReader {
+        HeldReader { reader, count }
+    }
+}
+
+impl Drop for HeldReader {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, AtomicOrdering::AcqRel);
+    }
 }
 
 impl Drop for TableFile {
     fn drop(&mut self) {
+        // Close the file before its number can reach the deleting thread.
+        drop(self.reader.take());
         // Only records the number; the file is deleted by a background thread.
         if self.obsolete.load(AtomicOrdering::Acquire) {
             if let Some(sink) = self.sink.upgrade() {
@@ -100,6 +126,7 @@ impl FileMeta {
             number: f.number,
             obsolete: AtomicBool::new(false),
             sink: Arc::downgrade(sink),
+            reader: OnceLock::new(),
         });
         FileMeta::placed(f, file)
     }
@@ -116,6 +143,18 @@ impl FileMeta {
             range_deletions: f.range_deletions,
             file,
         }
+    }
+
+    /// The table's reader, if the table cache holds it with the metadata.
+    pub(crate) fn held_reader(&self) -> Option<&Arc<TableReader>> {
+        self.file.reader.get().map(|h| &h.reader)
+    }
+
+    /// Keeps `held` with the metadata (shared by every placement of the
+    /// table). If a reader is already held, `held` is dropped (releasing its
+    /// count) and the one held is returned.
+    pub(crate) fn hold_reader(&self, held: HeldReader) -> &Arc<TableReader> {
+        &self.file.reader.get_or_init(|| held).reader
     }
 
     /// Marks the file for deletion once no version or iterator references it.

@@ -1,0 +1,182 @@
+//! Open table readers: held with their tables' metadata up to three quarters
+//! of `max_open_files`, the rest in the table cache's LRU list, never more
+//! than `max_open_files` open at once, and closed when their tables go.
+
+mod common;
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use shale::env::{
+    AppendFile, FileLock, FileSystem, MemFs, ObjectWriter, RandomAccessFile, WriteLifetime,
+};
+use shale::{Db, Options};
+
+/// A `MemFs` that counts the random-access handles open right now.
+struct OpenCount {
+    inner: MemFs,
+    open: Arc<AtomicUsize>,
+}
+
+struct Counted {
+    inner: Arc<dyn RandomAccessFile>,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl RandomAccessFile for Counted {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+impl FileSystem for OpenCount {
+    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
+        self.inner.create_append(path, hint)
+    }
+    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
+        self.inner.create_object(path, hint)
+    }
+    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let inner = self.inner.open_random(path)?;
+        self.open.fetch_add(1, Ordering::SeqCst);
+        Ok(Arc::new(Counted {
+            inner,
+            open: self.open.clone(),
+        }))
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock_shared(path)
+    }
+}
+
+fn key(table: u64, i: u64) -> Vec<u8> {
+    format!("t{table:03}k{i:04}").into_bytes()
+}
+
+/// A database of `tables` L0 tables of 50 keys each (no compaction until the
+/// test asks), on a file system counting open handles.
+fn l0_tables(tables: u64, max_open_files: usize) -> (Db, Arc<AtomicUsize>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    let fs = Arc::new(OpenCount {
+        inner: MemFs::new(),
+        open: open.clone(),
+    });
+    let db = Db::open(
+        "/db",
+        Options {
+            fs,
+            max_open_files,
+            l0_compaction_trigger: 1000,
+            l0_slowdown_writes_trigger: 1000,
+            l0_stop_writes_trigger: 1000,
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    for t in 0..tables {
+        for i in 0..50 {
+            db.put(&key(t, i), b"v").expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    (db, open)
+}
+
+/// Reads one key of every table, checking the open-handle bound after each.
+fn read_all(db: &Db, tables: u64, open: &AtomicUsize, bound: usize) {
+    for t in 0..tables {
+        assert_eq!(db.get(&key(t, 7)).expect("get").as_deref(), Some(&b"v"[..]));
+        let now = open.load(Ordering::SeqCst);
+        assert!(now <= bound, "{now} table files open, bound {bound}");
+    }
+}
+
+#[test]
+fn readers_are_held_up_to_three_quarters_of_the_budget_and_the_rest_cycle() {
+    // Budget 80: a reserve of 20 for the LRU list, 60 held.
+    let (db, open) = l0_tables(100, 80);
+    assert_eq!(db.metrics().l0_files, 100);
+    for _ in 0..3 {
+        read_all(&db, 100, &open, 80);
+    }
+    let m = db.metrics();
+    assert_eq!(m.table_readers_held, 60);
+    // A Get of a held table opens nothing.
+    let before = db.metrics();
+    read_all(&db, 100, &open, 80);
+    let d = db.metrics().delta(&before);
+    assert!(d.table_cache_misses > 0, "40 tables share 20 LRU slots");
+    assert!(d.table_cache_misses <= 40, "{} opens", d.table_cache_misses);
+    assert!(d.table_cache_hits >= 60, "{} hits", d.table_cache_hits);
+}
+
+#[test]
+fn a_small_budget_holds_nothing_and_stays_within_it() {
+    // Budget 10: all of it is the LRU list's reserve.
+    let (db, open) = l0_tables(30, 10);
+    read_all(&db, 30, &open, 10);
+    assert_eq!(db.metrics().table_readers_held, 0);
+}
+
+#[test]
+fn held_readers_close_when_their_tables_are_compacted_away() {
+    let (db, open) = l0_tables(20, 1000);
+    read_all(&db, 20, &open, 20);
+    assert_eq!(db.metrics().table_readers_held, 20);
+    let before = db.metrics();
+    read_all(&db, 20, &open, 20);
+    assert_eq!(db.metrics().delta(&before).table_cache_misses, 0);
+
+    db.compact_all().expect("compact");
+    let tables = db.tables().expect("tables").len();
+    assert!(tables < 20, "{tables} tables after compaction");
+    read_all(&db, 20, &open, tables);
+    let m = db.metrics();
+    assert_eq!(m.table_readers_held, tables as u64);
+    assert_eq!(
+        open.load(Ordering::SeqCst),
+        tables,
+        "compacted tables closed"
+    );
+    drop(db);
+    assert_eq!(
+        open.load(Ordering::SeqCst),
+        0,
+        "closing the database closes every table"
+    );
+}
