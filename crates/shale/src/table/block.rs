@@ -842,7 +842,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             let shared = (x >> 33) as usize % (model.len() + 1);
             let delta: Vec<u8> = (0..(x >> 20) as usize % 100)
-                .map(|i| (x >> i % 50) as u8)
+                .map(|i| (x >> (i % 50)) as u8)
                 .collect();
             model.truncate(shared);
             model.extend_from_slice(&delta);
