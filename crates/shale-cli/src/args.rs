@@ -262,7 +262,7 @@ pub struct BenchYcsbArgs {
     pub repeat: u32,
     /// Flush and compaction write limit of mild-pressure, bytes per second
     /// (default 200 MB/s, the study's, not scaled).
-    #[arg(long, value_name = "BYTES_PER_SEC")]
+    #[arg(long, value_name = "BYTES_PER_SEC", value_parser = clap::value_parser!(u64).range(1..))]
     pub rate_limit: Option<u64>,
     /// Read tables with O_DIRECT (default false: through the page cache,
     /// as RocksDB reads by default).
@@ -1161,6 +1161,7 @@ mod tests {
             EngineList(vec![YcsbEngine::RocksDb, YcsbEngine::Shale])
         );
         assert!(parse(&["bench", "ycsb", "--threads", "0"]).is_err());
+        assert!(parse(&["bench", "ycsb", "--rate-limit", "0"]).is_err());
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub use events::{Event, EventListener};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
     fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, Options,
-    WalRecoveryMode, WriteOptions, NUM_LEVELS,
+    WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS, NUM_LEVELS,
 };
 pub use pinned::PinnedValue;
 pub use shale_env as env;

@@ -207,6 +207,9 @@ impl Default for Options {
     }
 }
 
+/// The most background threads [`Options::max_background_jobs`] may ask for.
+pub const MAX_BACKGROUND_JOBS: usize = 256;
+
 impl Options {
     /// Checks that the options make sense together.
     pub(crate) fn validate(&self) -> crate::error::Result<()> {
@@ -232,6 +235,15 @@ impl Options {
         }
         if self.write_buffer_size == 0 || self.block_size == 0 || self.base_level_bytes == 0 {
             return bad("write_buffer_size, block_size and base_level_bytes must be positive");
+        }
+        if self.compaction_rate_limit == Some(0) {
+            return bad("compaction_rate_limit must be positive (None for no limit)");
+        }
+        if !(1..=MAX_BACKGROUND_JOBS).contains(&self.max_background_jobs) {
+            return bad(&format!(
+                "max_background_jobs must be between 1 and {MAX_BACKGROUND_JOBS}, not {}",
+                self.max_background_jobs
+            ));
         }
         Ok(())
     }
@@ -262,5 +274,31 @@ mod tests {
         assert_eq!(bloom.bits_per_key_at(4), 10);
         assert_eq!(bloom.bits_per_key_at(99), 10);
         assert!(bloom.applies_to(5) && !bloom.applies_to(6));
+    }
+
+    #[test]
+    fn a_zero_rate_limit_and_absurd_thread_counts_are_refused() {
+        assert!(Options::default().validate().is_ok());
+        for opts in [
+            Options {
+                compaction_rate_limit: Some(0),
+                ..Options::default()
+            },
+            Options {
+                max_background_jobs: 0,
+                ..Options::default()
+            },
+            Options {
+                max_background_jobs: MAX_BACKGROUND_JOBS + 1,
+                ..Options::default()
+            },
+        ] {
+            let err = opts.validate().expect_err("refused");
+            assert!(
+                matches!(err, crate::error::Error::InvalidArgument(ref m)
+                    if m.contains("compaction_rate_limit") || m.contains("max_background_jobs")),
+                "{err}"
+            );
+        }
     }
 }
