@@ -31,6 +31,11 @@ mod wal;
 
 mod golden;
 
+/// Entry points of the micro-benchmarks of engine internals; not part of the API.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod bench_api;
+
 /// Entry points of the fuzz targets (`fuzz/`, `docs/fuzzing.md`); not part of the API.
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
