@@ -146,7 +146,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         queue: WriteQueue::new(),
         snapshots: Mutex::new(BTreeMap::new()),
         compaction_lock: Mutex::new(()),
-        deletion_lock: Mutex::new(()),
+        deletion_lock: Mutex::new(None),
         closing: AtomicBool::new(false),
         rate_limiter,
         events,
