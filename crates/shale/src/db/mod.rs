@@ -83,6 +83,10 @@ pub(crate) struct SuperVersion {
     /// Immutable memtables, newest first.
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    /// The compaction picker's view of `version`, built once when the
+    /// version is made (outside the state lock) and shared by every super
+    /// version holding it.
+    pub shape: Arc<picker::Levels>,
 }
 
 /// State guarded by the state lock.
@@ -115,6 +119,10 @@ pub(crate) struct State {
     pub manual_running: bool,
     /// The write stall writers are under, as last raised to listeners.
     pub stall: Option<ActiveStall>,
+    /// The inputs the picker last found nothing to compact in: until the
+    /// version or the running compactions change, a wake-up does not ask it
+    /// again.
+    pub idle_pick: Option<background::IdlePick>,
 }
 
 impl State {
@@ -515,7 +523,7 @@ impl Db {
             let busy = st.flush_running
                 || !sv.imms.is_empty()
                 || st.running_compactions > 0
-                || background::needs_compaction(&sv.version, &db.opts, drain_l0);
+                || background::needs_compaction(&sv.shape, &db.opts, drain_l0);
             if !busy {
                 break Ok(());
             }
@@ -593,10 +601,10 @@ impl Db {
             l.range_deletions += p.range_deletions;
         }
         let compacting = self.inner.state.lock().compacting.clone();
-        let shape = background::summarize(&self.inner.sv.load().version, &compacting);
+        let shape = self.inner.sv.load().shape.clone();
         let popts = background::picker_options(&self.inner.opts);
         let targets = picker::level_targets(&picker::level_bytes(&shape), &popts);
-        let scores = picker::level_scores(&shape, &targets, &popts);
+        let scores = picker::level_scores(&shape, &compacting, &targets, &popts);
         for l in &mut levels {
             l.score = scores[l.level];
             l.target_bytes = (l.level > 0 && targets.max_bytes[l.level] != u64::MAX)
@@ -714,7 +722,10 @@ impl DbInner {
             self.stats.lifetime(),
             &self.obsolete,
         )?;
-        let written = MutexGuard::unlocked(st, || write.write());
+        let (written, shape) = MutexGuard::unlocked(st, || {
+            let shape = Arc::new(background::summarize(write.version()));
+            (write.write(), shape)
+        });
         let version = match st.versions.finish(written) {
             Ok(version) => version,
             Err(e) => {
@@ -728,6 +739,7 @@ impl DbInner {
             mem: sv.mem.clone(),
             imms: sv.imms[..keep].to_vec(),
             version: Arc::new(version),
+            shape,
         }));
         st.imm_logs.truncate(keep);
         if added_range_dels {

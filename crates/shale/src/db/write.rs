@@ -335,6 +335,7 @@ impl DbInner {
             mem: Arc::new(MemTable::new()),
             imms,
             version: sv.version.clone(),
+            shape: sv.shape.clone(),
         }));
         let old_log = std::mem::replace(&mut st.mem_log, number);
         st.imm_logs.insert(0, old_log);
@@ -387,6 +388,54 @@ mod tests {
     use super::*;
     use crate::env::MemFs;
     use crate::{Db, Options, WriteOptions};
+
+    /// The picker's shape belongs to the version: a memtable switch (a new
+    /// super version, the same version) shares it, a flush (a new version)
+    /// brings a new one, built from that version.
+    #[test]
+    fn a_version_keeps_its_picker_shape() {
+        let opts = Options {
+            fs: Arc::new(MemFs::new()),
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts).expect("open");
+        db.put(b"a", b"1").expect("put");
+        db.flush().expect("flush");
+        db.put(b"b", b"2").expect("put");
+        let inner = &db.inner;
+        let before = inner.sv.load_full();
+        // No background flush may install a version between the two loads.
+        inner.state.lock().flush_running = true;
+        inner
+            .queue
+            .exclusive(|| {
+                let mut st = inner.state.lock();
+                inner.make_room(&mut st, true).map(|_| ())
+            })
+            .expect("switch");
+        let switched = inner.sv.load_full();
+        assert!(!Arc::ptr_eq(&before, &switched), "a new super version");
+        assert!(Arc::ptr_eq(&before.version, &switched.version));
+        assert!(
+            Arc::ptr_eq(&before.shape, &switched.shape),
+            "the shape is shared"
+        );
+        {
+            let mut st = inner.state.lock();
+            st.flush_running = false;
+            inner.cv.notify_all();
+        }
+        db.flush().expect("flush");
+        let flushed = inner.sv.load_full();
+        assert!(!Arc::ptr_eq(&switched.version, &flushed.version));
+        assert!(!Arc::ptr_eq(&switched.shape, &flushed.shape));
+        assert_eq!(
+            *flushed.shape,
+            super::super::background::summarize(&flushed.version)
+        );
+        assert_eq!(flushed.shape[0].len(), 2, "both flushes' tables");
+        db.close().expect("close");
+    }
 
     /// Writers on several threads (some syncing, memtables switching under
     /// them, flushes in between) while a reader checks that every batch
