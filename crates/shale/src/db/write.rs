@@ -316,10 +316,11 @@ impl DbInner {
     /// Until that step the old log is still `mem_log` and its memtable the
     /// mutable one, so nothing deletes the old log or flushes its memtable
     /// early; the new log's number is above every number handed out before,
-    /// so no deleter takes it for an obsolete file. A crash at any point
-    /// recovers every acknowledged write: they are all in the old log, which
-    /// recovery replays (the manifest's log number is at most `mem_log`),
-    /// and the new log is empty (or missing) until the switch is made.
+    /// so no deleter takes it for an obsolete file. Every write acknowledged
+    /// before the switch is in the old log, which recovery replays (the
+    /// manifest's log number is at most `mem_log`), and the new log is empty
+    /// (or missing) until the switch is made: a crash at any step loses no
+    /// synced write, and none at all once the old log's sync returned.
     fn switch_memtable(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = self.path.join(wal_name(number));
