@@ -1,5 +1,10 @@
 //! The compaction picker: level metadata in, a decision out. No I/O, no locks.
 //!
+//! The metadata comes in two parts: the shape of a version ([`Levels`], which
+//! the database builds once per installed version and keeps with it) and the
+//! numbers of the tables running compactions use (which change without a new
+//! version).
+//!
 //! # Level sizing
 //!
 //! Levels are sized from the bottom up, as RocksDB's dynamic level bytes and
@@ -77,6 +82,8 @@
 //! pick among finely; its outputs are cut at the first keys of the tables below
 //! them (see the compaction job).
 
+use std::collections::HashSet;
+
 use crate::format::NUM_LEVELS;
 
 /// The last level.
@@ -90,8 +97,6 @@ pub(crate) struct TableSummary {
     /// Smallest and largest user keys.
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
-    /// An input of a running compaction.
-    pub compacting: bool,
 }
 
 impl TableSummary {
@@ -103,6 +108,10 @@ impl TableSummary {
 /// The shape of the tree: tables per level (L0 newest first, deeper levels in
 /// key order).
 pub(crate) type Levels = [Vec<TableSummary>; NUM_LEVELS];
+
+/// Numbers of the tables that are inputs of running compactions: the picker
+/// neither scores nor picks them.
+pub(crate) type Compacting = HashSet<u64>;
 
 /// The options the picker reads.
 #[derive(Clone, Debug)]
@@ -258,6 +267,7 @@ pub fn level_plan(
 /// Compaction score of every level (see the module doc).
 pub(crate) fn level_scores(
     levels: &Levels,
+    compacting: &Compacting,
     targets: &LevelTargets,
     opts: &PickerOptions,
 ) -> [f64; NUM_LEVELS] {
@@ -265,7 +275,7 @@ pub(crate) fn level_scores(
     let idle = |files: &Vec<TableSummary>| -> (usize, u64) {
         let mut n = 0;
         let mut bytes = 0;
-        for f in files.iter().filter(|f| !f.compacting) {
+        for f in files.iter().filter(|f| !compacting.contains(&f.number)) {
             n += 1;
             bytes += f.size;
         }
@@ -334,12 +344,13 @@ pub(crate) struct Pick {
     pub target_file_size: u64,
 }
 
-/// Chooses the next compaction, if any level needs one and can have one.
-pub(crate) fn pick(levels: &Levels, opts: &PickerOptions) -> Option<Pick> {
+/// Chooses the next compaction, if any level needs one and can have one
+/// without taking a table in `compacting`.
+pub(crate) fn pick(levels: &Levels, compacting: &Compacting, opts: &PickerOptions) -> Option<Pick> {
     let targets = level_targets(&level_bytes(levels), opts);
-    let scores = level_scores(levels, &targets, opts);
+    let scores = level_scores(levels, compacting, &targets, opts);
     let mut priorities = level_priorities(levels, &targets, &scores);
-    if opts.drain_l0 && levels[0].iter().any(|f| !f.compacting) {
+    if opts.drain_l0 && levels[0].iter().any(|f| !compacting.contains(&f.number)) {
         priorities[0] = priorities[0].max(1.0);
     }
     let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&l| priorities[l] >= 1.0).collect();
@@ -347,14 +358,14 @@ pub(crate) fn pick(levels: &Levels, opts: &PickerOptions) -> Option<Pick> {
     order.sort_by(|&a, &b| priorities[b].total_cmp(&priorities[a]).then(a.cmp(&b)));
     for level in order {
         let picked = if level == 0 {
-            pick_l0(levels, targets.base_level, opts)
+            pick_l0(levels, compacting, targets.base_level, opts)
         } else {
             let output = if level < targets.base_level {
                 level + 1
             } else {
                 (level + 1).min(LAST_LEVEL)
             };
-            pick_level(levels, level, output, targets.base_level, opts)
+            pick_level(levels, compacting, level, output, targets.base_level, opts)
         };
         if let Some(mut p) = picked {
             p.score = priorities[level];
@@ -375,15 +386,23 @@ fn overlapping(files: &[TableSummary], lo: &[u8], hi: &[u8]) -> Vec<usize> {
         .collect()
 }
 
-fn pick_l0(levels: &Levels, base: usize, opts: &PickerOptions) -> Option<Pick> {
+fn pick_l0(
+    levels: &Levels,
+    compacting: &Compacting,
+    base: usize,
+    opts: &PickerOptions,
+) -> Option<Pick> {
     let l0 = &levels[0];
-    if l0.is_empty() || l0.iter().any(|f| f.compacting) {
+    if l0.is_empty() || l0.iter().any(|f| compacting.contains(&f.number)) {
         return None;
     }
     let lo = l0.iter().map(|f| f.smallest.as_slice()).min()?;
     let hi = l0.iter().map(|f| f.largest.as_slice()).max()?;
     let out = overlapping(&levels[base], lo, hi);
-    if out.iter().any(|&i| levels[base][i].compacting) {
+    if out
+        .iter()
+        .any(|&i| compacting.contains(&levels[base][i].number))
+    {
         return None;
     }
     let trivial_move = l0.len() == 1 && out.is_empty() && opts.filter_at[0] == opts.filter_at[base];
@@ -401,6 +420,7 @@ fn pick_l0(levels: &Levels, base: usize, opts: &PickerOptions) -> Option<Pick> {
 
 fn pick_level(
     levels: &Levels,
+    compacting: &Compacting,
     level: usize,
     output: usize,
     base_level: usize,
@@ -408,11 +428,14 @@ fn pick_level(
 ) -> Option<Pick> {
     let mut best: Option<(u128, usize, Vec<usize>)> = None;
     for (i, f) in levels[level].iter().enumerate() {
-        if f.compacting {
+        if compacting.contains(&f.number) {
             continue;
         }
         let out = overlapping(&levels[output], &f.smallest, &f.largest);
-        if out.iter().any(|&j| levels[output][j].compacting) {
+        if out
+            .iter()
+            .any(|&j| compacting.contains(&levels[output][j].number))
+        {
             continue;
         }
         let overlap: u64 = out.iter().map(|&j| levels[output][j].size).sum();
@@ -425,7 +448,14 @@ fn pick_level(
     let (_, seed, out) = best?;
     let limit = output_file_size(opts.target_file_size_base, output, base_level)
         .saturating_mul(EXPANSION_LIMIT_TABLES);
-    let inputs = expand(&levels[level], &levels[output], seed, &out, limit);
+    let inputs = expand(
+        &levels[level],
+        &levels[output],
+        compacting,
+        seed,
+        &out,
+        limit,
+    );
     Some(Pick {
         start_level: level,
         output_level: output,
@@ -451,6 +481,7 @@ fn span<'t>(tables: &'t [TableSummary], picked: &[usize]) -> Option<(&'t [u8], &
 fn expand(
     from: &[TableSummary],
     to: &[TableSummary],
+    compacting: &Compacting,
     seed: usize,
     out: &[usize],
     limit: u64,
@@ -465,7 +496,7 @@ fn expand(
     let lo = out_lo.min(f.smallest.as_slice());
     let hi = out_hi.max(f.largest.as_slice());
     let grown = overlapping(from, lo, hi);
-    if grown.len() <= 1 || grown.iter().any(|&i| from[i].compacting) {
+    if grown.len() <= 1 || grown.iter().any(|&i| compacting.contains(&from[i].number)) {
         return just_seed;
     }
     let Some((grown_lo, grown_hi)) = span(from, &grown) else {
@@ -548,7 +579,6 @@ mod tests {
                     size,
                     smallest: vec![lo],
                     largest: vec![hi],
-                    compacting: false,
                 }
             })
             .collect()
@@ -563,7 +593,6 @@ mod tests {
                 size,
                 smallest: vec![0],
                 largest: vec![255],
-                compacting: false,
             })
             .collect()
     }
@@ -689,13 +718,16 @@ mod tests {
         struct Case {
             name: &'static str,
             levels: Levels,
+            /// Tables of running compactions.
+            busy: &'static [u64],
             expect: Option<Expected>,
         }
-        let mut busy_l0 = l0(5, 30 * MIB, 1);
-        busy_l0[4].compacting = true;
+        // The oldest of five L0 tables (number 1) is being compacted.
+        let busy_l0 = l0(5, 30 * MIB, 1);
         let cases = vec![
             Case {
                 name: "three L0 tables stay below the trigger",
+                busy: &[],
                 levels: shape([
                     l0(3, MIB, 1),
                     vec![],
@@ -709,6 +741,7 @@ mod tests {
             },
             Case {
                 name: "L0 waits for its trigger however big its tables are",
+                busy: &[],
                 levels: shape([
                     l0(3, 400 * MIB, 1),
                     vec![],
@@ -722,6 +755,7 @@ mod tests {
             },
             Case {
                 name: "four L0 tables compact into L6, the base of an empty tree",
+                busy: &[],
                 levels: shape([
                     l0(4, 30 * MIB, 1),
                     vec![],
@@ -735,6 +769,7 @@ mod tests {
             },
             Case {
                 name: "L0 merges with every overlapping table of the base level",
+                busy: &[],
                 levels: shape([
                     l0(4, 30 * MIB, 1),
                     vec![],
@@ -748,11 +783,13 @@ mod tests {
             },
             Case {
                 name: "an L0 compaction already running blocks another",
+                busy: &[1],
                 levels: shape([busy_l0, vec![], vec![], vec![], vec![], vec![], vec![]]),
                 expect: None,
             },
             Case {
                 name: "an oversized L5 pushes its least overlapping table down",
+                busy: &[],
                 levels: shape([
                     vec![],
                     vec![],
@@ -773,6 +810,7 @@ mod tests {
             },
             Case {
                 name: "a filtered table is rewritten, not moved, into the last level",
+                busy: &[],
                 levels: shape([
                     vec![],
                     vec![],
@@ -784,7 +822,6 @@ mod tests {
                         size: 200 * MIB,
                         smallest: vec![0x80],
                         largest: vec![0x90],
-                        compacting: false,
                     }],
                     {
                         let mut v = level(2, 100 * MIB, 20);
@@ -797,6 +834,7 @@ mod tests {
             },
             Case {
                 name: "a table with nothing below it in a filtered level is moved",
+                busy: &[],
                 levels: shape([
                     vec![],
                     vec![],
@@ -807,7 +845,6 @@ mod tests {
                         size: 200 * MIB,
                         smallest: vec![0x80],
                         largest: vec![0x90],
-                        compacting: false,
                     }],
                     {
                         let mut v = level(2, 100 * MIB, 10);
@@ -821,6 +858,7 @@ mod tests {
             },
             Case {
                 name: "neighbours inside the rewritten range of L6 join the compaction",
+                busy: &[],
                 levels: shape([
                     vec![],
                     vec![],
@@ -835,6 +873,7 @@ mod tests {
             },
             Case {
                 name: "a neighbour that would pull in another L6 table stays out",
+                busy: &[],
                 levels: shape([
                     vec![],
                     vec![],
@@ -854,6 +893,7 @@ mod tests {
             },
             Case {
                 name: "the first non-empty level is the base even when small",
+                busy: &[],
                 levels: shape([
                     vec![],
                     level(1, MIB, 3),
@@ -867,7 +907,8 @@ mod tests {
             },
         ];
         for c in cases {
-            let got = pick(&c.levels, &opts()).map(|p| {
+            let compacting: Compacting = c.busy.iter().copied().collect();
+            let got = pick(&c.levels, &compacting, &opts()).map(|p| {
                 (
                     p.start_level,
                     p.output_level,
@@ -926,14 +967,20 @@ mod tests {
             vec![],
         ]);
         let t = level_targets(&level_bytes(&levels), &opts());
-        let s = level_scores(&levels, &t, &opts());
+        let s = level_scores(&levels, &Compacting::new(), &t, &opts());
+        assert_eq!(s[0], 1.5);
+        // Tables being compacted do not count.
+        let busy: Compacting = [1, 2].into_iter().collect();
+        let s = level_scores(&levels, &busy, &t, &opts());
+        assert_eq!(s[0], 1.0);
+        let s = level_scores(&levels, &Compacting::new(), &t, &opts());
         assert_eq!(s[0], 1.5);
         assert_eq!(s[6], 0.0);
     }
 
     #[test]
     fn a_draining_l0_goes_down_below_its_trigger() {
-        let mut levels = shape([
+        let levels = shape([
             l0(1, MIB, 1),
             vec![],
             vec![],
@@ -942,18 +989,23 @@ mod tests {
             level(4, 5 * MIB, 10),
             level(8, 40 * MIB, 20),
         ]);
-        assert_eq!(pick(&levels, &opts()), None, "one L0 table, not draining");
+        let idle = Compacting::new();
+        assert_eq!(
+            pick(&levels, &idle, &opts()),
+            None,
+            "one L0 table, not draining"
+        );
         let draining = PickerOptions {
             drain_l0: true,
             ..opts()
         };
-        let p = pick(&levels, &draining).expect("a draining L0 is due");
+        let p = pick(&levels, &idle, &draining).expect("a draining L0 is due");
         assert_eq!((p.start_level, p.output_level), (0, 5));
         assert_eq!(p.inputs, vec![1]);
         assert_eq!(p.output_inputs, vec![10, 11, 12, 13]);
         // An L0 table already going down leaves nothing more to drain.
-        levels[0][0].compacting = true;
-        assert_eq!(pick(&levels, &draining), None);
+        let busy: Compacting = [1].into_iter().collect();
+        assert_eq!(pick(&levels, &busy, &draining), None);
     }
 
     #[test]

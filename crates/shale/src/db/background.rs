@@ -10,8 +10,14 @@
 //! `max_background_jobs - 1` compactions run at once (at least one), so a thread
 //! is always free for flushes. A failed flush or compaction poisons the database:
 //! writes fail until it is reopened, and nothing already installed is lost.
+//!
+//! The picker reads the version's shape ([`summarize`]), built once per
+//! version outside the state lock and kept in the super version, and the set
+//! of tables being compacted. When it finds nothing, the question is kept
+//! ([`IdlePick`]), and the wake-ups that follow (memtable switches, the idle
+//! timer, other jobs ending) ask again only once the version, the set or the
+//! draining of L0 changed.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use shale_env::FileSystem;
 
-use super::{DbInner, State};
+use super::{DbInner, State, SuperVersion};
 use crate::compaction::job::{self, MergeOutput};
-use crate::compaction::picker::{self, Pick, PickerOptions, TableSummary, LAST_LEVEL};
+use crate::compaction::picker::{self, Compacting, Pick, PickerOptions, TableSummary, LAST_LEVEL};
 use crate::error::{Error, Result};
 use crate::events::{CompactionReason, Event, TableReason};
 use crate::format::SeqNo;
@@ -144,12 +150,27 @@ fn next_job(db: &DbInner) -> Option<Job> {
             let max_compactions = db.opts.max_background_jobs.saturating_sub(1).max(1);
             if !st.manual_compaction && st.running_compactions < max_compactions {
                 let drain_l0 = st.settling > 0;
-                if let Some(c) = pick_compaction(&sv.version, &st.compacting, &db.opts, drain_l0) {
-                    for (_, f) in &c.inputs {
-                        st.compacting.insert(f.number);
+                let asked = st
+                    .idle_pick
+                    .as_ref()
+                    .is_some_and(|idle| idle.is(&sv.shape, &st.compacting, drain_l0));
+                if !asked {
+                    match pick_compaction(&sv, &st.compacting, &db.opts, drain_l0) {
+                        Some(c) => {
+                            for (_, f) in &c.inputs {
+                                st.compacting.insert(f.number);
+                            }
+                            st.running_compactions += 1;
+                            return Some(Job::Compact(c));
+                        }
+                        None => {
+                            st.idle_pick = Some(IdlePick {
+                                shape: sv.shape.clone(),
+                                compacting: st.compacting.clone(),
+                                drain_l0,
+                            });
+                        }
                     }
-                    st.running_compactions += 1;
-                    return Some(Job::Compact(c));
                 }
             }
             if db.delete_only_check.swap(false, Ordering::AcqRel)
@@ -177,8 +198,11 @@ pub(crate) fn picker_options(opts: &Options) -> PickerOptions {
     }
 }
 
-/// The picker's view of a version.
-pub(crate) fn summarize(version: &Version, compacting: &HashSet<u64>) -> picker::Levels {
+/// The picker's view of a version (its tables' numbers, sizes and key
+/// ranges). Built once per version, when the version is made, and kept in
+/// [`SuperVersion::shape`]: it copies every table's keys, which no wake-up of
+/// a background thread should pay for again.
+pub(crate) fn summarize(version: &Version) -> picker::Levels {
     std::array::from_fn(|l| {
         version.levels[l]
             .iter()
@@ -187,25 +211,48 @@ pub(crate) fn summarize(version: &Version, compacting: &HashSet<u64>) -> picker:
                 size: f.size,
                 smallest: f.smallest.user_key().to_vec(),
                 largest: f.largest.user_key().to_vec(),
-                compacting: compacting.contains(&f.number),
             })
             .collect()
     })
 }
 
-/// True if the picker would start a compaction on `version` (none running),
-/// draining L0 below its trigger if `drain_l0`.
-pub(crate) fn needs_compaction(version: &Version, opts: &Options, drain_l0: bool) -> bool {
+/// What the picker was last asked without finding a compaction: a shape
+/// (one per version), the tables running compactions held and whether L0 was
+/// being drained. The picker is pure, so while all three are unchanged it
+/// would answer the same, and a background thread's wake-up skips it.
+pub(crate) struct IdlePick {
+    shape: Arc<picker::Levels>,
+    compacting: Compacting,
+    drain_l0: bool,
+}
+
+impl IdlePick {
+    /// True if the picker was asked exactly this.
+    fn is(&self, shape: &Arc<picker::Levels>, compacting: &Compacting, drain_l0: bool) -> bool {
+        Arc::ptr_eq(&self.shape, shape)
+            && self.drain_l0 == drain_l0
+            && self.compacting == *compacting
+    }
+}
+
+/// The level L0 compacts into, for the tree of `shape`.
+fn base_level(shape: &picker::Levels, opts: &Options) -> usize {
+    picker::level_targets(&picker::level_bytes(shape), &picker_options(opts)).base_level
+}
+
+/// True if the picker would start a compaction on the version of `shape`
+/// (none running), draining L0 below its trigger if `drain_l0`.
+pub(crate) fn needs_compaction(shape: &picker::Levels, opts: &Options, drain_l0: bool) -> bool {
     let popts = PickerOptions {
         drain_l0,
         ..picker_options(opts)
     };
-    picker::pick(&summarize(version, &HashSet::new()), &popts).is_some()
+    picker::pick(shape, &Compacting::new(), &popts).is_some()
 }
 
 fn pick_compaction(
-    version: &Version,
-    compacting: &HashSet<u64>,
+    sv: &SuperVersion,
+    compacting: &Compacting,
     opts: &Options,
     drain_l0: bool,
 ) -> Option<Compaction> {
@@ -213,7 +260,8 @@ fn pick_compaction(
         drain_l0,
         ..picker_options(opts)
     };
-    let pick = picker::pick(&summarize(version, compacting), &popts)?;
+    let pick = picker::pick(&sv.shape, compacting, &popts)?;
+    let version = &sv.version;
     let find = |level: usize, numbers: &[u64]| -> Vec<(usize, Arc<FileMeta>)> {
         version.levels[level]
             .iter()
@@ -533,10 +581,7 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     } else {
         let events =
             CompactionEvents::begin(db, CompactionReason::Manual, &inputs, LAST_LEVEL, false);
-        let version = db.sv.load().version.clone();
-        let popts = picker_options(&db.opts);
-        let shape = summarize(&version, &HashSet::new());
-        let base_level = picker::level_targets(&picker::level_bytes(&shape), &popts).base_level;
+        let base_level = base_level(&db.sv.load().shape, &db.opts);
         let output = job::Outputs {
             level: LAST_LEVEL,
             target_file_size: picker::output_file_size(
@@ -665,11 +710,12 @@ struct RangeStep {
 /// never be left above an older one that went down), into the base level
 /// when nothing lies below.
 fn range_step(
-    version: &Version,
+    sv: &SuperVersion,
     level: usize,
     range: KeyRange<'_>,
     opts: &Options,
 ) -> Option<RangeStep> {
+    let version = &sv.version;
     let files = &version.levels[level];
     let mine: Vec<Arc<FileMeta>> = if level == 0 {
         if files.iter().any(|f| range.overlaps(f)) {
@@ -690,10 +736,7 @@ fn range_step(
     let below = (level + 1..NUM_LEVELS).find(|&l| !version.levels[l].is_empty());
     let output_level = match below {
         Some(l) => l,
-        None if level == 0 => {
-            let shape = summarize(version, &HashSet::new());
-            picker::level_targets(&picker::level_bytes(&shape), &picker_options(opts)).base_level
-        }
+        None if level == 0 => base_level(&sv.shape, opts),
         None => level,
     };
     let mut inputs: Vec<(usize, Arc<FileMeta>)> = mine.into_iter().map(|f| (level, f)).collect();
@@ -732,8 +775,8 @@ pub(crate) fn compact_range(db: &DbInner, range: KeyRange<'_>) -> Result<()> {
                 if db.closing.load(Ordering::Acquire) {
                     return Err(Error::Closed);
                 }
-                let version = db.sv.load().version.clone();
-                match range_step(&version, level, range, &db.opts) {
+                let sv = db.sv.load_full();
+                match range_step(&sv, level, range, &db.opts) {
                     Some(s)
                         if s.inputs
                             .iter()
@@ -779,11 +822,10 @@ fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
     let out_level = step.output_level;
     let events =
         CompactionEvents::begin(db, CompactionReason::Manual, &step.inputs, out_level, false);
-    let version = db.sv.load().version.clone();
-    let shape = summarize(&version, &HashSet::new());
-    let base_level =
-        picker::level_targets(&picker::level_bytes(&shape), &picker_options(&db.opts)).base_level;
-    let grandparents = first_keys(&version, out_level + 1);
+    let sv = db.sv.load_full();
+    let version = &sv.version;
+    let base_level = base_level(&sv.shape, &db.opts);
+    let grandparents = first_keys(version, out_level + 1);
     let output = job::Outputs {
         level: out_level,
         target_file_size: picker::output_file_size(
@@ -793,7 +835,7 @@ fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
         ),
         grandparents: &grandparents,
     };
-    let bottommost = is_bottommost(&version, &step.inputs, out_level);
+    let bottommost = is_bottommost(version, &step.inputs, out_level);
     let result = job::merge(db, &step.inputs, &output, bottommost)
         .and_then(|merged| install(db, &step.inputs, out_level, merged));
     let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
@@ -803,8 +845,69 @@ fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
 
 /// Recomputes the compaction debt of the current version (after a change).
 pub(crate) fn update_pending_bytes(db: &DbInner, st: &mut State) {
-    let version = db.sv.load().version.clone();
-    let levels = summarize(&version, &HashSet::new());
+    let shape = db.sv.load().shape.clone();
     st.pending_compaction_bytes =
-        picker::pending_compaction_bytes(&levels, &picker_options(&db.opts));
+        picker::pending_compaction_bytes(&shape, &picker_options(&db.opts));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::MemFs;
+    use crate::{Db, WriteOptions};
+
+    #[test]
+    fn an_idle_pick_matches_only_the_same_question() {
+        let shape = Arc::new(picker::Levels::default());
+        let busy: Compacting = [3].into_iter().collect();
+        let idle = IdlePick {
+            shape: shape.clone(),
+            compacting: busy.clone(),
+            drain_l0: false,
+        };
+        assert!(idle.is(&shape, &busy, false));
+        assert!(!idle.is(&shape, &busy, true), "draining L0 may pick");
+        assert!(
+            !idle.is(&shape, &Compacting::new(), false),
+            "a compaction ended"
+        );
+        let same_content = Arc::new(picker::Levels::default());
+        assert!(!idle.is(&same_content, &busy, false), "another version");
+    }
+
+    /// Once the background threads found nothing to compact in the current
+    /// version, they remember it: later wake-ups (a memtable switch, the idle
+    /// timer) do not run the picker again.
+    #[test]
+    fn background_threads_remember_an_idle_version() {
+        let opts = Options {
+            fs: Arc::new(MemFs::new()),
+            write_buffer_size: 4 << 10,
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts).expect("open");
+        for i in 0..3u32 {
+            let mut b = crate::WriteBatch::new();
+            b.put(&i.to_be_bytes(), &[7; 5000]);
+            db.write(b, &WriteOptions::default()).expect("put");
+        }
+        db.flush().expect("flush");
+        let inner = &db.inner;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let remembered = loop {
+            let remembered = {
+                let st = inner.state.lock();
+                let sv = inner.sv.load();
+                st.idle_pick
+                    .as_ref()
+                    .is_some_and(|idle| idle.is(&sv.shape, &st.compacting, false))
+            };
+            if remembered || Instant::now() > deadline {
+                break remembered;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert!(remembered, "no idle pick recorded for the current version");
+        db.close().expect("close");
+    }
 }

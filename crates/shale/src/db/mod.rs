@@ -14,9 +14,13 @@
 //! * `DbInner::state` (the state lock) guards the [`VersionSet`] (file
 //!   numbers, the manifest writer, the last sequence number), the poison flag
 //!   and every change of the super version. Lock order: `queue`, then `state`,
-//!   then `wal`. The leader never holds `state` while writing the WAL, and no
-//!   one holds it while the manifest is written.
-//! * One background thread flushes immutable memtables and deletes obsolete files.
+//!   then `wal`. No device I/O happens under `state`: the leader writes and
+//!   syncs the WAL, and a memtable switch syncs the old WAL, creates the new
+//!   one and syncs the directory, without it (file numbers are taken under
+//!   it); the manifest is written without it; obsolete files are chosen under
+//!   it and listed and deleted without it.
+//! * Background threads flush immutable memtables, compact, and delete
+//!   obsolete files.
 
 mod background;
 mod destroy;
@@ -79,6 +83,10 @@ pub(crate) struct SuperVersion {
     /// Immutable memtables, newest first.
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    /// The compaction picker's view of `version`, built once when the
+    /// version is made (outside the state lock) and shared by every super
+    /// version holding it.
+    pub shape: Arc<picker::Levels>,
 }
 
 /// State guarded by the state lock.
@@ -111,6 +119,10 @@ pub(crate) struct State {
     pub manual_running: bool,
     /// The write stall writers are under, as last raised to listeners.
     pub stall: Option<ActiveStall>,
+    /// The inputs the picker last found nothing to compact in: until the
+    /// version or the running compactions change, a wake-up does not ask it
+    /// again.
+    pub idle_pick: Option<background::IdlePick>,
 }
 
 impl State {
@@ -150,7 +162,9 @@ pub(crate) struct DbInner {
     /// Serializes file deletions, so that a caller of
     /// `delete_obsolete_files` returns only after every file made obsolete
     /// before the call is gone, even if another thread took it to delete.
-    pub deletion_lock: Mutex<()>,
+    /// Holds the oldest log and manifest still needed at the last run-time
+    /// listing of the directory that deleted everything it found.
+    pub deletion_lock: Mutex<Option<(u64, u64)>>,
     /// Set when closing starts; long jobs check it and give up.
     pub closing: AtomicBool,
     /// Caps flush and compaction writes, if configured.
@@ -509,7 +523,7 @@ impl Db {
             let busy = st.flush_running
                 || !sv.imms.is_empty()
                 || st.running_compactions > 0
-                || background::needs_compaction(&sv.version, &db.opts, drain_l0);
+                || background::needs_compaction(&sv.shape, &db.opts, drain_l0);
             if !busy {
                 break Ok(());
             }
@@ -588,10 +602,10 @@ impl Db {
             l.range_deletions += p.range_deletions;
         }
         let compacting = self.inner.state.lock().compacting.clone();
-        let shape = background::summarize(&self.inner.sv.load().version, &compacting);
+        let shape = self.inner.sv.load().shape.clone();
         let popts = background::picker_options(&self.inner.opts);
         let targets = picker::level_targets(&picker::level_bytes(&shape), &popts);
-        let scores = picker::level_scores(&shape, &targets, &popts);
+        let scores = picker::level_scores(&shape, &compacting, &targets, &popts);
         for l in &mut levels {
             l.score = scores[l.level];
             l.target_bytes = (l.level > 0 && targets.max_bytes[l.level] != u64::MAX)
@@ -709,7 +723,10 @@ impl DbInner {
             self.stats.lifetime(),
             &self.obsolete,
         )?;
-        let written = MutexGuard::unlocked(st, || write.write());
+        let (written, shape) = MutexGuard::unlocked(st, || {
+            let shape = Arc::new(background::summarize(write.version()));
+            (write.write(), shape)
+        });
         let version = match st.versions.finish(written) {
             Ok(version) => version,
             Err(e) => {
@@ -723,6 +740,7 @@ impl DbInner {
             mem: sv.mem.clone(),
             imms: sv.imms[..keep].to_vec(),
             version: Arc::new(version),
+            shape,
         }));
         st.imm_logs.truncate(keep);
         if added_range_dels {
@@ -753,42 +771,34 @@ impl DbInner {
     /// `at_open`: also delete tables missing from the version (leftovers of a
     /// crashed flush or compaction); at run time an old version held by an
     /// iterator may still use such tables, so they go only through `obsolete`.
+    ///
+    /// What may go is decided under the state lock, in memory; the directory
+    /// is listed and the files removed without it (see [`Deletable`]).
+    /// Deleters are serialized by `deletion_lock`.
     pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {
-        let _serial = self.deletion_lock.lock();
+        let mut last_listed = self.deletion_lock.lock();
         let mut doomed: Vec<(PathBuf, Option<u64>)> = Vec::new();
         for number in self.obsolete.take() {
             doomed.push((self.path.join(filenames::table_name(number)), Some(number)));
         }
-        {
-            // Decide under the state lock: files being created (table outputs,
-            // CURRENT.tmp, a new manifest or WAL) are only created under it or
-            // registered in `pending_outputs`.
+        let deletable = {
             let st = self.state.lock();
-            let oldest_log = st.imm_logs.last().copied().unwrap_or(st.mem_log);
-            let live: std::collections::HashSet<u64> = self
-                .sv
-                .load()
-                .version
-                .all_files()
-                .map(|(_, f)| f.number)
-                .collect();
+            Deletable::capture(&st, &self.sv.load().version, at_open)
+        };
+        // At run time the listing finds something new to delete only once a
+        // log or manifest became obsolete since the last complete pass: new
+        // files get numbers above everything listed before.
+        let list = at_open || *last_listed != Some(deletable.marks());
+        if list {
             let names = self
                 .fs
                 .list(&self.path)
                 .map_err(|e| Error::io("list", &self.path, e))?;
             for name in names {
-                let delete = match parse(&name) {
-                    Some(FileType::Wal(n)) => n < oldest_log,
-                    Some(FileType::Manifest(n)) => n < st.versions.manifest_number(),
-                    Some(FileType::Table(n)) => {
-                        at_open && !live.contains(&n) && !st.pending_outputs.contains(&n)
-                    }
-                    Some(FileType::Temp) => at_open,
-                    _ => false,
-                };
-                if delete {
-                    let table = match parse(&name) {
-                        Some(FileType::Table(n)) => Some(n),
+                let Some(kind) = parse(&name) else { continue };
+                if deletable.contains(kind) {
+                    let table = match kind {
+                        FileType::Table(n) => Some(n),
                         _ => None,
                     };
                     doomed.push((self.path.join(&name), table));
@@ -809,6 +819,111 @@ impl DbInner {
                 Err(e) => return Err(Error::io("remove obsolete file", &p, e)),
             }
         }
+        if list && !at_open {
+            *last_listed = Some(deletable.marks());
+        }
         Ok(())
+    }
+}
+
+/// Which files in the directory may be deleted, decided under the state lock
+/// and applied to a listing taken without it.
+///
+/// A file created after the decision (a new WAL, a table output, a new
+/// manifest) has a number from `versions.new_file_number()` taken after it,
+/// so at least `bound`: nothing numbered `bound` or above is deleted, and
+/// whatever the listing shows below it was already there, or numbered, when
+/// the decision was made. Below `bound`:
+///
+/// * a WAL older than the oldest log a live memtable writes to: its memtable
+///   is flushed and the manifest's log number is past it (the log number is
+///   recorded, and synced, before the flush's version is installed and
+///   `imm_logs` shrinks); a WAL being created by a memtable switch has a
+///   number above `mem_log`;
+/// * a manifest older than the live one (a new one being written by a
+///   rollover has a higher number);
+/// * at open only, when nothing else runs: a table in neither the version nor
+///   `pending_outputs`, and temporary files.
+struct Deletable {
+    bound: u64,
+    oldest_log: u64,
+    manifest: u64,
+    /// At open: tables of the version and outputs being written.
+    keep_tables: Option<std::collections::HashSet<u64>>,
+}
+
+impl Deletable {
+    fn capture(st: &State, version: &Version, at_open: bool) -> Deletable {
+        let keep_tables = at_open.then(|| {
+            version
+                .all_files()
+                .map(|(_, f)| f.number)
+                .chain(st.pending_outputs.iter().copied())
+                .collect()
+        });
+        Deletable {
+            bound: st.versions.next_file_number(),
+            oldest_log: st.imm_logs.last().copied().unwrap_or(st.mem_log),
+            manifest: st.versions.manifest_number(),
+            keep_tables,
+        }
+    }
+
+    /// What makes files obsolete at run time: the oldest log and manifest
+    /// still needed.
+    fn marks(&self) -> (u64, u64) {
+        (self.oldest_log, self.manifest)
+    }
+
+    /// True if a file of this kind and number may be deleted.
+    fn contains(&self, kind: FileType) -> bool {
+        let below = |n: u64| n < self.bound;
+        match kind {
+            FileType::Wal(n) => below(n) && n < self.oldest_log,
+            FileType::Manifest(n) => below(n) && n < self.manifest,
+            FileType::Table(n) => {
+                below(n) && self.keep_tables.as_ref().is_some_and(|k| !k.contains(&n))
+            }
+            FileType::Temp => self.keep_tables.is_some(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deletable_files_are_below_the_bound_and_obsolete() {
+        let run_time = Deletable {
+            bound: 20,
+            oldest_log: 12,
+            manifest: 15,
+            keep_tables: None,
+        };
+        // Logs older than the oldest live memtable's, never one being created.
+        assert!(run_time.contains(FileType::Wal(11)));
+        assert!(!run_time.contains(FileType::Wal(12)));
+        assert!(!run_time.contains(FileType::Wal(21)));
+        assert!(run_time.contains(FileType::Manifest(14)));
+        assert!(!run_time.contains(FileType::Manifest(15)));
+        // At run time tables go only when their last reader lets go.
+        assert!(!run_time.contains(FileType::Table(3)));
+        assert!(!run_time.contains(FileType::Temp));
+        assert!(!run_time.contains(FileType::Current));
+        assert!(!run_time.contains(FileType::Lock));
+        let at_open = Deletable {
+            keep_tables: Some([5, 7].into_iter().collect()),
+            ..run_time
+        };
+        assert!(at_open.contains(FileType::Table(6)));
+        assert!(!at_open.contains(FileType::Table(5)), "in the version");
+        assert!(!at_open.contains(FileType::Table(7)), "a pending output");
+        assert!(
+            !at_open.contains(FileType::Table(20)),
+            "numbered after the decision"
+        );
+        assert!(at_open.contains(FileType::Temp));
     }
 }

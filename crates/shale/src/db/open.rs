@@ -116,6 +116,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         pending_compaction_bytes: 0,
         manual_running: false,
         stall: None,
+        idle_pick: None,
     };
     let rate_limiter = opts
         .compaction_rate_limit
@@ -137,6 +138,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         sv: ArcSwap::from_pointee(SuperVersion {
             mem: logs.mem,
             imms: Vec::new(),
+            shape: Arc::new(background::summarize(&version)),
             version: Arc::new(version),
         }),
         visible_seq: AtomicU64::new(last_sequence),
@@ -146,7 +148,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         queue: WriteQueue::new(),
         snapshots: Mutex::new(BTreeMap::new()),
         compaction_lock: Mutex::new(()),
-        deletion_lock: Mutex::new(()),
+        deletion_lock: Mutex::new(None),
         closing: AtomicBool::new(false),
         rate_limiter,
         events,

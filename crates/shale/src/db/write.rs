@@ -19,6 +19,10 @@
 //!   under the queue lock except `cost` and `share`, which take no lock. The
 //!   leader takes `state` to stall, switch memtables and reserve sequence
 //!   numbers, releases it, then takes `wal` to append (and sync) the record.
+//! * No device I/O under `state`: a memtable switch takes the new log's number
+//!   under it, releases it to sync the old log, create the new one and sync
+//!   the directory (holding `wal`), and takes it again to make the switch
+//!   (see [`DbInner::switch_memtable`]).
 //! * Only a leader, or [`DbInner::flush`] inside [`GroupCommit::exclusive`],
 //!   switches memtables, so the memtable handed to a group is the one its
 //!   sequence numbers belong to.
@@ -26,6 +30,7 @@
 //!   concurrent inserts. The leader stores the visible sequence number (Release)
 //!   after every insert of the group, which it learns of under the queue lock.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -298,25 +303,28 @@ impl DbInner {
     }
 
     /// Makes the memtable immutable and starts a new WAL for its successor.
-    fn switch_memtable(&self, st: &mut State) -> Result<()> {
+    ///
+    /// The caller holds the write queue (a leader, or `flush` in
+    /// [`GroupCommit::exclusive`]), so no writer appends to the log and no
+    /// one else switches until this returns. The new log's number is taken
+    /// under `state`; the I/O (syncing the old log, creating the new one,
+    /// syncing the directory) runs with `state` released, so that the
+    /// background threads, flushes, snapshot listings and stats do not wait
+    /// for it; the switch itself (the super version, `imm_logs`, `mem_log`)
+    /// is made under `state` again, in one step.
+    ///
+    /// Until that step the old log is still `mem_log` and its memtable the
+    /// mutable one, so nothing deletes the old log or flushes its memtable
+    /// early; the new log's number is above every number handed out before,
+    /// so no deleter takes it for an obsolete file. Every write acknowledged
+    /// before the switch is in the old log, which recovery replays (the
+    /// manifest's log number is at most `mem_log`), and the new log is empty
+    /// (or missing) until the switch is made: a crash at any step loses no
+    /// synced write, and none at all once the old log's sync returned.
+    fn switch_memtable(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = self.path.join(wal_name(number));
-        let result = (|| {
-            let mut wal = self.wal.lock();
-            // The old log is complete: sync it so that only the newest log can
-            // end in a torn record.
-            wal.sync()?;
-            let file = self
-                .fs
-                .create_append(&path, WriteLifetime::Short)
-                .map_err(|e| Error::io("create wal", &path, e))?;
-            self.fs
-                .sync_dir(&self.path)
-                .map_err(|e| Error::io("sync directory", &self.path, e))?;
-            *wal = LogWriter::new(file, path.clone());
-            Ok(())
-        })();
-        if let Err(e) = result {
+        if let Err(e) = MutexGuard::unlocked(st, || self.start_wal(&path)) {
             self.poison(st, &e);
             return Err(e);
         }
@@ -328,10 +336,30 @@ impl DbInner {
             mem: Arc::new(MemTable::new()),
             imms,
             version: sv.version.clone(),
+            shape: sv.shape.clone(),
         }));
-        st.imm_logs.insert(0, st.mem_log);
-        st.mem_log = number;
+        let old_log = std::mem::replace(&mut st.mem_log, number);
+        st.imm_logs.insert(0, old_log);
         self.cv.notify_all();
+        Ok(())
+    }
+
+    /// The I/O of a memtable switch (without `state`): syncs the live log,
+    /// creates log `path` and makes its name durable, then makes it the log
+    /// that writes go to. On failure the old log stays the live one.
+    fn start_wal(&self, path: &Path) -> Result<()> {
+        let mut wal = self.wal.lock();
+        // The old log is complete: sync it so that only the newest log can
+        // end in a torn record.
+        wal.sync()?;
+        let file = self
+            .fs
+            .create_append(path, WriteLifetime::Short)
+            .map_err(|e| Error::io("create wal", path, e))?;
+        self.fs
+            .sync_dir(&self.path)
+            .map_err(|e| Error::io("sync directory", &self.path, e))?;
+        *wal = LogWriter::new(file, path.to_path_buf());
         Ok(())
     }
 
@@ -361,6 +389,54 @@ mod tests {
     use super::*;
     use crate::env::MemFs;
     use crate::{Db, Options, WriteOptions};
+
+    /// The picker's shape belongs to the version: a memtable switch (a new
+    /// super version, the same version) shares it, a flush (a new version)
+    /// brings a new one, built from that version.
+    #[test]
+    fn a_version_keeps_its_picker_shape() {
+        let opts = Options {
+            fs: Arc::new(MemFs::new()),
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts).expect("open");
+        db.put(b"a", b"1").expect("put");
+        db.flush().expect("flush");
+        db.put(b"b", b"2").expect("put");
+        let inner = &db.inner;
+        let before = inner.sv.load_full();
+        // No background flush may install a version between the two loads.
+        inner.state.lock().flush_running = true;
+        inner
+            .queue
+            .exclusive(|| {
+                let mut st = inner.state.lock();
+                inner.make_room(&mut st, true).map(|_| ())
+            })
+            .expect("switch");
+        let switched = inner.sv.load_full();
+        assert!(!Arc::ptr_eq(&before, &switched), "a new super version");
+        assert!(Arc::ptr_eq(&before.version, &switched.version));
+        assert!(
+            Arc::ptr_eq(&before.shape, &switched.shape),
+            "the shape is shared"
+        );
+        {
+            let mut st = inner.state.lock();
+            st.flush_running = false;
+            inner.cv.notify_all();
+        }
+        db.flush().expect("flush");
+        let flushed = inner.sv.load_full();
+        assert!(!Arc::ptr_eq(&switched.version, &flushed.version));
+        assert!(!Arc::ptr_eq(&switched.shape, &flushed.shape));
+        assert_eq!(
+            *flushed.shape,
+            super::super::background::summarize(&flushed.version)
+        );
+        assert_eq!(flushed.shape[0].len(), 2, "both flushes' tables");
+        db.close().expect("close");
+    }
 
     /// Writers on several threads (some syncing, memtables switching under
     /// them, flushes in between) while a reader checks that every batch

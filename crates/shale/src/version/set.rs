@@ -108,6 +108,12 @@ impl VersionSet {
         n
     }
 
+    /// The number [`VersionSet::new_file_number`] hands out next: every file
+    /// the database created or is creating has a lower one.
+    pub(crate) fn next_file_number(&self) -> u64 {
+        self.next_file_number
+    }
+
     /// Number of the live manifest (older ones are obsolete).
     pub(crate) fn manifest_number(&self) -> u64 {
         self.manifest_number
@@ -212,6 +218,11 @@ pub(crate) struct WrittenEdit {
 }
 
 impl ManifestWrite {
+    /// The version the edit makes: what step 3 returns once it is durable.
+    pub(crate) fn version(&self) -> &Version {
+        &self.version
+    }
+
     /// Step 2 (without the state lock): makes the edit durable.
     pub(crate) fn write(self) -> WrittenEdit {
         let ManifestWrite {
