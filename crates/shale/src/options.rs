@@ -165,6 +165,16 @@ pub struct Options {
     /// What recovery accepts at the end of a write-ahead log (default
     /// [`WalRecoveryMode::TornWrites`]).
     pub wal_recovery_mode: WalRecoveryMode,
+    /// Threads that look up the keys of one [`crate::Db::multi_get`]
+    /// together with the calling thread, so that one caller keeps many
+    /// device reads in flight (default 16; at most 1024). A call of more
+    /// than one key answers the keys a memtable holds itself and shares the
+    /// table lookups of the others between itself and up to this many of
+    /// the threads, which all callers share; 0 looks every key up on the
+    /// calling thread, one after the other. The threads start with the
+    /// first `multi_get` that needs them and stop when the database closes.
+    /// Single Gets never use them.
+    pub read_threads: usize,
     /// Told of flushes, compactions, write stalls, background errors and
     /// tables created and deleted, on a thread of their own (default none;
     /// see [`crate::events`]).
@@ -203,6 +213,7 @@ impl Default for Options {
             max_manifest_bytes: 64 << 20,
             wal_recovery_mode: WalRecoveryMode::default(),
             listeners: Vec::new(),
+            read_threads: 16,
         }
     }
 }
@@ -232,6 +243,13 @@ impl Options {
         }
         if self.write_buffer_size == 0 || self.block_size == 0 || self.base_level_bytes == 0 {
             return bad("write_buffer_size, block_size and base_level_bytes must be positive");
+        }
+        if self.read_threads > crate::db::MAX_READ_THREADS {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "read_threads must be at most {} (got {}; 0 reads a multi_get's keys on the calling thread)",
+                crate::db::MAX_READ_THREADS,
+                self.read_threads
+            )));
         }
         Ok(())
     }
