@@ -17,6 +17,8 @@
 //!   then `wal`. The leader never holds `state` while writing the WAL, and no
 //!   one holds it while the manifest is written.
 //! * One background thread flushes immutable memtables and deletes obsolete files.
+//! * `multi_get` shares its table lookups with the read pool's threads
+//!   (`read_pool`), which own what they read and are joined at close.
 
 mod background;
 mod destroy;
