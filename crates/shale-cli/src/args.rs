@@ -523,7 +523,7 @@ pub struct BenchKvdbArgs {
           value_parser = clap::value_parser!(u32).range(1..=65536).map(|v| v as usize))]
     pub batch: usize,
     /// shale's read threads for `multi_get` (`Options::read_threads`;
-    /// default: the engine's, 16; 0 looks a batch's keys up one after the
+    /// default: the engine's, 32; 0 looks a batch's keys up one after the
     /// other on the reader thread).
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(0..=1024).map(|v| v as usize))]

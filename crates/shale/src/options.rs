@@ -167,10 +167,12 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Threads that look up the keys of one [`crate::Db::multi_get`]
     /// together with the calling thread, so that one caller keeps many
-    /// device reads in flight (default 16; at most 1024). A call of more
+    /// device reads in flight (default 32; at most 1024). A call of more
     /// than one key answers the keys a memtable holds itself and shares the
     /// table lookups of the others between itself and up to this many of
-    /// the threads, which all callers share; 0 looks every key up on the
+    /// the threads. All callers share the threads, so at most this many
+    /// reads plus one per caller are in flight: 32 lets two callers keep a
+    /// device at a queue depth of about 32. 0 looks every key up on the
     /// calling thread, one after the other. The threads start with the
     /// first `multi_get` that needs them and stop when the database closes.
     /// Single Gets never use them.
@@ -213,7 +215,7 @@ impl Default for Options {
             max_manifest_bytes: 64 << 20,
             wal_recovery_mode: WalRecoveryMode::default(),
             listeners: Vec::new(),
-            read_threads: 16,
+            read_threads: 32,
         }
     }
 }
