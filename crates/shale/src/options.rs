@@ -173,9 +173,10 @@ pub struct Options {
     /// the threads. All callers share the threads, so at most this many
     /// reads plus one per caller are in flight: 32 lets two callers keep a
     /// device at a queue depth of about 32. 0 looks every key up on the
-    /// calling thread, one after the other. The threads start with the
-    /// first `multi_get` that needs them and stop when the database closes.
-    /// Single Gets never use them.
+    /// calling thread, one after the other: better when the keys are all
+    /// in the block cache, as waking a thread costs more than such a
+    /// lookup. The threads start with the first `multi_get` that needs them
+    /// and stop when the database closes. Single Gets never use them.
     pub read_threads: usize,
     /// Told of flushes, compactions, write stalls, background errors and
     /// tables created and deleted, on a thread of their own (default none;
