@@ -381,8 +381,10 @@ pub struct WorkloadArgs {
     /// Warm-up Gets per cache size (and engine), as a fraction of the keys.
     #[arg(long, value_name = "F", default_value_t = 0.0005)]
     pub warmup: f64,
-    /// Reader (and loader) threads (default: the number of cores).
-    #[arg(long, value_name = "T")]
+    /// Reader (and loader) threads (default: the number of cores; 1 to
+    /// 1024).
+    #[arg(long, value_name = "T",
+          value_parser = clap::value_parser!(u32).range(1..=1024).map(|v| v as usize))]
     pub threads: Option<usize>,
     /// Share of Gets for keys that were never loaded.
     #[arg(long, value_name = "F", default_value_t = 0.0)]
@@ -507,6 +509,25 @@ pub struct BenchKvdbArgs {
     /// (each run's Gets/s is reported as a share of it); 0 skips it.
     #[arg(long, value_name = "S", default_value_t = 3.0)]
     pub device_limit_seconds: f64,
+    /// Threads of the device-limit reads, each with one read in flight: the
+    /// queue depth the limit is measured at (default: --threads; 1 to 1024).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024).map(|v| v as usize))]
+    pub device_limit_depth: Option<usize>,
+    /// Keys per read call of each reader thread: 1 (the default) reads with
+    /// single Gets; N > 1 with one `multi_get` of N keys at a time, whose
+    /// table lookups the engine runs together on its read threads. A Get's
+    /// latency is then its batch's: every key of a `multi_get` is recorded
+    /// with the call's latency (1 to 65536).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=65536).map(|v| v as usize))]
+    pub batch: usize,
+    /// shale's read threads for `multi_get` (`Options::read_threads`;
+    /// default: the engine's, 32; 0 looks a batch's keys up one after the
+    /// other on the reader thread).
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=1024).map(|v| v as usize))]
+    pub read_threads: Option<usize>,
     /// The time-series sampler.
     #[command(flatten)]
     pub sample: SampleArgs,
@@ -1056,6 +1077,61 @@ mod tests {
             panic!("not bench compare");
         };
         assert_eq!(a.workload.keys, 2_000_000);
+    }
+
+    #[test]
+    fn bench_kvdb_batch_threads_and_depth_are_checked() {
+        let kvdb = |args: &[&str]| -> Result<BenchKvdbArgs, String> {
+            let all: Vec<&str> = ["bench", "kvdb"].iter().chain(args).copied().collect();
+            match parse(&all).map_err(|e| e.to_string())?.command {
+                Command::Bench(BenchCommand::Kvdb(a)) => Ok(a),
+                _ => Err("not bench kvdb".into()),
+            }
+        };
+        let a = kvdb(&[]).expect("defaults");
+        assert_eq!(
+            (
+                a.batch,
+                a.read_threads,
+                a.device_limit_depth,
+                a.workload.threads
+            ),
+            (1, None, None, None)
+        );
+        let a = kvdb(&[
+            "--batch",
+            "32",
+            "--threads",
+            "2",
+            "--read-threads",
+            "0",
+            "--device-limit-depth",
+            "32",
+        ])
+        .expect("parses");
+        assert_eq!(
+            (
+                a.batch,
+                a.read_threads,
+                a.device_limit_depth,
+                a.workload.threads
+            ),
+            (32, Some(0), Some(32), Some(2))
+        );
+        for (flag, value) in [
+            ("--batch", "0"),
+            ("--batch", "65537"),
+            ("--threads", "0"),
+            ("--threads", "1025"),
+            ("--read-threads", "1025"),
+            ("--device-limit-depth", "0"),
+            ("--device-limit-depth", "5000"),
+        ] {
+            let e = kvdb(&[flag, value]).expect_err(&format!("{flag} {value}"));
+            assert!(e.contains(flag), "{flag} {value}: {e}");
+        }
+        // `bench compare` shares the thread check.
+        assert!(parse(&["bench", "compare", "--threads", "0"]).is_err());
     }
 
     #[test]

@@ -41,9 +41,9 @@ impl OpStats {
         }
     }
 
-    fn record(&mut self, nanos: u64) {
-        self.count += 1;
-        self.nanos.saturating_record(nanos.clamp(1, MAX_NANOS));
+    fn record(&mut self, nanos: u64, n: u64) {
+        self.count += n;
+        self.nanos.saturating_record_n(nanos.clamp(1, MAX_NANOS), n);
     }
 
     fn merge(&mut self, other: &OpStats) {
@@ -94,15 +94,21 @@ impl LiveStats {
     /// Records one operation of `kind` that took `nanos`, from thread
     /// `thread` (taken modulo the number of slots).
     pub fn record(&self, thread: usize, kind: &'static str, nanos: u64) {
+        self.record_n(thread, kind, nanos, 1);
+    }
+
+    /// Records `n` operations of `kind` that each took `nanos` (the keys of
+    /// one batched call, which all complete when it returns).
+    pub fn record_n(&self, thread: usize, kind: &'static str, nanos: u64, n: u64) {
         let mut slot = self.slots[thread % self.slots.len()].lock();
         slot.interval
             .entry(kind)
             .or_insert_with(OpStats::new)
-            .record(nanos);
+            .record(nanos, n);
         slot.total
             .entry(kind)
             .or_insert_with(OpStats::new)
-            .record(nanos);
+            .record(nanos, n);
     }
 
     /// The operations recorded since the previous call (or since creation),

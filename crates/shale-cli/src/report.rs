@@ -180,7 +180,12 @@ fn inflection_points(results: &BenchResults) -> (Vec<Marker>, Vec<Band>) {
 }
 
 fn subject(results: &BenchResults) -> String {
-    format!("{}, {} keys", results.engine, grouped(results.keys))
+    let batch = if results.batch > 1 {
+        format!(", multi_get of {} keys", results.batch)
+    } else {
+        String::new()
+    };
+    format!("{}, {} keys{batch}", results.engine, grouped(results.keys))
 }
 
 const X_LABEL: &str = "block cache size (% of DB, log scale)";
@@ -409,7 +414,17 @@ fn html_report(results: &BenchResults, io_svg: &str, hit_svg: &str) -> String {
             "missing keys read",
             format!("{:.1}% of Gets", r.missing * 100.0),
         ),
-        ("reader threads", r.threads.to_string()),
+        (
+            "reader threads",
+            if r.batch > 1 {
+                format!(
+                    "{}, each reading {} keys per multi_get (a Get's latency is its call's)",
+                    r.threads, r.batch
+                )
+            } else {
+                format!("{}, single Gets", r.threads)
+            },
+        ),
         ("Gets per cache size", grouped(r.reads)),
         (
             "warm-up per cache size",
@@ -624,6 +639,7 @@ mod tests {
             distribution: "uniform".into(),
             missing: 0.0,
             threads: 2,
+            batch: 1,
             reads: 100_000,
             warmup: 0.0005,
             direct_io: true,

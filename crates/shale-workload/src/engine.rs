@@ -171,6 +171,11 @@ pub trait KvEngine: Send + Sync {
     fn load_batch(&self, pairs: &[(&[u8], &[u8])]) -> Result<(), String>;
     /// The value of `key`, `None` if absent.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String>;
+    /// The values of `keys`, in their order (by default one Get after the
+    /// other; an engine with a batched read overrides it).
+    fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
     /// Read counters since the database was opened.
     fn counters(&self) -> ReadCounters;
     /// The composition of the database's tables.
@@ -212,6 +217,8 @@ pub trait EngineOpener: Send + Sync {
 pub struct ShaleOpener {
     /// Read tables with O_DIRECT, so that physical reads are device reads.
     pub direct_io: bool,
+    /// `Options::read_threads` (`None`: the engine's default).
+    pub read_threads: Option<usize>,
 }
 
 impl EngineOpener for ShaleOpener {
@@ -225,7 +232,13 @@ impl EngineOpener for ShaleOpener {
             direct_io: self.direct_io,
             ..Default::default()
         });
-        open_shale(Arc::new(fs), dir, cache_bytes, Access::Create(create))
+        open_shale(
+            Arc::new(fs),
+            dir,
+            cache_bytes,
+            Access::Create(create),
+            self.read_threads,
+        )
     }
 
     fn open_read_only(&self, dir: &Path, cache_bytes: u64) -> Result<Box<dyn KvEngine>, String> {
@@ -233,7 +246,13 @@ impl EngineOpener for ShaleOpener {
             direct_io: self.direct_io,
             ..Default::default()
         });
-        open_shale(Arc::new(fs), dir, cache_bytes, Access::ReadOnly)
+        open_shale(
+            Arc::new(fs),
+            dir,
+            cache_bytes,
+            Access::ReadOnly,
+            self.read_threads,
+        )
     }
 }
 
@@ -243,6 +262,8 @@ impl EngineOpener for ShaleOpener {
 pub struct ShaleFsOpener {
     /// The file system the databases are on.
     pub fs: shale::env::FsRef,
+    /// `Options::read_threads` (`None`: the engine's default).
+    pub read_threads: Option<usize>,
 }
 
 impl EngineOpener for ShaleFsOpener {
@@ -252,11 +273,23 @@ impl EngineOpener for ShaleFsOpener {
         cache_bytes: u64,
         create: bool,
     ) -> Result<Box<dyn KvEngine>, String> {
-        open_shale(self.fs.clone(), dir, cache_bytes, Access::Create(create))
+        open_shale(
+            self.fs.clone(),
+            dir,
+            cache_bytes,
+            Access::Create(create),
+            self.read_threads,
+        )
     }
 
     fn open_read_only(&self, dir: &Path, cache_bytes: u64) -> Result<Box<dyn KvEngine>, String> {
-        open_shale(self.fs.clone(), dir, cache_bytes, Access::ReadOnly)
+        open_shale(
+            self.fs.clone(),
+            dir,
+            cache_bytes,
+            Access::ReadOnly,
+            self.read_threads,
+        )
     }
 }
 
@@ -273,13 +306,16 @@ fn open_shale(
     dir: &Path,
     cache_bytes: u64,
     access: Access,
+    read_threads: Option<usize>,
 ) -> Result<Box<dyn KvEngine>, String> {
+    let defaults = Options::default();
     let opts = Options {
         fs,
         create_if_missing: matches!(access, Access::Create(true)),
         block_cache_bytes: cache_bytes,
         max_open_files: table_cache_files(),
-        ..Options::default()
+        read_threads: read_threads.unwrap_or(defaults.read_threads),
+        ..defaults
     };
     let db = match access {
         Access::ReadOnly => Db::open_read_only(dir, opts),
@@ -332,6 +368,10 @@ impl KvEngine for ShaleEngine {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
         self.db.get(key).map_err(|e| e.to_string())
+    }
+
+    fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
+        self.db.multi_get(keys).map_err(|e| e.to_string())
     }
 
     fn counters(&self) -> ReadCounters {
@@ -422,7 +462,7 @@ mod tests {
     #[test]
     fn shale_adapter_loads_reads_and_counts() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opener = ShaleOpener { direct_io: false };
+        let opener = ShaleOpener::default();
         let e = opener.open(dir.path(), 1 << 20, true).expect("open");
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..1000u32)
             .map(|i| (i.to_be_bytes().to_vec(), vec![i as u8; 20]))

@@ -379,7 +379,12 @@ mod tests {
     fn load_inspect_and_read_over_the_protocol() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("db");
-        let open = |direct_io| -> Box<dyn EngineOpener> { Box::new(ShaleOpener { direct_io }) };
+        let open = |direct_io| -> Box<dyn EngineOpener> {
+            Box::new(ShaleOpener {
+                direct_io,
+                ..ShaleOpener::default()
+            })
+        };
         let served = served_shale(&open);
         let load = request(Op::Load(LoadRequest {
             target: target(&dir, 0),

@@ -114,6 +114,11 @@ pub struct BenchResults {
     pub missing: f64,
     /// Reader threads.
     pub threads: usize,
+    /// Keys per read call of each reader thread: 1, single Gets; more, one
+    /// `multi_get` of that many keys at a time (each Get then recorded with
+    /// its call's latency). Results from before the field read as 1.
+    #[serde(default = "one_key")]
+    pub batch: usize,
     /// Gets measured per cache size.
     pub reads: u64,
     /// Warm-up Gets per cache size, as a fraction of `keys`.
@@ -146,6 +151,10 @@ pub struct BenchResults {
     pub device_limit: Option<DeviceLimit>,
     /// One entry per cache size, in the order run.
     pub runs: Vec<Run>,
+}
+
+fn one_key() -> usize {
+    1
 }
 
 impl BenchResults {

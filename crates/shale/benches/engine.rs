@@ -1,7 +1,8 @@
 //! Micro-benchmarks of the engine's CPU per operation, where no device read
 //! happens: a Get whose blocks are all in the block cache (from a table, from
 //! the memtable, of an absent key), a pinned Get, a `multi_get` of 100 keys
-//! and a Put into the memtable. The database lives in a `MemFs`, so the
+//! (on the read pool, and on the calling thread alone) and a Put into the
+//! memtable. The database lives in a `MemFs`, so the
 //! figures are the engine's own work.
 //!
 //! `cargo bench -p shale --bench engine` measures; CI runs each benchmark
@@ -32,13 +33,14 @@ fn key(i: u64) -> [u8; 32] {
 }
 
 /// A database of `KEYS` keys with 32-byte values in the last level, its
-/// blocks all cached.
-fn cached_db() -> Db {
+/// blocks all cached, with `read_threads` for multi_get.
+fn cached_db(read_threads: usize) -> Db {
     let db = Db::open(
         "/bench",
         Options {
             fs: Arc::new(MemFs::new()),
             block_cache_bytes: 256 << 20,
+            read_threads,
             ..Options::default()
         },
     )
@@ -70,7 +72,7 @@ impl Keys {
 }
 
 fn gets(c: &mut Criterion) {
-    let db = cached_db();
+    let db = cached_db(Options::default().read_threads);
     let mut ks = Keys(1);
     c.bench_function("get/table_cached", |b| {
         b.iter(|| black_box(db.get(&ks.next()).expect("get")))
@@ -92,6 +94,18 @@ fn gets(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    {
+        // The same batches looked up on the calling thread alone: what the
+        // read pool costs when no lookup waits for the device.
+        let inline = cached_db(0);
+        c.bench_function("multi_get/100_table_cached_inline", |b| {
+            b.iter_batched(
+                || (0..100).map(|_| ks.next()).collect::<Vec<_>>(),
+                |batch| black_box(inline.multi_get(&batch).expect("multi_get")),
+                BatchSize::SmallInput,
+            )
+        });
+    }
     db.put(b"in the memtable", &[1u8; 32]).expect("put");
     c.bench_function("get/memtable", |b| {
         b.iter(|| black_box(db.get(b"in the memtable").expect("get")))

@@ -121,6 +121,18 @@ struct BlockCounters {
     bytes_read: Counter,
 }
 
+thread_local! {
+    /// Read requests this thread issued for any database (see
+    /// [`thread_physical_reads`]).
+    static THREAD_PHYSICAL_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Read requests the calling thread has issued so far, over all databases: a
+/// change across a call tells whether it read the device.
+pub(crate) fn thread_physical_reads() -> u64 {
+    THREAD_PHYSICAL_READS.with(std::cell::Cell::get)
+}
+
 /// The live counters of one database. Shared by all threads.
 #[derive(Default)]
 pub(crate) struct Stats {
@@ -169,6 +181,7 @@ impl Stats {
     /// Records one read request of `bytes` bytes issued to the file system.
     #[inline]
     pub(crate) fn physical_read(&self, kind: BlockKind, bytes: u64) {
+        THREAD_PHYSICAL_READS.with(|n| n.set(n.get().wrapping_add(1)));
         let c = &self.blocks[kind.index()];
         c.physical_reads.incr();
         c.bytes_read.add(bytes);

@@ -165,6 +165,19 @@ pub struct Options {
     /// What recovery accepts at the end of a write-ahead log (default
     /// [`WalRecoveryMode::TornWrites`]).
     pub wal_recovery_mode: WalRecoveryMode,
+    /// Threads that look up the keys of one [`crate::Db::multi_get`]
+    /// together with the calling thread, so that one caller keeps many
+    /// device reads in flight (default 32; at most 1024). A call of more
+    /// than one key answers the keys a memtable holds itself and shares the
+    /// table lookups of the others between itself and up to this many of
+    /// the threads. All callers share the threads, so at most this many
+    /// reads plus one per caller are in flight: 32 lets two callers keep a
+    /// device at a queue depth of about 32. Waking a thread costs more than
+    /// a lookup the block cache answers, so the calling thread looks keys up
+    /// alone until one reads the device. 0 looks every key up on the
+    /// calling thread, one after the other. The threads start with the first `multi_get` that needs them
+    /// and stop when the database closes. Single Gets never use them.
+    pub read_threads: usize,
     /// Told of flushes, compactions, write stalls, background errors and
     /// tables created and deleted, on a thread of their own (default none;
     /// see [`crate::events`]).
@@ -203,6 +216,7 @@ impl Default for Options {
             max_manifest_bytes: 64 << 20,
             wal_recovery_mode: WalRecoveryMode::default(),
             listeners: Vec::new(),
+            read_threads: 32,
         }
     }
 }
@@ -244,6 +258,13 @@ impl Options {
                 "max_background_jobs must be between 1 and {MAX_BACKGROUND_JOBS}, not {}",
                 self.max_background_jobs
             ));
+        }
+        if self.read_threads > crate::db::MAX_READ_THREADS {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "read_threads must be at most {} (got {}; 0 reads a multi_get's keys on the calling thread)",
+                crate::db::MAX_READ_THREADS,
+                self.read_threads
+            )));
         }
         Ok(())
     }

@@ -627,7 +627,10 @@ fn write_projection(
 
 /// `shale advise`.
 pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
-    let opener = ShaleOpener { direct_io: true };
+    let opener = ShaleOpener {
+        direct_io: true,
+        ..ShaleOpener::default()
+    };
     if !a.db.join("CURRENT").exists() {
         return Err(CliError::msg(format!(
             "{} is not a shale database (no CURRENT); pass the directory of one",
@@ -721,6 +724,9 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             out: PathBuf::from("."),
             json: false,
             device_limit_seconds: 0.0,
+            device_limit_depth: None,
+            batch: 1,
+            read_threads: None,
             sample: crate::args::SampleArgs {
                 sample_interval: 5.0,
             },

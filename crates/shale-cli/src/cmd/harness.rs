@@ -33,7 +33,12 @@ fn serve_stdin() -> Result<String, String> {
         .map_err(|e| format!("reading the request on standard input: {e}"))?;
     let request: Request =
         serde_json::from_str(&input).map_err(|e| format!("malformed request: {e}"))?;
-    let open = |direct_io| -> Box<dyn EngineOpener> { Box::new(ShaleOpener { direct_io }) };
+    let open = |direct_io| -> Box<dyn EngineOpener> {
+        Box::new(ShaleOpener {
+            direct_io,
+            ..ShaleOpener::default()
+        })
+    };
     let served = Served {
         info: InfoReply {
             engine: "shale".into(),

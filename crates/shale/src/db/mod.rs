@@ -21,6 +21,8 @@
 //!   it and listed and deleted without it.
 //! * Background threads flush immutable memtables, compact, and delete
 //!   obsolete files.
+//! * `multi_get` shares its table lookups with the read pool's threads
+//!   (`read_pool`), which own what they read and are joined at close.
 
 mod background;
 mod destroy;
@@ -29,6 +31,7 @@ mod open;
 mod quarantine;
 mod range;
 mod read;
+mod read_pool;
 mod repair;
 mod survey;
 mod table_cache;
@@ -46,6 +49,7 @@ use shale_env::{FileLock, FileSystem};
 
 pub use range::{prefix_successor, Range};
 pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
+pub(crate) use read_pool::MAX_READ_THREADS;
 pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairOptions, RepairReport, LOST_DIR};
 
 impl Readable for Db {
@@ -183,6 +187,10 @@ pub(crate) struct DbInner {
     /// Set when a table with range deletions is installed or a snapshot is
     /// released: the background thread looks for tables to delete whole.
     pub delete_only_check: AtomicBool,
+    /// The threads that look up the keys of a `multi_get` together
+    /// (`Options::read_threads`; started by the first call that needs them,
+    /// joined when the database closes).
+    pub read_pool: read_pool::ReadPool,
 }
 
 /// An open database.
@@ -379,8 +387,11 @@ impl Db {
     }
 
     /// The values of `keys` (in their order) read in one state of the
-    /// database: no write lands between two of them. The first error ends
-    /// the call.
+    /// database: no write lands between two of them. The first error (in
+    /// key order) ends the call. With [`Options::read_threads`] above 0 the
+    /// keys no memtable answers are looked up by this thread and the
+    /// database's read threads at once, so that their device reads are in
+    /// flight together; counted as one Get per key either way.
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
         self.inner
             .multi_get(keys, self.inner.visible_seq.load(Ordering::Acquire))
@@ -662,6 +673,8 @@ impl Db {
 
     fn stop_background(&self) {
         self.inner.closing.store(true, Ordering::Release);
+        // A multi_get still running (through a snapshot) gets `Closed`.
+        self.inner.read_pool.shutdown();
         {
             let mut st = self.inner.state.lock();
             st.shutting_down = true;

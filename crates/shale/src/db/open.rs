@@ -128,6 +128,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         &opts.listeners
     };
     let events = Events::start(listeners).map_err(|e| Error::io("spawn event thread", path, e))?;
+    let read_threads = opts.read_threads;
     let inner = DbInner {
         path: path.to_path_buf(),
         fs,
@@ -159,6 +160,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         live_iterators: AtomicUsize::new(0),
         // Tables left by the last run may hold range deletions.
         delete_only_check: AtomicBool::new(access == Access::ReadWrite),
+        read_pool: super::read_pool::ReadPool::new(read_threads),
     };
     if access == Access::ReadWrite {
         inner.delete_obsolete_files(true)?;

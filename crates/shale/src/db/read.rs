@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO};
 use crate::iter::{ConcatIterator, InternalIterator, MergingIterator};
 use crate::memtable::MemGet;
+use crate::metrics::thread_physical_reads;
 use crate::options::NUM_LEVELS;
 use crate::pinned::PinnedValue;
 use crate::rangedel::Fragments;
@@ -35,15 +36,20 @@ impl DbInner {
         }
         let sv = self.sv.load();
         let result = self.get_in(&sv, key, seq);
-        self.stats.gets.incr();
-        if matches!(result, Ok(Some(_))) {
-            self.stats.gets_found.incr();
-        }
+        self.count_get(&result);
         result
     }
 
+    /// The values of `keys` read in one state (the super version current
+    /// now, at `seq`), in their order; the first error (in key order) ends
+    /// the call, and only the keys before it are counted as Gets, as if they
+    /// were looked up one after the other. With a read pool
+    /// (`Options::read_threads`) and more than one key, the keys a memtable
+    /// answers are answered here and the others are looked up in the tables
+    /// by this thread and the pool's at once, so that their device reads are
+    /// in flight together (see [`super::read_pool`]).
     pub(crate) fn multi_get<K: AsRef<[u8]>>(
-        &self,
+        self: &Arc<Self>,
         keys: &[K],
         seq: SeqNo,
     ) -> Result<Vec<Option<Vec<u8>>>> {
@@ -51,33 +57,112 @@ impl DbInner {
             return Err(Error::Closed);
         }
         // One super version for all: the keys are read in one state.
-        let sv = self.sv.load();
-        keys.iter()
-            .map(|key| {
-                let result = self.get_in(&sv, key.as_ref(), seq);
-                self.stats.gets.incr();
-                if matches!(result, Ok(Some(_))) {
-                    self.stats.gets_found.incr();
+        let sv = self.sv.load_full();
+        if keys.len() < 2 || self.read_pool.size() == 0 {
+            return keys
+                .iter()
+                .map(|key| {
+                    let result = self.get_in(&sv, key.as_ref(), seq);
+                    self.count_get(&result);
+                    result.map(|v| v.map(PinnedValue::into_vec))
+                })
+                .collect();
+        }
+        // `Some(answer)` for the keys a memtable answers; the rest go to the
+        // tables, on the pool.
+        let from_mem: Vec<Option<Option<Vec<u8>>>> = keys
+            .iter()
+            .map(|key| self.get_mem(&sv, key.as_ref(), seq))
+            .collect();
+        let mut rest = keys
+            .iter()
+            .zip(&from_mem)
+            .filter(|(_, m)| m.is_none())
+            .map(|(key, _)| key.as_ref());
+        // This thread looks keys up until one reads the device (or fails): a
+        // batch the block cache holds is done before a hand-off to the pool
+        // would pay for itself; from the first device read on, the other
+        // keys go to the pool as well.
+        let mut from_tables = Vec::new();
+        for key in rest.by_ref() {
+            let reads = thread_physical_reads();
+            let result = self
+                .get_tables(&sv, key, seq)
+                .map(|v| v.map(PinnedValue::into_vec));
+            let stop = result.is_err() || thread_physical_reads() != reads;
+            from_tables.push(result);
+            if stop {
+                break;
+            }
+        }
+        let rest: Arc<Vec<Vec<u8>>> = Arc::new(rest.map(<[u8]>::to_vec).collect());
+        if !rest.is_empty() && from_tables.last().is_some_and(|r| r.is_ok()) {
+            let (db, lookup_keys) = (self.clone(), rest.clone());
+            let pooled = self
+                .read_pool
+                .run(rest.len(), self.read_pool.size(), move |i| {
+                    // A close stops the lookups not yet begun.
+                    if db.closing.load(Ordering::Acquire) {
+                        return Err(Error::Closed);
+                    }
+                    let key = lookup_keys.get(i).ok_or_else(|| {
+                        Error::Internal(format!("multi_get: no key {i} to look up"))
+                    })?;
+                    Ok(db.get_tables(&sv, key, seq)?.map(PinnedValue::into_vec))
+                })?;
+            from_tables.extend(pooled);
+        }
+        // In key order, counted as the one-by-one Gets would be.
+        let mut from_tables = from_tables.into_iter();
+        let mut out = Vec::with_capacity(keys.len());
+        for mem in from_mem {
+            let result = match mem {
+                Some(answer) => {
+                    self.stats.gets_memtable_hits.incr();
+                    Ok(answer)
                 }
-                result.map(|v| v.map(PinnedValue::into_vec))
-            })
-            .collect()
+                None => from_tables.next().ok_or_else(|| {
+                    Error::Internal("multi_get: a key's lookup has no answer".into())
+                })?,
+            };
+            self.count_get(&result);
+            out.push(result?);
+        }
+        Ok(out)
+    }
+
+    /// Counts one Get and, if it found a value, a found one.
+    fn count_get<V>(&self, result: &Result<Option<V>>) {
+        self.stats.gets.incr();
+        if matches!(result, Ok(Some(_))) {
+            self.stats.gets_found.incr();
+        }
     }
 
     fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
+        if let Some(answer) = self.get_mem(sv, key, seq) {
+            self.stats.gets_memtable_hits.incr();
+            return Ok(answer.map(PinnedValue::owned));
+        }
+        self.get_tables(sv, key, seq)
+    }
+
+    /// The answer of the memtables (the mutable one, then the immutable ones
+    /// newest first), if one holds an entry for `key` at `seq`: a value, or
+    /// `None` for a deletion. `None` when the tables must be asked.
+    fn get_mem(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Option<Option<Vec<u8>>> {
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             match mem.get(key, seq) {
-                MemGet::Value(v) => {
-                    self.stats.gets_memtable_hits.incr();
-                    return Ok(Some(PinnedValue::owned(v)));
-                }
-                MemGet::Deleted => {
-                    self.stats.gets_memtable_hits.incr();
-                    return Ok(None);
-                }
+                MemGet::Value(v) => return Some(Some(v)),
+                MemGet::Deleted => return Some(None),
                 MemGet::Absent => {}
             }
         }
+        None
+    }
+
+    /// The answer of the tables, level by level.
+    fn get_tables(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
         let policy = self.opts.filter_policy;
         for level in 0..NUM_LEVELS {
             for f in sv.version.candidates(level, key) {
@@ -188,6 +273,12 @@ impl Snapshot {
     /// cached block (see [`PinnedValue`]).
     pub fn get_pinned(&self, key: &[u8]) -> Result<Option<PinnedValue>> {
         self.db.get_pinned(key, self.seq)
+    }
+
+    /// The values of `keys` (in their order) as of the snapshot, like
+    /// [`crate::Db::multi_get`].
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.db.multi_get(keys, self.seq)
     }
 
     /// An iterator over the snapshot's state within the bounds of `opts`

@@ -1,0 +1,349 @@
+//! `Db::multi_get` on the read pool (`Options::read_threads`): the same
+//! answers as one Get per key, from memtables and tables, for absent,
+//! deleted and range-deleted keys, duplicates and empty batches, under a
+//! snapshot; the first error when a read fails, counted as one-by-one Gets
+//! would be; the pool's threads start with the first call and are joined
+//! when the database closes, even while a call runs.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use common::{apply, Model, Op, Rng, Write};
+use shale::env::{FaultFs, FaultRule, FileSystem, MemFs, OpKind};
+use shale::{Db, Error, Options, WriteBatch, WriteOptions};
+
+/// The tests count this process's read threads, so they run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn options(fs: Arc<dyn FileSystem>, read_threads: usize) -> Options {
+    Options {
+        fs,
+        write_buffer_size: 8 << 10,
+        block_size: 512,
+        index_partition_size: 256,
+        read_threads,
+        ..Options::default()
+    }
+}
+
+/// Threads of this process named `shale-read-*`; `None` where `/proc` does
+/// not list them.
+fn read_threads_running() -> Option<usize> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    Some(
+        tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.starts_with("shale-read-"))
+            .count(),
+    )
+}
+
+/// Checks that `n` read threads run, once `/proc` shows it: a new thread
+/// names itself after it starts, and a joined one leaves the list a moment
+/// after its join returns.
+fn expect_read_threads(n: usize, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match read_threads_running() {
+            None => return,
+            Some(running) if running == n => return,
+            Some(running) if std::time::Instant::now() > deadline => {
+                panic!("{what}: {running} read threads, not {n}")
+            }
+            Some(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+        }
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:04}").into_bytes()
+}
+
+/// A random write: mostly puts of 600 keys, some deletions, and range
+/// deletions of a few keys or of many.
+fn random_write(rng: &mut Rng, round: u64) -> Write {
+    let i = rng.below(600);
+    let value = format!("v{round}-{i}-{}", "x".repeat(rng.below(60) as usize)).into_bytes();
+    match rng.below(100) {
+        0..=69 => vec![Op::Put(key(i), value)],
+        70..=86 => vec![Op::Delete(key(i))],
+        87..=95 => vec![Op::DeleteRange(key(i), key(i + 1 + rng.below(8)))],
+        _ => vec![Op::DeleteRange(key(i), key(i + 40 + rng.below(150)))],
+    }
+}
+
+fn write(db: &Db, w: &Write) {
+    let mut b = WriteBatch::new();
+    for op in w {
+        match op {
+            Op::Put(k, v) => b.put(k, v),
+            Op::Delete(k) => b.delete(k),
+            Op::DeleteRange(start, end) => b.delete_range(start, end),
+        }
+    }
+    db.write(b, &WriteOptions::default()).expect("write");
+}
+
+/// A batch of keys to read: every key the model may hold and some it
+/// cannot (beyond the key space, between keys, empty), a few twice, in a
+/// shuffled order.
+fn query(rng: &mut Rng) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = (0..640).map(key).collect();
+    keys.push(Vec::new());
+    keys.push(b"key0100\x00".to_vec());
+    keys.push(b"zzz".to_vec());
+    for _ in 0..40 {
+        keys.push(key(rng.below(640)));
+    }
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    keys
+}
+
+/// `multi_get` of `keys` on `db` gives the model's answers, the same as one
+/// Get per key, and counts one Get per key.
+fn check(db: &Db, model: &Model, keys: &[Vec<u8>], what: &str) {
+    let before = db.metrics();
+    let got = db.multi_get(keys).expect("multi_get");
+    let after = db.metrics();
+    assert_eq!(got.len(), keys.len(), "{what}");
+    for (k, v) in keys.iter().zip(&got) {
+        assert_eq!(v.as_ref(), model.get(k), "{what}: multi_get {k:?}");
+    }
+    let found = got.iter().filter(|v| v.is_some()).count() as u64;
+    assert_eq!(after.gets - before.gets, keys.len() as u64, "{what}: gets");
+    assert_eq!(after.gets_found - before.gets_found, found, "{what}: found");
+    assert!(
+        found > 0 && found < keys.len() as u64,
+        "{what}: a mixed batch"
+    );
+    let one_by_one: Vec<Option<Vec<u8>>> = keys.iter().map(|k| db.get(k).expect("get")).collect();
+    assert_eq!(got, one_by_one, "{what}: multi_get differs from Gets");
+}
+
+#[test]
+fn multi_get_answers_as_gets_do_from_every_source_and_under_a_snapshot() {
+    let _serial = serial();
+    let mem = Arc::new(MemFs::new());
+    // L0 keeps its tables until a manual compaction takes them down.
+    let opts = Options {
+        l0_compaction_trigger: 1000,
+        l0_slowdown_writes_trigger: 1000,
+        l0_stop_writes_trigger: 1000,
+        ..options(mem.clone(), 4)
+    };
+    let db = Db::open("/db", opts).expect("open");
+    let mut rng = Rng::new(0x6d75_6c74);
+    let mut model = Model::new();
+    let mut snapshot = None;
+    let running_at_start = read_threads_running();
+    assert!(
+        running_at_start.is_none_or(|n| n == 0),
+        "{running_at_start:?}"
+    );
+    // An empty batch and one key need no pool.
+    assert!(db.multi_get::<&[u8]>(&[]).expect("empty").is_empty());
+    assert_eq!(db.multi_get(&[b"a"]).expect("one"), vec![None]);
+    for round in 0..8u64 {
+        for _ in 0..300 {
+            let w = random_write(&mut rng, round);
+            write(&db, &w);
+            apply(&mut model, &w);
+        }
+        // Tables in L0, in deeper levels, and keys left in the memtable.
+        match round {
+            1 | 3 | 6 => db.flush().expect("flush"),
+            2 => db.compact_all().expect("compact_all"),
+            4 => db
+                .compact_range(Some(&key(100)), Some(&key(400)))
+                .expect("compact_range"),
+            _ => {}
+        }
+        if round == 3 {
+            snapshot = Some((db.snapshot(), model.clone()));
+        }
+        let keys = query(&mut rng);
+        check(&db, &model, &keys, &format!("round {round}"));
+    }
+    let tables = db.tables().expect("tables");
+    assert!(
+        tables.iter().any(|t| t.level == 0) && tables.iter().any(|t| t.level > 0),
+        "tables in L0 and below: {:?}",
+        tables.iter().map(|t| t.level).collect::<Vec<_>>()
+    );
+    expect_read_threads(4, "after the first multi_gets");
+
+    // The snapshot reads its state, through flushes and compactions since.
+    let (snap, snap_model) = snapshot.expect("taken");
+    db.flush().expect("flush");
+    db.compact_all().expect("compact_all");
+    let keys = query(&mut rng);
+    let got = snap.multi_get(&keys).expect("snapshot multi_get");
+    for (k, v) in keys.iter().zip(&got) {
+        assert_eq!(v.as_ref(), snap_model.get(k), "snapshot: {k:?}");
+        assert_eq!(v, &snap.get(k).expect("get"), "snapshot Get {k:?}");
+    }
+    assert_ne!(
+        got,
+        db.multi_get(&keys).expect("latest"),
+        "the latest state differs from the snapshot's"
+    );
+    drop(snap);
+    db.close().expect("close");
+    expect_read_threads(0, "after close");
+
+    // The same answers with no pool (0: inline), one thread and many.
+    for read_threads in [0, 1, 7] {
+        let db = Db::open("/db", options(mem.clone(), read_threads)).expect("reopen");
+        let keys = query(&mut rng);
+        check(&db, &model, &keys, &format!("read_threads {read_threads}"));
+        expect_read_threads(read_threads, "after a multi_get");
+        db.close().expect("close");
+        expect_read_threads(0, "after close");
+    }
+}
+
+/// A database of 3000 keys, all in tables (settled), closed.
+fn tables_only(mem: &Arc<MemFs>) -> Model {
+    let db = Db::open("/db", options(mem.clone(), 0)).expect("open");
+    let mut model = Model::new();
+    for i in 0..3000 {
+        let w = vec![Op::Put(key(i), format!("value {i}").into_bytes())];
+        write(&db, &w);
+        apply(&mut model, &w);
+    }
+    db.settle().expect("settle");
+    db.close().expect("close");
+    model
+}
+
+#[test]
+fn a_failed_read_is_the_calls_error_and_counts_as_one_by_one_gets() {
+    let _serial = serial();
+    let mem = Arc::new(MemFs::new());
+    let model = tables_only(&mem);
+    let fault = FaultFs::new(mem.clone());
+    let opts = Options {
+        max_background_jobs: 1,
+        ..options(fault.clone(), 8)
+    };
+    let db = Db::open("/db", opts).expect("open");
+    db.put(b"in the memtable", b"yes").expect("put");
+    let mut keys: Vec<Vec<u8>> = vec![b"in the memtable".to_vec()];
+    keys.extend((0..3000).step_by(11).map(key));
+
+    // Every read fails: the first key a table must answer fails whoever
+    // looks it up, so the call's Gets are the memtable's key and that one.
+    fault.inject(FaultRule::io(OpKind::Read, 0).persistent());
+    let before = db.metrics();
+    let err = db.multi_get(&keys).expect_err("every read fails");
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    let after = db.metrics();
+    assert_eq!(after.gets - before.gets, 2);
+    assert_eq!(after.gets_found - before.gets_found, 1);
+    fault.clear();
+
+    // One read fails, somewhere among the lookups.
+    let reversed: Vec<Vec<u8>> = keys.iter().rev().cloned().collect();
+    let mut struck = 0;
+    for skip in [0, 5, 40] {
+        let (triggered, reads) = (fault.faults_triggered(), fault.ops_seen(OpKind::Read));
+        fault.inject(FaultRule::io(OpKind::Read, skip));
+        let result = db.multi_get(&reversed);
+        fault.clear();
+        if fault.faults_triggered() > triggered {
+            let err = result.expect_err("an injected read failure");
+            assert!(matches!(err, Error::Io { .. }), "skip {skip}: {err}");
+            struck += 1;
+        } else {
+            let reads = fault.ops_seen(OpKind::Read) - reads;
+            assert!(reads <= skip, "skip {skip}: {reads} reads and no fault");
+            result.expect("no fault struck");
+        }
+    }
+    assert!(struck >= 2, "the faults struck ({struck})");
+
+    // Nothing failed is cached: the same call now reads everything.
+    let got = db.multi_get(&keys).expect("after the faults");
+    assert_eq!(got[0], Some(b"yes".to_vec()));
+    for (k, v) in keys.iter().zip(&got).skip(1) {
+        assert_eq!(v.as_ref(), model.get(k), "{k:?}");
+    }
+    db.close().expect("close");
+}
+
+#[test]
+fn closing_while_multi_gets_run_joins_the_pool_and_ends_them_with_closed() {
+    let _serial = serial();
+    let mem = Arc::new(MemFs::new());
+    let model = tables_only(&mem);
+    let keys: Vec<Vec<u8>> = (0..3000).step_by(3).map(key).collect();
+    let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| model.get(k).cloned()).collect();
+    for close in [true, false] {
+        let db = Db::open("/db", options(mem.clone(), 6)).expect("open");
+        let calls = Arc::new(AtomicUsize::new(0));
+        // Two callers through snapshots, which outlive the handle.
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (snap, calls) = (db.snapshot(), calls.clone());
+                let (keys, want) = (keys.clone(), want.clone());
+                std::thread::spawn(move || loop {
+                    match snap.multi_get(&keys) {
+                        Ok(got) => assert_eq!(got, want),
+                        Err(Error::Closed) => {
+                            // Closed stays closed, with or without the pool.
+                            assert!(matches!(snap.multi_get(&keys), Err(Error::Closed)));
+                            assert!(matches!(snap.get(&keys[0]), Err(Error::Closed)));
+                            return;
+                        }
+                        Err(e) => panic!("multi_get during close: {e}"),
+                    }
+                    calls.fetch_add(1, Ordering::AcqRel);
+                })
+            })
+            .collect();
+        while calls.load(Ordering::Acquire) < 4 {
+            std::thread::yield_now();
+        }
+        let closed = if close {
+            Some(db.close())
+        } else {
+            drop(db);
+            None
+        };
+        for r in readers {
+            r.join().expect("a reader panicked");
+        }
+        // The readers may have let their snapshots go (at `Closed`) before
+        // close counts what is still open.
+        match closed {
+            None | Some(Ok(())) | Some(Err(Error::LiveHandles { .. })) => {}
+            Some(Err(e)) => panic!("close under two snapshots: {e}"),
+        }
+        expect_read_threads(0, &format!("close = {close}"));
+    }
+}
+
+#[test]
+fn absurd_read_threads_are_refused_by_name() {
+    let _serial = serial();
+    let mem = Arc::new(MemFs::new());
+    for n in [1025, usize::MAX] {
+        match Db::open("/db", options(mem.clone(), n)) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("read_threads"), "{m}"),
+            Err(e) => panic!("read_threads {n}: {e}"),
+            Ok(_) => panic!("read_threads {n} accepted"),
+        }
+    }
+    // The largest allowed opens (and starts no thread before a multi_get).
+    let db = Db::open("/db", options(mem, 1024)).expect("1024 threads");
+    expect_read_threads(0, "before any multi_get");
+    db.close().expect("close");
+}
