@@ -6,9 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use shale::env::{
-    AppendFile, FileLock, FileSystem, MemFs, ObjectWriter, RandomAccessFile, WriteLifetime,
-};
+use shale::env::{MemFs, RandomAccessFile};
 use shale::{BlockKind, Db, FilterLevels, FilterPolicy, Metrics, Options};
 
 fn key(i: u64) -> Vec<u8> {
@@ -230,13 +228,7 @@ fn pinned_metadata_is_charged_to_the_block_cache() {
     );
 }
 
-/// A file system that logs every positional read of a table: (path, offset,
-/// length). Everything else goes to the wrapped `MemFs`.
-struct ReadLog {
-    inner: MemFs,
-    reads: Arc<Mutex<Vec<(PathBuf, u64, usize)>>>,
-}
-
+/// A table file that logs every positional read: (path, offset, length).
 struct LoggedFile {
     inner: Arc<dyn RandomAccessFile>,
     path: PathBuf,
@@ -252,49 +244,6 @@ impl RandomAccessFile for LoggedFile {
     }
     fn size(&self) -> u64 {
         self.inner.size()
-    }
-}
-
-impl FileSystem for ReadLog {
-    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
-        self.inner.create_append(path, hint)
-    }
-    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
-        self.inner.create_object(path, hint)
-    }
-    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        Ok(Arc::new(LoggedFile {
-            inner: self.inner.open_random(path)?,
-            path: path.to_path_buf(),
-            reads: self.reads.clone(),
-        }))
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock_shared(path)
     }
 }
 
@@ -325,9 +274,16 @@ fn data_reads(db: &Db, reads: &[(PathBuf, u64, usize)]) -> Vec<(u64, usize)> {
 /// made and the data-block physical reads they counted.
 fn gets_through_the_seam(table_format_version: u32) -> (Vec<(u64, usize)>, u64) {
     let reads = Arc::new(Mutex::new(Vec::new()));
-    let fs = Arc::new(ReadLog {
+    let log = reads.clone();
+    let fs = Arc::new(common::WrapReads {
         inner: MemFs::new(),
-        reads: reads.clone(),
+        wrap: move |path: &Path, inner| -> Arc<dyn RandomAccessFile> {
+            Arc::new(LoggedFile {
+                inner,
+                path: path.to_path_buf(),
+                reads: log.clone(),
+            })
+        },
     });
     let opts = Options {
         fs,

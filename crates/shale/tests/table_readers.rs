@@ -9,17 +9,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use shale::env::{
-    AppendFile, FileLock, FileSystem, MemFs, ObjectWriter, RandomAccessFile, WriteLifetime,
-};
+use shale::env::{MemFs, RandomAccessFile};
 use shale::{Db, Options};
 
-/// A `MemFs` that counts the random-access handles open right now.
-struct OpenCount {
-    inner: MemFs,
-    open: Arc<AtomicUsize>,
-}
-
+/// A file counted as open while it lives.
 struct Counted {
     inner: Arc<dyn RandomAccessFile>,
     open: Arc<AtomicUsize>,
@@ -40,50 +33,6 @@ impl RandomAccessFile for Counted {
     }
 }
 
-impl FileSystem for OpenCount {
-    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
-        self.inner.create_append(path, hint)
-    }
-    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
-        self.inner.create_object(path, hint)
-    }
-    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        let inner = self.inner.open_random(path)?;
-        self.open.fetch_add(1, Ordering::SeqCst);
-        Ok(Arc::new(Counted {
-            inner,
-            open: self.open.clone(),
-        }))
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock_shared(path)
-    }
-}
-
 fn key(table: u64, i: u64) -> Vec<u8> {
     format!("t{table:03}k{i:04}").into_bytes()
 }
@@ -92,9 +41,16 @@ fn key(table: u64, i: u64) -> Vec<u8> {
 /// test asks), on a file system counting open handles.
 fn l0_tables(tables: u64, max_open_files: usize) -> (Db, Arc<AtomicUsize>) {
     let open = Arc::new(AtomicUsize::new(0));
-    let fs = Arc::new(OpenCount {
+    let count = open.clone();
+    let fs = Arc::new(common::WrapReads {
         inner: MemFs::new(),
-        open: open.clone(),
+        wrap: move |_: &Path, inner| -> Arc<dyn RandomAccessFile> {
+            count.fetch_add(1, Ordering::SeqCst);
+            Arc::new(Counted {
+                inner,
+                open: count.clone(),
+            })
+        },
     });
     let db = Db::open(
         "/db",

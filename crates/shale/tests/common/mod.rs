@@ -3,9 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
-use shale::env::{FileSystem, MemFs, WriteLifetime};
+use shale::env::{
+    AppendFile, FileLock, FileSystem, MemFs, ObjectWriter, RandomAccessFile, WriteLifetime,
+};
 use shale::{ReadOptions, Readable};
 
 /// SplitMix64: a tiny deterministic generator for randomized tests.
@@ -225,4 +229,54 @@ pub(crate) fn xor_byte(fs: &MemFs, name: &str, offset: u64, xor: u8) {
     let mut w = fs.create_object(&p, WriteLifetime::NotSet).expect("create");
     w.write(&data).expect("write");
     w.finish().expect("finish");
+}
+
+/// A `MemFs` whose random-access files pass through `wrap` (given the path
+/// and the file) as they open: a test wraps them to log or count reads.
+/// Every other call goes to the `MemFs` as is.
+pub(crate) struct WrapReads<F> {
+    pub inner: MemFs,
+    pub wrap: F,
+}
+
+impl<F> FileSystem for WrapReads<F>
+where
+    F: Fn(&Path, Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile> + Send + Sync + 'static,
+{
+    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
+        self.inner.create_append(path, hint)
+    }
+    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
+        self.inner.create_object(path, hint)
+    }
+    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Ok((self.wrap)(path, self.inner.open_random(path)?))
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock_shared(path)
+    }
 }
