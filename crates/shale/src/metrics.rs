@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
 
 use crate::format::NUM_LEVELS;
-use crate::version::LifetimeStats;
 
 /// Number of stripes per counter.
 pub(crate) const STRIPES: usize = 8;
@@ -66,6 +65,23 @@ impl BlockKind {
     fn index(self) -> usize {
         self as usize
     }
+}
+
+/// Write counters over the whole life of a database (not only this open),
+/// recorded with every edit so that write amplification survives reopening.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LifetimeStats {
+    /// Bytes of keys and values passed to writes (recorded at each edit, so a
+    /// crash loses the count of writes after the last flush or compaction).
+    pub user_bytes: u64,
+    /// Memtable flushes and the table bytes they wrote.
+    pub flushes: u64,
+    pub flush_bytes: u64,
+    /// Per output level: compactions (trivial moves included), bytes of input
+    /// tables read and of output tables written.
+    pub compactions: [u64; NUM_LEVELS],
+    pub compaction_read: [u64; NUM_LEVELS],
+    pub compaction_written: [u64; NUM_LEVELS],
 }
 
 thread_local! {

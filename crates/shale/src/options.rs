@@ -224,6 +224,9 @@ impl Default for Options {
 /// The most background threads [`Options::max_background_jobs`] may ask for.
 pub const MAX_BACKGROUND_JOBS: usize = 256;
 
+/// The most threads [`Options::read_threads`] may ask for.
+pub const MAX_READ_THREADS: usize = 1024;
+
 impl Options {
     /// Checks that the options make sense together.
     pub(crate) fn validate(&self) -> crate::error::Result<()> {
@@ -259,10 +262,10 @@ impl Options {
                 self.max_background_jobs
             ));
         }
-        if self.read_threads > crate::db::MAX_READ_THREADS {
+        if self.read_threads > MAX_READ_THREADS {
             return Err(crate::error::Error::InvalidArgument(format!(
                 "read_threads must be at most {} (got {}; 0 reads a multi_get's keys on the calling thread)",
-                crate::db::MAX_READ_THREADS,
+                MAX_READ_THREADS,
                 self.read_threads
             )));
         }

@@ -49,7 +49,6 @@ use shale_env::{FileLock, FileSystem};
 
 pub use range::{prefix_successor, Range};
 pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
-pub(crate) use read_pool::MAX_READ_THREADS;
 pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairOptions, RepairReport, LOST_DIR};
 
 impl Readable for Db {

@@ -40,9 +40,6 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
 
-/// Most threads `Options::read_threads` may ask for.
-pub(crate) const MAX_READ_THREADS: usize = 1024;
-
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 struct Queue {

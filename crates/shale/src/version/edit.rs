@@ -34,6 +34,7 @@ use crate::format::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
     put_varint64, InternalKey, SeqNo,
 };
+use crate::metrics::LifetimeStats;
 
 const TAG_DB_FORMAT: u32 = 1;
 const TAG_LOG_NUMBER: u32 = 2;
@@ -44,23 +45,8 @@ const TAG_NEW_FILE: u32 = 6;
 const TAG_LIFETIME_STATS: u32 = 7;
 const TAG_NEW_FILE_RANGE_DELS: u32 = 8;
 
-/// Write counters over the whole life of a database (not only this open),
-/// recorded with every edit so that write amplification survives reopening.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct LifetimeStats {
-    /// Bytes of keys and values passed to writes (recorded at each edit, so a
-    /// crash loses the count of writes after the last flush or compaction).
-    pub user_bytes: u64,
-    /// Memtable flushes and the table bytes they wrote.
-    pub flushes: u64,
-    pub flush_bytes: u64,
-    /// Per output level: compactions (trivial moves included), bytes of input
-    /// tables read and of output tables written.
-    pub compactions: [u64; NUM_LEVELS],
-    pub compaction_read: [u64; NUM_LEVELS],
-    pub compaction_written: [u64; NUM_LEVELS],
-}
-
+// `LifetimeStats` lives in `metrics`, which keeps the counters; its encoding
+// in an edit is here.
 impl LifetimeStats {
     fn values(&self) -> Vec<u64> {
         let mut v = vec![self.user_bytes, self.flushes, self.flush_bytes];

@@ -23,7 +23,8 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
-pub(crate) use edit::{LifetimeStats, NewFile, VersionEdit};
+pub(crate) use crate::metrics::LifetimeStats;
+pub(crate) use edit::{NewFile, VersionEdit};
 
 use crate::format::NUM_LEVELS;
 use crate::format::{compare_internal, InternalKey, SeqNo};
