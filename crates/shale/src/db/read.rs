@@ -45,9 +45,10 @@ impl DbInner {
     /// the call, and only the keys before it are counted as Gets, as if they
     /// were looked up one after the other. With a read pool
     /// (`Options::read_threads`) and more than one key, the keys a memtable
-    /// answers are answered here and the others are looked up in the tables
-    /// by this thread and the pool's at once, so that their device reads are
-    /// in flight together (see [`super::read_pool`]).
+    /// answers are answered here and the others are looked up in the tables,
+    /// by this thread alone until one lookup reads the device, then by this
+    /// thread and the pool's at once, so that their device reads are in
+    /// flight together (see [`super::read_pool`]).
     pub(crate) fn multi_get<K: AsRef<[u8]>>(
         self: &Arc<Self>,
         keys: &[K],
@@ -69,7 +70,7 @@ impl DbInner {
                 .collect();
         }
         // `Some(answer)` for the keys a memtable answers; the rest go to the
-        // tables, on the pool.
+        // tables.
         let from_mem: Vec<Option<Option<Vec<u8>>>> = keys
             .iter()
             .map(|key| self.get_mem(&sv, key.as_ref(), seq))
