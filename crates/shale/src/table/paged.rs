@@ -391,18 +391,31 @@ fn bit(bytes: &[u8], pos: usize) -> bool {
 }
 
 /// `width` bits (at most 64) of `bytes` from bit `pos` on, the first one
-/// least significant; bits past the end of `bytes` read as 0. One unaligned
-/// 9-byte load, not a loop over bits: a Get decodes several codes.
+/// least significant; bits past the end of `bytes` read as 0. An unaligned
+/// 8-byte load and one more byte where 9 bytes remain (a Get decodes several
+/// codes), a copy into a zeroed buffer only near the end.
 fn get_bits(bytes: &[u8], pos: usize, width: u8) -> u64 {
     if width == 0 {
         return 0;
     }
-    let mut buf = [0u8; 16];
-    if let Some(src) = bytes.get(pos / 8..) {
-        let n = src.len().min(9);
-        buf[..n].copy_from_slice(&src[..n]);
-    }
-    let v = (u128::from_le_bytes(buf) >> (pos % 8)) as u64;
+    let shift = pos % 8;
+    let src = bytes.get(pos / 8..).unwrap_or_default();
+    let v = match src.first_chunk::<9>() {
+        Some(c) => {
+            let lo = c.first_chunk::<8>().map_or(0, |b| u64::from_le_bytes(*b));
+            let hi = u64::from(c[8]);
+            if shift == 0 {
+                lo
+            } else {
+                (lo >> shift) | (hi << (64 - shift))
+            }
+        }
+        None => {
+            let mut buf = [0u8; 16];
+            buf[..src.len()].copy_from_slice(src);
+            (u128::from_le_bytes(buf) >> shift) as u64
+        }
+    };
     if width >= 64 {
         v
     } else {
