@@ -135,6 +135,13 @@ pub trait FileSystem: Send + Sync + 'static {
     fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>>;
     /// Opens an existing file for positioned reads.
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Opens an existing file for one pass of large reads by background work
+    /// (a compaction reading its inputs): a file system with a cache should
+    /// keep these reads out of it, so that they do not evict what foreground
+    /// reads need. By default the same as [`FileSystem::open_random`].
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open_random(path)
+    }
     /// Reads a whole (small) file: `CURRENT`, options, a manifest during recovery.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         let file = self.open_random(path)?;

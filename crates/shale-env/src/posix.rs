@@ -12,6 +12,11 @@
 //! else to 4 KiB: a 4 KiB block at an unaligned offset then costs 4.5 KiB of
 //! device reads on a 512-byte-sector device, not 8 KiB.
 //!
+//! A compaction opens its inputs with [`FileSystem::open_scan`]: `O_DIRECT`
+//! whatever `direct_io` says (buffered with `POSIX_FADV_NOREUSE` where the file
+//! system refuses it), so its large one-pass reads neither fill the page cache
+//! nor evict the blocks Gets read from it.
+//!
 //! Every create passes its [`WriteLifetime`] to the kernel with
 //! `fcntl(F_SET_RW_HINT)` on Linux; refusal is ignored, the hint is advisory.
 //!
@@ -96,16 +101,23 @@ fn set_write_hint(file: &File, hint: WriteLifetime) {
 #[cfg(not(target_os = "linux"))]
 fn set_write_hint(_file: &File, _hint: WriteLifetime) {}
 
+/// Passes `advice` for the whole file to the kernel; advisory, so a refusal
+/// is ignored.
 #[cfg(target_os = "linux")]
-fn advise_random(file: &File) {
+fn advise(file: &File, advice: Advice) {
+    let flag = match advice {
+        Advice::Normal => return,
+        Advice::Random => libc::POSIX_FADV_RANDOM,
+        Advice::NoReuse => libc::POSIX_FADV_NOREUSE,
+    };
     // SAFETY: plain system call on an open descriptor owned by `file`.
     unsafe {
-        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM);
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, flag);
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_random(_file: &File) {}
+fn advise(_file: &File, _advice: Advice) {}
 
 /// The offset alignment `O_DIRECT` reads of `file` need: what
 /// `statx(STATX_DIOALIGN)` reports when it is a power of two up to
@@ -296,6 +308,56 @@ impl RandomAccessFile for PosixRandom {
     }
 }
 
+/// What a read-only open tells the kernel about the reads to come.
+#[derive(Clone, Copy)]
+enum Advice {
+    Normal,
+    /// Random reads: no read-ahead around each block.
+    Random,
+    /// Read once: not worth keeping in the page cache.
+    NoReuse,
+}
+
+/// Opens `path` for positioned reads, with `O_DIRECT` if `direct` and the
+/// file system accepts it (else buffered).
+fn open_read(path: &Path, direct: bool, advice: Advice) -> io::Result<Arc<dyn RandomAccessFile>> {
+    let open = |direct: bool| {
+        let mut o = OpenOptions::new();
+        o.read(true);
+        #[cfg(target_os = "linux")]
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        o.open(path)
+    };
+    let (file, direct) = match direct {
+        true => match open(true) {
+            Ok(f) => (f, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                (open(false).map_err(|e| with_path(path, e))?, false)
+            }
+            Err(e) => return Err(with_path(path, e)),
+        },
+        false => (open(false).map_err(|e| with_path(path, e))?, false),
+    };
+    if !direct {
+        advise(&file, advice);
+    }
+    let size = file.metadata().map_err(|e| with_path(path, e))?.len();
+    let align = if direct {
+        direct_offset_align(&file)
+    } else {
+        DIRECT_ALIGN as u64
+    };
+    Ok(Arc::new(PosixRandom {
+        file,
+        path: path.to_path_buf(),
+        size,
+        align,
+        direct,
+    }))
+}
+
 struct PosixLock {
     _file: File,
 }
@@ -335,41 +397,20 @@ impl FileSystem for PosixFs {
     }
 
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        let open = |direct: bool| {
-            let mut o = OpenOptions::new();
-            o.read(true);
-            #[cfg(target_os = "linux")]
-            if direct {
-                o.custom_flags(libc::O_DIRECT);
-            }
-            o.open(path)
-        };
-        let (file, direct) = match self.options.direct_io {
-            true => match open(true) {
-                Ok(f) => (f, true),
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    (open(false).map_err(|e| with_path(path, e))?, false)
-                }
-                Err(e) => return Err(with_path(path, e)),
-            },
-            false => (open(false).map_err(|e| with_path(path, e))?, false),
-        };
-        if self.options.fadvise_random {
-            advise_random(&file);
-        }
-        let size = file.metadata().map_err(|e| with_path(path, e))?.len();
-        let align = if direct {
-            direct_offset_align(&file)
+        let advice = if self.options.fadvise_random {
+            Advice::Random
         } else {
-            DIRECT_ALIGN as u64
+            Advice::Normal
         };
-        Ok(Arc::new(PosixRandom {
-            file,
-            path: path.to_path_buf(),
-            size,
-            align,
-            direct,
-        }))
+        open_read(path, self.options.direct_io, advice)
+    }
+
+    /// With `O_DIRECT` whatever `direct_io` says, so that a compaction's reads
+    /// neither fill the page cache nor evict the blocks Gets read from it;
+    /// where the file system refuses `O_DIRECT`, buffered with
+    /// `POSIX_FADV_NOREUSE`.
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        open_read(path, true, Advice::NoReuse)
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -485,6 +526,19 @@ mod tests {
         }
         let mut buf = vec![0u8; 20];
         let err = r.read_exact_at(19_990, &mut buf).expect_err("past the end");
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        // A compaction's handle (direct whatever `direct_io` says) reads the
+        // same bytes, in one large read and at unaligned offsets.
+        let scan = fs.open_scan(&path).expect("open scan");
+        assert_eq!(scan.size(), 20_000);
+        for (off, len) in [(0u64, 20_000usize), (4095, 9000), (19_999, 1)] {
+            let mut buf = vec![0u8; len];
+            scan.read_exact_at(off, &mut buf).expect("scan read");
+            assert_eq!(buf, &data[off as usize..off as usize + len]);
+        }
+        let err = scan
+            .read_exact_at(19_990, &mut buf)
+            .expect_err("past the end");
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
     }
 

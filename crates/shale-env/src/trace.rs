@@ -241,6 +241,9 @@ impl FileSystem for TraceFs {
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.inner.open_random(path)
     }
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_scan(path)
+    }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.inner.read_all(path)
     }

@@ -178,12 +178,54 @@ fn read_ref(
         s.physical_read(kind, len as u64);
     }
     res.map_err(|e| Error::io("read table block", path, e))?;
+    unwrap_ref(path, r, buf, verify)
+}
+
+/// The contents of the block `r` read into `buf` (trailer or page checks).
+fn unwrap_ref(path: &Path, r: BlockRef, buf: Vec<u8>, verify: bool) -> Result<Vec<u8>> {
     let contents = if r.paged {
         unwrap_paged(buf, verify)
     } else {
         unwrap_block(buf, verify)
     };
     contents.map_err(|c| Error::corruption(path, r.offset, c.0))
+}
+
+/// A compaction's read-ahead over a table's data blocks: one large read from
+/// a handle of its own ([`FileSystem::open_scan`](shale_env::FileSystem::open_scan))
+/// covers the blocks ahead, which are then served from memory, so that a
+/// compaction issues a few large reads per table rather than one per block.
+struct ReadAhead {
+    file: Arc<dyn RandomAccessFile>,
+    /// Bytes per read (a block larger than this is read alone).
+    size: u64,
+    /// File offset of `buf[0]`.
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl ReadAhead {
+    /// The stored bytes of block `r` (whose end is at most `data_end`),
+    /// reading the window from `r` on when `r` is not in the current one.
+    fn block(&mut self, r: BlockRef, data_end: u64, path: &Path) -> Result<Vec<u8>> {
+        let end = r.end();
+        let held = self.start + self.buf.len() as u64;
+        if r.offset < self.start || end > held {
+            let stop = end.max(r.offset.saturating_add(self.size).min(data_end));
+            let len = usize::try_from(stop - r.offset)
+                .map_err(|_| Error::corruption(path, r.offset, "block too large for memory"))?;
+            self.buf.clear();
+            self.buf.resize(len, 0);
+            self.start = r.offset;
+            if let Err(e) = self.file.read_exact_at(r.offset, &mut self.buf) {
+                self.buf.clear();
+                return Err(Error::io("read table blocks ahead", path, e));
+            }
+        }
+        let from = (r.offset - self.start) as usize;
+        let to = (end - self.start) as usize;
+        Ok(self.buf[from..to].to_vec())
+    }
 }
 
 /// Decodes a block of `kind` of a table described by `meta`.
@@ -829,10 +871,34 @@ impl TableReader {
         self.new_iter(true)
     }
 
-    fn new_iter(self: &Arc<Self>, scan: bool) -> Box<dyn InternalIterator> {
+    /// A compaction's scan whose data blocks are read `readahead` bytes at a
+    /// time through `file`, the table opened again for the scan (see
+    /// [`ReadAhead`]); index blocks are read as [`TableReader::scan`] does.
+    pub(crate) fn scan_ahead(
+        self: &Arc<Self>,
+        file: Arc<dyn RandomAccessFile>,
+        readahead: u64,
+    ) -> Box<dyn InternalIterator> {
         Box::new(TableIter {
+            ahead: Some(ReadAhead {
+                file,
+                size: readahead,
+                start: 0,
+                buf: Vec::new(),
+            }),
+            ..self.table_iter(true)
+        })
+    }
+
+    fn new_iter(self: &Arc<Self>, scan: bool) -> Box<dyn InternalIterator> {
+        Box::new(self.table_iter(scan))
+    }
+
+    fn table_iter(self: &Arc<Self>, scan: bool) -> TableIter {
+        TableIter {
             table: self.clone(),
             scan,
+            ahead: None,
             top: None,
             top_cur: Cursor::default(),
             part: None,
@@ -841,7 +907,7 @@ impl TableReader {
             data_cur: Cursor::default(),
             pos: PagedPos::default(),
             err: None,
-        })
+        }
     }
 }
 
@@ -858,6 +924,8 @@ struct TableIter {
     table: Arc<TableReader>,
     /// A compaction's scan (see [`TableReader::scan`]).
     scan: bool,
+    /// A compaction's read-ahead over the data blocks, if it has one.
+    ahead: Option<ReadAhead>,
     top: Option<Arc<CachedBlock>>,
     top_cur: Cursor,
     part: Option<(u64, Arc<CachedBlock>)>,
@@ -1063,7 +1131,18 @@ impl TableIter {
             (referrer, BlockRef::classic(BlockHandle { offset, size }))
         };
         if self.data.as_ref().map(|d| d.0) != Some(handle.offset) {
-            let b = self.fetch(BlockKind::Data, handle, referrer)?;
+            let b = match self.ahead.as_mut() {
+                Some(ahead) => {
+                    let t = &self.table;
+                    t.check_handle(BlockKind::Data, handle, referrer)?;
+                    let raw = ahead.block(handle, t.meta.data_end, &t.path)?;
+                    let contents = unwrap_ref(&t.path, handle, raw, t.ctx.verify_checksums)?;
+                    let block = decode_block(BlockKind::Data, contents, &t.meta)
+                        .map_err(|c| Error::corruption(&t.path, handle.offset, c.0))?;
+                    Arc::new(block)
+                }
+                None => self.fetch(BlockKind::Data, handle, referrer)?,
+            };
             self.data = Some((handle.offset, b));
         }
         Ok(())
