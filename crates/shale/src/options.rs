@@ -175,7 +175,10 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Threads that look up the keys of one [`crate::Db::multi_get`]
     /// together with the calling thread, so that one caller keeps many
-    /// device reads in flight (default 32; at most 1024). A call of more
+    /// device reads in flight (default 32; at most 1024). On a file system
+    /// that batches reads ([`FileSystem::batches_reads`]: io_uring on Linux)
+    /// no thread is used: the calling thread defers the data-block reads of
+    /// its lookups and issues them together. Elsewhere, a call of more
     /// than one key answers the keys a memtable holds itself and shares the
     /// table lookups of the others between itself and up to this many of
     /// the threads. All callers share the threads, so at most this many

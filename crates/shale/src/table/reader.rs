@@ -33,6 +33,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod batch;
+pub(crate) use batch::BatchScope;
+
 use shale_env::RandomAccessFile;
 
 use super::block::{
@@ -228,12 +231,21 @@ impl ReadAhead {
     }
 }
 
+/// Decodes a data block, of a version-3 table if `paged`.
+fn decode_data_block(contents: Vec<u8>, paged: bool) -> Result<CachedBlock, Corrupt> {
+    let block = Block::new(contents, EntryFormat::Data)?;
+    Ok(if paged {
+        CachedBlock::PagedData(block)
+    } else {
+        CachedBlock::Data(block)
+    })
+}
+
 /// Decodes a block of `kind` of a table described by `meta`.
 fn decode_block(kind: BlockKind, contents: Vec<u8>, meta: &Meta) -> Result<CachedBlock, Corrupt> {
     let v3 = meta.paged();
     Ok(match kind {
-        BlockKind::Data if v3 => CachedBlock::PagedData(Block::new(contents, EntryFormat::Data)?),
-        BlockKind::Data => CachedBlock::Data(Block::new(contents, EntryFormat::Data)?),
+        BlockKind::Data => return decode_data_block(contents, v3),
         BlockKind::TopIndex if v3 => CachedBlock::Keys(KeyArray::new(contents)?),
         BlockKind::TopIndex => CachedBlock::Index(Block::new(contents, EntryFormat::Index)?),
         BlockKind::IndexPartition if v3 => CachedBlock::Locator(Locator::new(contents)?),
@@ -511,6 +523,35 @@ impl TableReader {
         Ok(b)
     }
 
+    /// A data block for a Get, through the cache. While a batch plans its
+    /// reads on this thread ([`batch`]), a block the cache lacks is not read:
+    /// its read is recorded for the batch and the answer is `None`.
+    fn data_block(&self, r: BlockRef, referrer: u64) -> Result<Option<Arc<CachedBlock>>> {
+        if !batch::planning() {
+            return self.block(BlockKind::Data, r, referrer).map(Some);
+        }
+        self.check_handle(BlockKind::Data, r, referrer)?;
+        let key = (self.file_number, r.offset);
+        if let Some(b) = batch::fetched(key) {
+            return b.map(Some);
+        }
+        if let Some(b) = self.ctx.cache.get(&key) {
+            self.ctx.stats.cache_hit(BlockKind::Data);
+            if !b.is_kind(BlockKind::Data) {
+                return Err(Error::corruption(
+                    &self.path,
+                    r.offset,
+                    "block cache holds a block of another kind at this offset",
+                ));
+            }
+            return Ok(Some(b));
+        }
+        if batch::defer(key, &self.file, &self.path, r, &self.meta) {
+            self.ctx.stats.cache_miss(BlockKind::Data);
+        }
+        Ok(None)
+    }
+
     /// Fetches a block for a scan that must neither disturb the block cache nor
     /// count as a Get's read (a compaction): a cached copy is used if present,
     /// otherwise the block is read without being cached or counted.
@@ -674,11 +715,10 @@ impl TableReader {
         }
         loop {
             let (offset, size) = part_cur.handle();
-            let data = self.block(
-                BlockKind::Data,
-                BlockRef::classic(BlockHandle { offset, size }),
-                part_off,
-            )?;
+            let data_ref = BlockRef::classic(BlockHandle { offset, size });
+            let Some(data) = self.data_block(data_ref, part_off)? else {
+                return Ok(TableGet::Deferred);
+            };
             let block = data
                 .as_block()
                 .ok_or_else(|| self.corrupt(offset)(Corrupt("not data")))?;
@@ -816,7 +856,9 @@ impl TableReader {
                     .zip(pages.checked_mul(PAGE_SIZE))
                     .map(|(off, len)| BlockRef::paged(off, len))
                     .ok_or_else(|| self.corrupt(r.offset)(Corrupt("data page out of range")))?;
-                let data = self.block(BlockKind::Data, data_ref, r.offset)?;
+                let Some(data) = self.data_block(data_ref, r.offset)? else {
+                    return Ok(TableGet::Deferred);
+                };
                 let block = data
                     .as_block()
                     .ok_or_else(|| self.corrupt(data_ref.offset)(Corrupt("not data")))?;
