@@ -52,7 +52,8 @@ pub use events::{Event, EventListener};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
     fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, Options,
-    WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS, MAX_READ_THREADS, NUM_LEVELS,
+    WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS, MAX_READ_THREADS, MAX_SUBCOMPACTIONS,
+    MIN_DELAYED_WRITE_RATE, NUM_LEVELS,
 };
 pub use pinned::PinnedValue;
 pub use shale_env as env;
