@@ -47,7 +47,8 @@ pub enum CompactionReason {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StallCondition {
-    /// Each write group waits a millisecond.
+    /// Each write group waits its bytes over the delayed write rate
+    /// ([`crate::Options::delayed_write_rate`], adapted to the debt).
     Delayed,
     /// Writes wait until background work catches up.
     Stopped,
@@ -133,6 +134,10 @@ pub enum Event {
         bytes_written: u64,
         /// Tables written (0 for a trivial move).
         output_tables: usize,
+        /// Subcompactions the merge was split into, each merging a range of
+        /// keys on a thread of its own (1: not split; 0 for a trivial move).
+        /// Set for a failed compaction too.
+        subcompactions: usize,
         /// From begin to end, the install in the manifest included.
         duration: Duration,
         /// Why it failed, if it did (a compaction given up because the

@@ -53,7 +53,7 @@ pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
 pub use options::{
     fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, Options,
     WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS, MAX_COMPACTION_READAHEAD, MAX_READ_THREADS,
-    NUM_LEVELS,
+    MAX_SUBCOMPACTIONS, MIN_DELAYED_WRITE_RATE, NUM_LEVELS,
 };
 pub use pinned::PinnedValue;
 pub use shale_env as env;

@@ -171,7 +171,11 @@ pub(crate) struct Stats {
     pub(crate) compaction_read: [Counter; NUM_LEVELS],
     pub(crate) compaction_written: [Counter; NUM_LEVELS],
     pub(crate) trivial_moves: Counter,
+    pub(crate) split_compactions: Counter,
+    pub(crate) subcompactions: Counter,
     pub(crate) stalls: Counter,
+    pub(crate) stalls_delayed: Counter,
+    pub(crate) stalls_stopped: Counter,
     pub(crate) stall_micros: Counter,
     pub(crate) background_errors: Counter,
     pub(crate) range_del_dropped_entries: Counter,
@@ -277,7 +281,11 @@ impl Stats {
                 compaction_bytes_written: self.compaction_written[l].get(),
             }),
             trivial_moves: self.trivial_moves.get(),
+            split_compactions: self.split_compactions.get(),
+            subcompactions: self.subcompactions.get(),
             stall_count: self.stalls.get(),
+            stalls_delayed: self.stalls_delayed.get(),
+            stalls_stopped: self.stalls_stopped.get(),
             stall_micros: self.stall_micros.get(),
             background_errors: self.background_errors.get(),
             range_del_dropped_entries: self.range_del_dropped_entries.get(),
@@ -290,6 +298,7 @@ impl Stats {
             running_flushes: 0,
             running_compactions: 0,
             write_stalled: 0,
+            delayed_write_rate: 0,
             block_cache_usage: 0,
             block_cache_capacity: 0,
             block_cache_pinned: 0,
@@ -396,8 +405,23 @@ pub struct Metrics {
     pub levels: [LevelMetrics; NUM_LEVELS],
     /// Compactions that moved a table down without rewriting it.
     pub trivial_moves: u64,
+    /// Compactions installed that ran as several subcompactions
+    /// ([`crate::Options::max_subcompactions`]); counted since open.
+    pub split_compactions: u64,
+    /// Subcompactions those compactions ran, in all (a compaction split in
+    /// three adds three; one not split adds nothing); counted since open.
+    pub subcompactions: u64,
     /// Write groups delayed or stopped by a write stall.
     pub stall_count: u64,
+    /// Write groups delayed: held to the delayed write rate because L0 was
+    /// at `l0_slowdown_writes_trigger` or the debt at
+    /// `soft_pending_compaction_bytes` (a group whose charge was too small
+    /// to wait for counts too: it is paid by the next).
+    pub stalls_delayed: u64,
+    /// Write groups stopped: waiting for L0 below `l0_stop_writes_trigger`,
+    /// the debt below `hard_pending_compaction_bytes`, or a flush to free a
+    /// memtable.
+    pub stalls_stopped: u64,
     /// Time writers spent in stalls, in microseconds.
     pub stall_micros: u64,
     /// Flushes, compactions and file deletions that failed (each poisons the
@@ -427,6 +451,9 @@ pub struct Metrics {
     /// Writes are held back now (gauge: 1 while stalled, delayed or stopped,
     /// as the last write group found it).
     pub write_stalled: u64,
+    /// The delayed write rate now, in bytes per second (gauge: 0 while
+    /// writes are not delayed; see [`crate::Options::delayed_write_rate`]).
+    pub delayed_write_rate: u64,
     /// Bytes charged to the block cache now (cached blocks and pinned blocks).
     pub block_cache_usage: u64,
     /// Capacity of the block cache.
@@ -521,7 +548,11 @@ impl Metrics {
             flush_bytes: d(self.flush_bytes, earlier.flush_bytes),
             levels: std::array::from_fn(|l| self.levels[l].delta(&earlier.levels[l])),
             trivial_moves: d(self.trivial_moves, earlier.trivial_moves),
+            split_compactions: d(self.split_compactions, earlier.split_compactions),
+            subcompactions: d(self.subcompactions, earlier.subcompactions),
             stall_count: d(self.stall_count, earlier.stall_count),
+            stalls_delayed: d(self.stalls_delayed, earlier.stalls_delayed),
+            stalls_stopped: d(self.stalls_stopped, earlier.stalls_stopped),
             stall_micros: d(self.stall_micros, earlier.stall_micros),
             background_errors: d(self.background_errors, earlier.background_errors),
             range_del_dropped_entries: d(
@@ -540,6 +571,7 @@ impl Metrics {
             running_flushes: self.running_flushes,
             running_compactions: self.running_compactions,
             write_stalled: self.write_stalled,
+            delayed_write_rate: self.delayed_write_rate,
             block_cache_usage: self.block_cache_usage,
             block_cache_capacity: self.block_cache_capacity,
             block_cache_pinned: self.block_cache_pinned,

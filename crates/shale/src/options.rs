@@ -138,11 +138,26 @@ pub struct Options {
     /// Background threads running flushes and compactions (default 2). One
     /// flush runs at a time; the other threads compact.
     pub max_background_jobs: usize,
+    /// Most subcompactions one compaction is split into (default 2; 1 to
+    /// at most [`MAX_SUBCOMPACTIONS`]). A compaction whose input tables
+    /// hold at least two output tables' worth of bytes (an L0 -> base
+    /// compaction above all) is cut into up to this many disjoint user-key
+    /// ranges at input tables' boundaries, balanced by estimated bytes; each
+    /// range is merged on a thread of its own into tables of its own, and
+    /// all of them are installed in one manifest edit, as one compaction.
+    /// The extra threads are started by the compaction and end with it:
+    /// they are not taken from the `max_background_jobs` threads, so the
+    /// thread kept free for flushes stays free. The default of 2 suits a
+    /// two-core machine: one background thread compacts while the one kept
+    /// for flushes is idle most of the time, so a second range uses the
+    /// second core; more ranges than cores only contend for them.
+    pub max_subcompactions: usize,
     /// L0 tables that make L0 eligible for compaction (score 1; default 8:
     /// about 340 MB of flushes from 64 MiB memtables, so that each rewrite of
     /// the base level takes down several times its size; see the picker).
     pub l0_compaction_trigger: usize,
-    /// L0 tables at which each write group is delayed (default 20).
+    /// L0 tables at which writes are delayed to
+    /// [`Options::delayed_write_rate`] (default 20).
     pub l0_slowdown_writes_trigger: usize,
     /// L0 tables at which writes wait for compactions (default 36).
     pub l0_stop_writes_trigger: usize,
@@ -152,10 +167,22 @@ pub struct Options {
     pub base_level_bytes: u64,
     /// Size ratio between adjacent levels (default 10).
     pub level_size_multiplier: f64,
-    /// Estimated compaction debt at which writes are delayed (default 64 GiB).
+    /// Estimated compaction debt at which writes are delayed to
+    /// [`Options::delayed_write_rate`] (default 64 GiB).
     pub soft_pending_compaction_bytes: u64,
     /// Estimated compaction debt at which writes wait (default 256 GiB).
     pub hard_pending_compaction_bytes: u64,
+    /// Bytes per second writes are let through while delayed (L0 at
+    /// `l0_slowdown_writes_trigger` or the compaction debt at
+    /// `soft_pending_compaction_bytes`; default 16 MiB/s; must be positive),
+    /// as RocksDB's write controller does: each write group waits its
+    /// bytes over the rate. While the delay lasts the rate adapts from one
+    /// write group to the next: it falls to 0.8 times itself while the L0
+    /// table count or the debt behind the delay keeps growing, rises 1.25
+    /// times (at most back to this) when it shrinks, and never falls below
+    /// [`MIN_DELAYED_WRITE_RATE`]. It starts again from this value at the
+    /// next delay.
+    pub delayed_write_rate: u64,
     /// Cap on the bytes per second written by flushes and compactions together
     /// (a token bucket; default none).
     pub compaction_rate_limit: Option<u64>,
@@ -216,6 +243,7 @@ impl Default for Options {
             table_format_version: crate::format::TABLE_FORMAT_VERSION,
             verify_checksums: true,
             max_background_jobs: 2,
+            max_subcompactions: 2,
             l0_compaction_trigger: 8,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
@@ -223,6 +251,7 @@ impl Default for Options {
             level_size_multiplier: 10.0,
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
+            delayed_write_rate: 16 << 20,
             compaction_rate_limit: None,
             compaction_readahead_bytes: 512 << 10,
             max_manifest_bytes: 64 << 20,
@@ -239,6 +268,15 @@ pub const MAX_COMPACTION_READAHEAD: u64 = 64 << 20;
 
 /// The most background threads [`Options::max_background_jobs`] may ask for.
 pub const MAX_BACKGROUND_JOBS: usize = 256;
+
+/// The most ranges [`Options::max_subcompactions`] may split a compaction
+/// into (each runs on a thread of its own while the compaction lasts).
+pub const MAX_SUBCOMPACTIONS: usize = 64;
+
+/// The floor of the adaptive delayed-write rate (16 KiB/s): however long
+/// the delay lasts and however the debt grows, writes go on at least this
+/// fast until a stop condition stops them (RocksDB's floor is the same).
+pub const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
 
 /// The most threads [`Options::read_threads`] may ask for.
 pub const MAX_READ_THREADS: usize = 1024;
@@ -284,6 +322,15 @@ impl Options {
                 self.max_background_jobs
             ));
         }
+        if !(1..=MAX_SUBCOMPACTIONS).contains(&self.max_subcompactions) {
+            return bad(&format!(
+                "max_subcompactions must be between 1 and {MAX_SUBCOMPACTIONS}, not {}",
+                self.max_subcompactions
+            ));
+        }
+        if self.delayed_write_rate == 0 {
+            return bad("delayed_write_rate must be positive (bytes per second)");
+        }
         if self.read_threads > MAX_READ_THREADS {
             return Err(crate::error::Error::InvalidArgument(format!(
                 "read_threads must be at most {} (got {}; 0 reads a multi_get's keys on the calling thread)",
@@ -320,6 +367,52 @@ mod tests {
         assert_eq!(bloom.bits_per_key_at(4), 10);
         assert_eq!(bloom.bits_per_key_at(99), 10);
         assert!(bloom.applies_to(5) && !bloom.applies_to(6));
+    }
+
+    #[test]
+    fn subcompaction_counts_and_a_zero_delayed_write_rate_are_refused() {
+        let ok = |o: Options| o.validate().is_ok();
+        assert!(ok(Options {
+            max_subcompactions: 1,
+            ..Options::default()
+        }));
+        assert!(ok(Options {
+            max_subcompactions: MAX_SUBCOMPACTIONS,
+            ..Options::default()
+        }));
+        assert!(ok(Options {
+            delayed_write_rate: 1,
+            ..Options::default()
+        }));
+        for (opts, what) in [
+            (
+                Options {
+                    max_subcompactions: 0,
+                    ..Options::default()
+                },
+                "max_subcompactions",
+            ),
+            (
+                Options {
+                    max_subcompactions: MAX_SUBCOMPACTIONS + 1,
+                    ..Options::default()
+                },
+                "max_subcompactions",
+            ),
+            (
+                Options {
+                    delayed_write_rate: 0,
+                    ..Options::default()
+                },
+                "delayed_write_rate",
+            ),
+        ] {
+            let err = opts.validate().expect_err("refused");
+            assert!(
+                matches!(err, crate::error::Error::InvalidArgument(ref m) if m.contains(what)),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -47,12 +47,17 @@ impl Outcome {
     }
 }
 
+/// Small tables, so that the full and the sub-range compaction (a few KiB
+/// over 512-byte output tables) run split into subcompactions, and an error
+/// or a crash strikes inside them.
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     Options {
         fs,
         write_buffer_size: 4 << 10,
         block_size: 512,
         index_partition_size: 256,
+        target_file_size_base: 256,
+        max_subcompactions: 3,
         ..Options::default()
     }
 }
@@ -224,7 +229,14 @@ fn an_error_at_every_step_loses_nothing_acknowledged() {
     let mem = Arc::new(MemFs::new());
     let fault = FaultFs::new(mem.clone());
     let mut clean = Outcome::default();
-    workload(fault.clone(), &mut clean).expect("clean run");
+    {
+        let db = Db::open("/db", options(fault.clone())).expect("open");
+        run(&db, &mut clean).expect("clean run");
+        let split = db.metrics().split_compactions;
+        assert!(split > 0, "no compaction ran split into subcompactions");
+        db.close().expect("close");
+        clean.mark_durable();
+    }
     let steps = fault.ops_seen(OpKind::Any);
     assert!(
         steps > 50,
@@ -268,6 +280,8 @@ fn an_error_at_every_step_then_a_crash_keeps_a_prefix() {
     {
         let db = Db::open("/db", options(fault.clone())).expect("open");
         run(&db, &mut clean).expect("clean run");
+        let split = db.metrics().split_compactions;
+        assert!(split > 0, "no compaction ran split into subcompactions");
         crash.crash();
     }
     let steps = fault.ops_seen(OpKind::Any);
@@ -395,4 +409,136 @@ fn a_full_disk_during_flush_is_an_error_and_the_database_reopens_intact() {
     drop(db);
     fault.clear();
     check_recovers(mem, &out, "after ENOSPC");
+}
+
+/// What a listener saw of compactions' ends: (subcompactions, failed), and
+/// every event, for messages.
+#[derive(Default)]
+struct CompactionEnds(
+    parking_lot::Mutex<Vec<(usize, bool)>>,
+    parking_lot::Mutex<Vec<String>>,
+);
+
+impl EventListener for CompactionEnds {
+    fn on_event(&self, event: &Event) {
+        self.1.lock().push(format!("{event:?}"));
+        if let Event::CompactionEnd {
+            subcompactions,
+            error,
+            ..
+        } = event
+        {
+            self.0.lock().push((*subcompactions, error.is_some()));
+        }
+    }
+}
+
+/// An I/O error in the output of one subcompaction of an L0 -> base
+/// compaction: the whole compaction fails, nothing of it is installed (the
+/// version keeps every input table), the database is poisoned, and after a
+/// reopen every key reads back and no output of the failed compaction is
+/// left in the directory.
+#[test]
+fn a_failed_subcompaction_fails_the_whole_compaction() {
+    let mem = Arc::new(MemFs::new());
+    let fault = FaultFs::new(mem.clone());
+    let ends = Arc::new(CompactionEnds::default());
+    let opts = Options {
+        // No automatic compaction: L0 waits for the manual one.
+        l0_compaction_trigger: 100,
+        l0_slowdown_writes_trigger: 100,
+        l0_stop_writes_trigger: 100,
+        max_subcompactions: 4,
+        listeners: vec![ends.clone()],
+        ..options(fault.clone())
+    };
+    let db = Db::open("/db", opts.clone()).expect("open");
+    let mut model = Model::new();
+    for round in 0..4u32 {
+        for i in 0..60u32 {
+            let (k, v) = (key(i * 7 % 60), format!("{round}-{i}-{}", "v".repeat(30)));
+            db.put(&k, v.as_bytes()).expect("put");
+            model.insert(k, v.into_bytes());
+        }
+        if round == 2 {
+            // A range deletion, which the ranges clip; narrow, so that it
+            // covers no table whole (which a delete-only compaction would
+            // remove meanwhile).
+            db.delete_range(&key(28), &key(31)).expect("delete_range");
+            model.retain(|k, _| !(k.as_slice() >= &key(28)[..] && k.as_slice() < &key(31)[..]));
+        }
+        db.flush().expect("flush");
+        if round == 1 {
+            // A base level: its tables' ends are where the L0 -> base
+            // compaction can be cut (L0 tables all span every key).
+            db.compact_range(None, None).expect("first compaction");
+        }
+    }
+    let tables = |db: &Db| -> Vec<(usize, u64)> {
+        let mut t: Vec<_> = db
+            .tables()
+            .expect("tables")
+            .iter()
+            .map(|t| (t.level, t.file_number))
+            .collect();
+        t.sort_unstable();
+        t
+    };
+    let before = tables(&db);
+    assert!(before.iter().any(|&(level, _)| level == 0), "{before:?}");
+    assert!(
+        before.iter().filter(|&&(level, _)| level > 0).count() >= 2,
+        "{before:?}"
+    );
+    // The first table write from here on is a subcompaction's output.
+    fault.inject(FaultRule::io(OpKind::WriteObject, 0));
+    let err = db
+        .compact_range(None, None)
+        .expect_err("the compaction fails");
+    assert!(fault.faults_triggered() > 0);
+    assert!(
+        matches!(err, Error::Io { .. } | Error::Poisoned { .. }),
+        "{err}"
+    );
+    assert_eq!(tables(&db), before, "the version kept its tables");
+    assert_eq!(scan_all(&db), model, "reads still see every key");
+    let err = db.put(b"after", b"x").expect_err("poisoned");
+    assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+    drop(db);
+    let seen = ends.0.lock().clone();
+    // The first `compact_range` compacted L0 into the last level, then
+    // that level in place; the second failed at its first step.
+    let events = ends.1.lock().clone();
+    assert!(seen.len() >= 2, "{seen:?}: {events:#?}");
+    let (last, earlier) = seen.split_last().expect("compactions");
+    assert!(earlier.iter().all(|&(_, failed)| !failed), "{events:#?}");
+    let &(subcompactions, failed) = last;
+    assert!(failed, "the compaction reports its failure");
+    assert!(
+        subcompactions >= 2,
+        "the compaction was not split: {events:#?}"
+    );
+
+    fault.clear();
+    let db = Db::open("/db", options(mem.clone())).expect("reopen");
+    assert_eq!(
+        tables(&db),
+        before,
+        "nothing of the failed compaction installed"
+    );
+    assert_eq!(scan_all(&db), model, "every key reads back");
+    for i in 0..60 {
+        assert_eq!(db.get(&key(i)).expect("get").as_ref(), model.get(&key(i)));
+    }
+    let mut names: Vec<String> = before.iter().map(|&(_, n)| format!("{n:06}.sst")).collect();
+    names.sort();
+    assert_eq!(
+        common::files(&mem, ".sst"),
+        names,
+        "the failed compaction's outputs are gone"
+    );
+    // And the compaction succeeds once the disk works.
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(scan_all(&db), model);
+    db.close().expect("close");
 }

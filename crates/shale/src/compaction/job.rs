@@ -26,14 +26,30 @@
 //! at `a ++ [0]`, so that a table's range deletions never reach a key of the
 //! next table (tables of a level keep disjoint user-key ranges).
 //!
+//! # Subcompactions
+//!
+//! A merge given cut points (see [`super::subcompact`]) runs one
+//! subcompaction per user-key range: each has its own merging iterator over
+//! the inputs reaching its range, sought to its start and stopped at its
+//! end, its own output tables (numbered by [`JobHost::new_output`]) and the
+//! range deletions clipped to its range; the snapshots and the fragmented
+//! range deletions are read once for all of them. The caller installs every
+//! output in one edit.
+//!
 //! # Concurrency
 //!
-//! A job runs on one background thread. It reaches the database only through
-//! [`JobHost`] (which takes the state lock only to allocate output file
-//! numbers); the tables it reads are pinned by the `Arc<FileMeta>`s it holds, so
-//! they outlive any version change made meanwhile.
+//! A job runs on one background thread, plus one scoped thread per
+//! subcompaction past the first, started and joined by [`merge`] (so they
+//! never outlive it and are not background threads). It reaches the
+//! database only through [`JobHost`] (which takes the state lock only to
+//! allocate output file numbers; it is `Sync`, shared by the
+//! subcompactions); the tables it reads are pinned by the `Arc<FileMeta>`s
+//! it holds, so they outlive any version change made meanwhile. A failing
+//! subcompaction sets a flag the others check with the closing check, every
+//! few thousand keys.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use shale_env::{FileSystem, ObjectWriter, WriteLifetime};
@@ -42,7 +58,7 @@ use crate::error::{Error, Result};
 use crate::filenames::table_name;
 use crate::format::NUM_LEVELS;
 use crate::format::RANGE_DEL_TABLE_FORMAT_VERSION;
-use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind};
+use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::memtable::MemTable;
 use crate::metrics::Stats;
@@ -51,6 +67,8 @@ use crate::rangedel::{key_successor, Fragments};
 use crate::rate_limit::RateLimiter;
 use crate::table::{TableBuildOptions, TableBuilder, TableProperties};
 use crate::version::{FileMeta, NewFile};
+
+use super::subcompact;
 
 /// Entries merged between two checks for a database being closed.
 const CLOSE_CHECK_INTERVAL: u64 = 4096;
@@ -62,11 +80,13 @@ pub(crate) struct MergeOutput {
     pub bytes_read: u64,
     /// Bytes of the output tables.
     pub bytes_written: u64,
+    /// Subcompactions the merge ran (1: not split).
+    pub subcompactions: usize,
 }
 
 /// What a job needs from the database it runs for (implemented by the
 /// database; a test can supply its own).
-pub(crate) trait JobHost {
+pub(crate) trait JobHost: Sync {
     /// The database directory.
     fn dir(&self) -> &Path;
     /// Its file system.
@@ -106,23 +126,31 @@ pub(crate) struct Outputs<'a> {
 
 /// Merges `inputs` (with their levels) into tables of `output.level`.
 /// `bottommost`: no level below the output holds keys of the inputs' range, so
-/// deletions with nothing under them can go. Fails with [`Error::Closed`] if the
-/// database starts closing meanwhile (outputs are removed).
+/// deletions with nothing under them can go. `cuts` (strictly increasing user
+/// keys, see [`subcompact`](super::subcompact)) split the merge into
+/// `cuts.len() + 1` subcompactions, each merging the user keys of its range
+/// `[cut[i-1], cut[i])` on a thread of its own (the calling thread takes the
+/// first) into tables of its own; the tables come back in key order, to be
+/// installed together. Fails with [`Error::Closed`] if the database starts
+/// closing meanwhile. A subcompaction that fails stops the others and fails
+/// the merge with its error; no output of any of them is returned (the
+/// unfinished ones are removed, the finished ones left to the next open, as
+/// for an unsplit merge).
 pub(crate) fn merge(
     db: &dyn JobHost,
     inputs: &[(usize, Arc<FileMeta>)],
     output: &Outputs<'_>,
     bottommost: bool,
+    cuts: &[Vec<u8>],
 ) -> Result<MergeOutput> {
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut input_dels = Vec::new();
     for (level, f) in inputs {
-        children.push(db.scan_table(f, *level)?);
         if f.range_deletions > 0 {
             input_dels.push(db.table_range_dels(f, *level)?);
         }
     }
-    let mut it = MergingIterator::new(children);
+    // Read once for every subcompaction, so that they all keep the same
+    // versions.
     let snapshots = db.snapshots();
     // The stripe of a sequence number: index of the oldest snapshot that sees
     // it (snapshots.len(): only the latest state sees it).
@@ -138,12 +166,133 @@ pub(crate) fn merge(
     db.stats()
         .range_dels_dropped
         .add(dels_in.saturating_sub(dels.count()));
+    let plan = Plan {
+        snapshots: &snapshots,
+        dels: &dels,
+        cover: &cover,
+        bottommost,
+    };
+    let ranges = cuts.len() + 1;
+    let cancel = AtomicBool::new(false);
+    let results: Vec<Result<Vec<NewFile>>> = if ranges == 1 {
+        vec![merge_range(
+            db,
+            inputs,
+            &plan,
+            output,
+            (None, None),
+            &cancel,
+        )]
+    } else {
+        std::thread::scope(|s| {
+            let (plan, cancel) = (&plan, &cancel);
+            let run = move |bounds| {
+                let r = merge_range(db, inputs, plan, output, bounds, cancel);
+                if r.is_err() {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+                r
+            };
+            let handles: Vec<_> = (1..ranges)
+                .map(|i| {
+                    let bounds = subcompact::range_of(cuts, i);
+                    let spawned = std::thread::Builder::new()
+                        .name("shale-subcompaction".into())
+                        .spawn_scoped(s, move || run(bounds));
+                    if spawned.is_err() {
+                        cancel.store(true, Ordering::Relaxed);
+                    }
+                    spawned
+                })
+                .collect();
+            let mut results = vec![run(subcompact::range_of(cuts, 0))];
+            for h in handles {
+                results.push(match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("a subcompaction thread panicked".into()))
+                    }),
+                    Err(e) => Err(Error::io("start a subcompaction thread", db.dir(), e)),
+                });
+            }
+            results
+        })
+    };
+    let mut tables = Vec::new();
+    let mut failure = None;
+    for r in results {
+        match r {
+            Ok(t) => tables.extend(t),
+            // A subcompaction stopped by another's failure reports
+            // `Closed`: the other's error is the one to tell.
+            Err(Error::Closed) => {
+                failure.get_or_insert(Error::Closed);
+            }
+            Err(e) => {
+                if matches!(failure, None | Some(Error::Closed)) {
+                    failure = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    db.fs()
+        .sync_dir(db.dir())
+        .map_err(|e| Error::io("sync directory", db.dir(), e))?;
+    Ok(MergeOutput {
+        bytes_read: inputs.iter().map(|(_, f)| f.size).sum(),
+        bytes_written: tables.iter().map(|f| f.size).sum(),
+        tables,
+        subcompactions: ranges,
+    })
+}
+
+/// What every subcompaction of one merge shares.
+struct Plan<'a> {
+    /// Live snapshots, oldest first.
+    snapshots: &'a [SeqNo],
+    /// The range deletions the outputs carry.
+    dels: &'a Fragments,
+    /// The range deletions that hide input versions.
+    cover: &'a Fragments,
+    bottommost: bool,
+}
+
+/// One subcompaction: merges the user keys of `inputs` in `[lo, hi)` (`None`:
+/// unbounded) into tables of their own, with the range deletions of
+/// `plan.dels` clipped to the range. Stops with [`Error::Closed`] when the
+/// database closes or `cancel` is set (a sibling failed).
+fn merge_range(
+    db: &dyn JobHost,
+    inputs: &[(usize, Arc<FileMeta>)],
+    plan: &Plan<'_>,
+    output: &Outputs<'_>,
+    (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+    cancel: &AtomicBool,
+) -> Result<Vec<NewFile>> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for (level, f) in inputs {
+        let reaches = lo.is_none_or(|lo| f.largest.user_key() >= lo)
+            && hi.is_none_or(|hi| f.smallest.user_key() < hi);
+        if reaches {
+            children.push(db.scan_table(f, *level)?);
+        }
+    }
+    let mut it = MergingIterator::new(children);
+    let snapshots = plan.snapshots;
+    let bottommost = plan.bottommost;
+    let stripe = |seq: SeqNo| snapshots.partition_point(|&s| s < seq);
+    let dels = plan.dels.clip(lo, hi);
+    let cover = plan.cover;
     // A version is gone if a range deletion of its stripe is newer.
     let covered = |user_key: &[u8], seq: SeqNo| {
         cover
             .fragment_at(user_key)
             .is_some_and(|f| f.seqs.iter().any(|&t| t > seq && stripe(t) == stripe(seq)))
     };
+    // The merging iterator is positioned inside the range.
+    let in_range = |it: &MergingIterator| it.valid() && hi.is_none_or(|h| user_key(it.key()) < h);
     let output_level = output.level;
     let mut splitter = Splitter::new(output.target_file_size, output.grandparents);
     let mut out = TableOutput::new(
@@ -157,19 +306,26 @@ pub(crate) fn merge(
     let mut tables: Vec<NewFile> = Vec::new();
     let mut numbers: Vec<u64> = Vec::new();
     // Range deletions from here on belong to the output being written.
-    let mut dels_from: Option<Vec<u8>> = None;
+    let mut dels_from: Option<Vec<u8>> = lo.map(<[u8]>::to_vec);
     let mut last_user_key: Vec<u8> = Vec::new();
 
     let result = (|| -> Result<()> {
-        it.seek_to_first();
+        match lo {
+            Some(lo) => it.seek(InternalKey::seek_key(lo, MAX_SEQNO).encoded()),
+            None => it.seek_to_first(),
+        }
         // The versions of the current user key are `pool[..n]`; the buffers are
         // reused from key to key, so merging allocates nothing per entry.
         let mut pool: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut n = 0usize;
         let mut merged = 0u64;
-        while it.valid() || n > 0 {
-            let same_key = it.valid() && n > 0 && user_key(&pool[0].0) == user_key(it.key());
-            if it.valid() && (n == 0 || same_key) {
+        loop {
+            let valid = in_range(&it);
+            if !valid && n == 0 {
+                break;
+            }
+            let same_key = valid && n > 0 && user_key(&pool[0].0) == user_key(it.key());
+            if valid && (n == 0 || same_key) {
                 if n == pool.len() {
                     pool.push((Vec::new(), Vec::new()));
                 }
@@ -184,7 +340,9 @@ pub(crate) fn merge(
             }
             let versions = &pool[..n];
             merged += 1;
-            if merged.is_multiple_of(CLOSE_CHECK_INTERVAL) && db.closing() {
+            if merged.is_multiple_of(CLOSE_CHECK_INTERVAL)
+                && (db.closing() || cancel.load(Ordering::Relaxed))
+            {
                 return Err(Error::Closed);
             }
             // `versions` holds every version of one user key, newest first. The
@@ -200,7 +358,7 @@ pub(crate) fn merge(
                     &[0]
                 }
             } else {
-                selected = select_versions(versions, &snapshots, bottommost);
+                selected = select_versions(versions, snapshots, bottommost);
                 &selected
             };
             if !cover.is_empty() && !kept.is_empty() {
@@ -261,17 +419,10 @@ pub(crate) fn merge(
         if let Some(f) = out.finish(rest)? {
             tables.push(f);
         }
-        db.fs()
-            .sync_dir(db.dir())
-            .map_err(|e| Error::io("sync directory", db.dir(), e))
+        Ok(())
     })();
     db.outputs_done(&numbers);
-    result?;
-    Ok(MergeOutput {
-        bytes_read: inputs.iter().map(|(_, f)| f.size).sum(),
-        bytes_written: tables.iter().map(|f| f.size).sum(),
-        tables,
-    })
+    result.map(|()| tables)
 }
 
 /// Decides where one output table ends and the next begins.

@@ -2,3 +2,4 @@
 
 pub(crate) mod job;
 pub(crate) mod picker;
+pub(crate) mod subcompact;

@@ -8,8 +8,12 @@
 //! flush at a time, so L0 tables are installed in age order), or a compaction
 //! chosen by the pure picker over the tables not already being compacted. At most
 //! `max_background_jobs - 1` compactions run at once (at least one), so a thread
-//! is always free for flushes. A failed flush or compaction poisons the database:
-//! writes fail until it is reopened, and nothing already installed is lost.
+//! is always free for flushes. A compaction big enough is split into
+//! subcompactions ([`subcompact`]) that run on threads the compaction starts
+//! and joins itself: they are not taken from the background threads, and the
+//! compaction counts once against the limit, so the thread free for flushes
+//! stays free. A failed flush or compaction poisons the database: writes
+//! fail until it is reopened, and nothing already installed is lost.
 //!
 //! The picker reads the version's shape ([`summarize`]), built once per
 //! version outside the state lock and kept in the super version, and the set
@@ -28,6 +32,7 @@ use shale_env::FileSystem;
 use super::{DbInner, State, SuperVersion};
 use crate::compaction::job::{self, MergeOutput};
 use crate::compaction::picker::{self, Compacting, Pick, PickerOptions, TableSummary, LAST_LEVEL};
+use crate::compaction::subcompact;
 use crate::error::{Error, Result};
 use crate::events::{CompactionReason, Event, TableReason};
 use crate::format::SeqNo;
@@ -365,14 +370,14 @@ pub(crate) fn write_level0(
 
 /// Runs a picked compaction and installs its result.
 fn compact(db: &DbInner, c: Compaction) {
-    let events = CompactionEvents::begin(
+    let mut events = CompactionEvents::begin(
         db,
         CompactionReason::Automatic,
         &c.inputs,
         c.pick.output_level,
         c.pick.trivial_move,
     );
-    let result = run_compaction(db, &c);
+    let result = run_compaction(db, &c, &mut events);
     let mut st = db.state.lock();
     for (_, f) in &c.inputs {
         st.compacting.remove(&f.number);
@@ -403,6 +408,9 @@ struct CompactionEvents {
     input_level: usize,
     output_level: usize,
     started: Instant,
+    /// Subcompactions the merge was split into (1: not split; 0: a trivial
+    /// move), set once decided.
+    subcompactions: usize,
 }
 
 impl CompactionEvents {
@@ -419,6 +427,7 @@ impl CompactionEvents {
             input_level: inputs.iter().map(|(l, _)| *l).min().unwrap_or(output_level),
             output_level,
             started: Instant::now(),
+            subcompactions: 0,
         };
         db.events.raise(Event::CompactionBegin {
             job: e.job,
@@ -457,6 +466,7 @@ impl CompactionEvents {
             bytes_read: installed.bytes_read,
             bytes_written: installed.bytes_written,
             output_tables: installed.tables.len(),
+            subcompactions: self.subcompactions,
             duration: self.started.elapsed(),
             error,
         });
@@ -473,7 +483,11 @@ impl Installed {
     }
 }
 
-fn run_compaction(db: &DbInner, c: &Compaction) -> Result<Installed> {
+fn run_compaction(
+    db: &DbInner,
+    c: &Compaction,
+    events: &mut CompactionEvents,
+) -> Result<Installed> {
     let out_level = c.pick.output_level;
     if c.pick.trivial_move {
         let mut edit = VersionEdit::default();
@@ -496,8 +510,31 @@ fn run_compaction(db: &DbInner, c: &Compaction) -> Result<Installed> {
         target_file_size: c.pick.target_file_size,
         grandparents: &grandparents,
     };
-    let merged = job::merge(db, &c.inputs, &output, bottommost)?;
+    let cuts = subcompaction_cuts(&db.opts, &c.inputs, output.target_file_size);
+    events.subcompactions = cuts.len() + 1;
+    let merged = job::merge(db, &c.inputs, &output, bottommost, &cuts)?;
     install(db, &c.inputs, out_level, merged)
+}
+
+/// Where a merge of `inputs` writing tables of `target_file_size` is cut
+/// into subcompactions (none: one range), by [`subcompact::split_points`]:
+/// at most [`Options::max_subcompactions`] ranges, each with at least one
+/// output table's worth of input bytes, so that a small compaction is not
+/// split into ranges that each write a fraction of a table.
+fn subcompaction_cuts(
+    opts: &Options,
+    inputs: &[(usize, Arc<FileMeta>)],
+    target_file_size: u64,
+) -> Vec<Vec<u8>> {
+    let spans: Vec<subcompact::Span<'_>> = inputs
+        .iter()
+        .map(|(_, f)| subcompact::Span {
+            smallest: f.smallest.user_key(),
+            largest: f.largest.user_key(),
+            size: f.size,
+        })
+        .collect();
+    subcompact::split_points(&spans, opts.max_subcompactions, target_file_size)
 }
 
 /// Smallest user keys of the tables of `level`, in key order (none past the
@@ -518,6 +555,7 @@ fn install(
     level: usize,
     merged: MergeOutput,
 ) -> Result<Installed> {
+    let subcompactions = merged.subcompactions;
     let installed = Installed {
         tables: merged.tables.iter().map(|f| (f.number, f.size)).collect(),
         bytes_read: merged.bytes_read,
@@ -532,7 +570,12 @@ fn install(
     db.stats.compactions[level].incr();
     db.stats.compaction_read[level].add(installed.bytes_read);
     db.stats.compaction_written[level].add(installed.bytes_written);
-    db.log_and_apply(&mut st, edit, 0).map(|()| installed)
+    let result = db.log_and_apply(&mut st, edit, 0);
+    if result.is_ok() && subcompactions > 1 {
+        db.stats.split_compactions.incr();
+        db.stats.subcompactions.add(subcompactions as u64);
+    }
+    result.map(|()| installed)
 }
 
 /// True if no level below `output_level` holds a table overlapping the inputs'
@@ -579,7 +622,7 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     let result = if inputs.is_empty() {
         Ok(())
     } else {
-        let events =
+        let mut events =
             CompactionEvents::begin(db, CompactionReason::Manual, &inputs, LAST_LEVEL, false);
         let base_level = base_level(&db.sv.load().shape, &db.opts);
         let output = job::Outputs {
@@ -591,7 +634,9 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
             ),
             grandparents: &[],
         };
-        let result = job::merge(db, &inputs, &output, true)
+        let cuts = subcompaction_cuts(&db.opts, &inputs, output.target_file_size);
+        events.subcompactions = cuts.len() + 1;
+        let result = job::merge(db, &inputs, &output, true, &cuts)
             .and_then(|merged| install(db, &inputs, LAST_LEVEL, merged));
         let mut st = db.state.lock();
         if let Err(e) = &result {
@@ -820,7 +865,7 @@ pub(crate) fn compact_range(db: &DbInner, range: KeyRange<'_>) -> Result<()> {
 
 fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
     let out_level = step.output_level;
-    let events =
+    let mut events =
         CompactionEvents::begin(db, CompactionReason::Manual, &step.inputs, out_level, false);
     let sv = db.sv.load_full();
     let version = &sv.version;
@@ -836,7 +881,9 @@ fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
         grandparents: &grandparents,
     };
     let bottommost = is_bottommost(version, &step.inputs, out_level);
-    let result = job::merge(db, &step.inputs, &output, bottommost)
+    let cuts = subcompaction_cuts(&db.opts, &step.inputs, output.target_file_size);
+    events.subcompactions = cuts.len() + 1;
+    let result = job::merge(db, &step.inputs, &output, bottommost, &cuts)
         .and_then(|merged| install(db, &step.inputs, out_level, merged));
     let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
     events.end(db, result);

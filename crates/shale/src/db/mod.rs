@@ -122,6 +122,8 @@ pub(crate) struct State {
     pub manual_running: bool,
     /// The write stall writers are under, as last raised to listeners.
     pub stall: Option<ActiveStall>,
+    /// The delayed write rate while writes are delayed.
+    pub delay: write::WriteDelay,
     /// The inputs the picker last found nothing to compact in: until the
     /// version or the running compactions change, a wake-up does not ask it
     /// again.
@@ -556,6 +558,7 @@ impl Db {
             m.running_flushes = u64::from(st.flush_running);
             m.running_compactions = st.running_compactions as u64 + u64::from(st.manual_running);
             m.write_stalled = u64::from(st.stall.is_some());
+            m.delayed_write_rate = st.delay.rate();
         }
         m.l0_files = self.inner.sv.load().version.levels[0].len() as u64;
         m.block_cache_usage = self.inner.block_cache.usage();

@@ -116,6 +116,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         pending_compaction_bytes: 0,
         manual_running: false,
         stall: None,
+        delay: Default::default(),
         idle_pick: None,
     };
     let rate_limiter = opts

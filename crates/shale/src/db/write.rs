@@ -47,10 +47,78 @@ use crate::error::{Error, Result};
 use crate::events::{StallCause, StallCondition};
 use crate::format::SeqNo;
 use crate::memtable::MemTable;
+use crate::options::MIN_DELAYED_WRITE_RATE;
 use crate::wal::LogWriter;
 
 /// Upper bound on the bytes of one commit group.
 const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// A delayed group whose turn comes sooner than this goes at once; what it
+/// owes stays charged to the next ones (waits shorter than a timer's
+/// resolution would only be overslept).
+const MIN_DELAY_WAIT: Duration = Duration::from_millis(1);
+
+/// The delayed write rate, RocksDB's `WriteController` in small: while
+/// writes are delayed, each write group is charged its bytes at the current
+/// rate on a virtual clock, and waits until the clock's time for it comes.
+/// Charges shorter than [`MIN_DELAY_WAIT`] add up until one is worth a wait,
+/// so small groups pay exactly as large ones do, and bursts earn no credit
+/// (the clock never lags behind now). Between delayed groups the rate
+/// follows the measure behind the delay (L0 tables, or compaction debt
+/// bytes): lowered to 0.8 times itself while it grows, raised 1.25 times
+/// (up to [`crate::Options::delayed_write_rate`]) when it shrinks, never
+/// below [`MIN_DELAYED_WRITE_RATE`] (or the option, if lower). Kept under the
+/// state lock; only the write leader charges it.
+#[derive(Default)]
+pub(crate) struct WriteDelay {
+    /// Bytes per second now; 0 while writes are not delayed.
+    rate: u64,
+    /// When the bytes charged so far have been paid for.
+    paid_until: Option<Instant>,
+    /// The cause and measure seen by the last delayed group.
+    last: Option<(StallCause, u64)>,
+}
+
+impl WriteDelay {
+    /// The rate now (0: not delaying), for [`crate::Metrics`].
+    pub(crate) fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    /// Ends a delay: the next one starts at the full rate.
+    fn reset(&mut self) {
+        *self = WriteDelay::default();
+    }
+
+    /// Charges a group of `bytes` delayed by `cause` at `measure`, with the
+    /// rate adapted to how the measure moved since the last delayed group;
+    /// returns when the group may go.
+    fn charge(
+        &mut self,
+        max_rate: u64,
+        cause: StallCause,
+        measure: u64,
+        bytes: u64,
+        now: Instant,
+    ) -> Instant {
+        let max_rate = max_rate.max(1);
+        let floor = MIN_DELAYED_WRITE_RATE.min(max_rate);
+        self.rate = match self.last {
+            _ if self.rate == 0 => max_rate,
+            Some((c, m)) if c == cause && measure > m => (self.rate / 5 * 4).max(floor),
+            Some((c, m)) if c == cause && measure < m => {
+                self.rate.saturating_add(self.rate / 4).min(max_rate)
+            }
+            _ => self.rate,
+        };
+        self.last = Some((cause, measure));
+        let from = self.paid_until.filter(|&t| t > now).unwrap_or(now);
+        let cost = Duration::from_secs_f64(bytes as f64 / self.rate as f64);
+        let until = from + cost;
+        self.paid_until = Some(until);
+        until
+    }
+}
 
 /// The write queue of a database.
 pub(crate) type WriteQueue = GroupCommit<Request, Share>;
@@ -118,7 +186,7 @@ impl GroupSteps<Request> for WalSteps<'_> {
         let count = record.len() as u64;
         let (seq, mem) = {
             let mut st = db.state.lock();
-            let stalled = db.stall_if_needed(&mut st)?;
+            let stalled = db.stall_if_needed(&mut st, record.encoded_len() as u64)?;
             if !db.make_room(&mut st, false)? && !stalled {
                 // This group went through unhindered: any stall is over.
                 let st = &mut *st;
@@ -207,13 +275,17 @@ impl DbInner {
     }
 
     /// Write stalls: waits while L0 holds `l0_stop_writes_trigger` tables or the
-    /// compaction debt reaches its hard limit, then delays the group by a
-    /// millisecond while L0 is at its slowdown trigger or the debt at its soft
-    /// limit, so that compactions catch up. Counted in the stall metrics and
-    /// raised to listeners as it begins. True if the group was held back.
-    fn stall_if_needed(&self, st: &mut MutexGuard<'_, State>) -> Result<bool> {
+    /// compaction debt reaches its hard limit (*stopped*); while L0 is at its
+    /// slowdown trigger or the debt at its soft limit (*delayed*), holds the
+    /// group of `bytes` to the delayed write rate ([`WriteDelay`]), so that
+    /// compactions catch up. Counted in the stall metrics and raised to
+    /// listeners as it begins. True if the group was held back.
+    fn stall_if_needed(&self, st: &mut MutexGuard<'_, State>, bytes: u64) -> Result<bool> {
         let start = Instant::now();
         let mut stalled = false;
+        let mut stopped = false;
+        // When the group may go, once charged to the delay.
+        let mut delayed_until: Option<Instant> = None;
         let opts = &self.opts;
         loop {
             st.check_poison()?;
@@ -226,32 +298,61 @@ impl DbInner {
             } else {
                 None
             };
-            let Some(cause) = stop else {
-                let delay = if l0 >= opts.l0_slowdown_writes_trigger {
-                    Some(StallCause::L0Tables)
-                } else if debt >= opts.soft_pending_compaction_bytes {
-                    Some(StallCause::PendingCompactionBytes)
-                } else {
-                    None
-                };
-                if let Some(cause) = delay {
-                    stalled = true;
-                    let state = &mut **st;
-                    self.events
-                        .set_stall(&mut state.stall, Some((StallCondition::Delayed, cause)));
-                    MutexGuard::unlocked(st, || std::thread::sleep(Duration::from_millis(1)));
-                }
+            if let Some(cause) = stop {
+                stalled = true;
+                stopped = true;
+                let state = &mut **st;
+                self.events
+                    .set_stall(&mut state.stall, Some((StallCondition::Stopped, cause)));
+                // Woken by every installed version; the timeout only bounds a
+                // lost wake-up.
+                self.cv.wait_for(st, Duration::from_millis(100));
+                continue;
+            }
+            let delay = if l0 >= opts.l0_slowdown_writes_trigger {
+                Some((StallCause::L0Tables, l0 as u64))
+            } else if debt >= opts.soft_pending_compaction_bytes {
+                Some((StallCause::PendingCompactionBytes, debt))
+            } else {
+                None
+            };
+            let Some((cause, measure)) = delay else {
+                // Not (or no longer) delayed: the next delay starts afresh.
+                st.delay.reset();
                 break;
             };
             stalled = true;
             let state = &mut **st;
             self.events
-                .set_stall(&mut state.stall, Some((StallCondition::Stopped, cause)));
-            // Woken by every installed version; the timeout only bounds a lost
-            // wake-up.
-            self.cv.wait_for(st, Duration::from_millis(100));
+                .set_stall(&mut state.stall, Some((StallCondition::Delayed, cause)));
+            let until = match delayed_until {
+                Some(until) => until,
+                None => {
+                    let until = state.delay.charge(
+                        opts.delayed_write_rate,
+                        cause,
+                        measure,
+                        bytes,
+                        Instant::now(),
+                    );
+                    delayed_until = Some(until);
+                    until
+                }
+            };
+            if until <= Instant::now() + MIN_DELAY_WAIT {
+                break;
+            }
+            // Woken early by installed versions and memtable switches, to
+            // look at the conditions again (a stop, or the delay over).
+            self.cv.wait_until(st, until);
         }
         if stalled {
+            if stopped {
+                self.stats.stalls_stopped.incr();
+            }
+            if delayed_until.is_some() {
+                self.stats.stalls_delayed.incr();
+            }
             self.record_stall(start);
         }
         Ok(stalled)
@@ -282,6 +383,9 @@ impl DbInner {
             }
             if sv.imms.len() >= self.opts.max_immutable_memtables.max(1) {
                 drop(sv);
+                if stalled_since.is_none() && !force {
+                    self.stats.stalls_stopped.incr();
+                }
                 stalled_since.get_or_insert_with(Instant::now);
                 if !force {
                     let state = &mut **st;
@@ -389,6 +493,50 @@ mod tests {
     use super::*;
     use crate::env::MemFs;
     use crate::{Db, Options, WriteOptions};
+
+    /// The rate falls while the measure behind the delay grows, rises back
+    /// (capped) as it shrinks, never falls below the floor, and each group
+    /// is charged its bytes at the rate on a clock that never lags now.
+    #[test]
+    fn the_delayed_write_rate_follows_the_debt() {
+        let t0 = Instant::now();
+        let mut d = WriteDelay::default();
+        let max = 1 << 20;
+        let l0 = StallCause::L0Tables;
+        // The first group pays at the full rate: 1 MiB at 1 MiB/s.
+        assert_eq!(
+            d.charge(max, l0, 20, 1 << 20, t0),
+            t0 + Duration::from_secs(1)
+        );
+        assert_eq!(d.rate(), max);
+        // Unchanged measure: same rate; charged after the first.
+        let until = d.charge(max, l0, 20, 1 << 19, t0);
+        assert_eq!(until, t0 + Duration::from_millis(1500));
+        assert_eq!(d.rate(), max);
+        // Growing: 0.8 times per group.
+        d.charge(max, l0, 21, 0, t0);
+        assert_eq!(d.rate(), max / 5 * 4);
+        d.charge(max, l0, 22, 0, t0);
+        assert_eq!(d.rate(), max / 5 * 4 / 5 * 4);
+        // Shrinking: 1.25 times, capped at the option.
+        for m in (0..22).rev() {
+            d.charge(max, l0, m, 0, t0);
+        }
+        assert_eq!(d.rate(), max);
+        // Never below the floor, however long the growth.
+        for m in 100..200 {
+            d.charge(max, l0, m, 0, t0);
+        }
+        assert_eq!(d.rate(), MIN_DELAYED_WRITE_RATE);
+        // A clock behind now restarts from now: no credit for idle time.
+        let later = t0 + Duration::from_secs(3600);
+        let until = d.charge(max, l0, 200, MIN_DELAYED_WRITE_RATE, later);
+        assert_eq!(until, later + Duration::from_secs(1));
+        d.reset();
+        assert_eq!(d.rate(), 0);
+        d.charge(max, StallCause::PendingCompactionBytes, 5, 0, t0);
+        assert_eq!(d.rate(), max, "a new delay starts at the full rate");
+    }
 
     /// The picker's shape belongs to the version: a memtable switch (a new
     /// super version, the same version) shares it, a flush (a new version)
