@@ -24,8 +24,8 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 use shale::{
-    Compression, Db, FilterLevels, FilterPolicy, Metrics, Options, ReadOptions, WriteBatch,
-    WriteOptions,
+    Compression, Db, FilterLevels, FilterPolicy, LevelSet, MetadataPlacement, Metrics, Options,
+    ReadOptions, WriteBatch, WriteOptions,
 };
 use shale_workload::Rng;
 
@@ -888,6 +888,26 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
             };
         }
         _ => {}
+    }
+    match a.table_metadata.as_str() {
+        "none" => {}
+        "pin" => o.pin_table_metadata = true,
+        "index" => {
+            o.table_metadata = MetadataPlacement {
+                top_index: LevelSet::ALL,
+                index_partitions: LevelSet::ALL,
+                ..MetadataPlacement::NONE
+            }
+        }
+        "all-but-last" => {
+            o.table_metadata = MetadataPlacement::all_kinds_at(LevelSet::all_but_last())
+        }
+        "all" => o.table_metadata = MetadataPlacement::all_kinds_at(LevelSet::ALL),
+        other => {
+            return Err(CliError::Usage(format!(
+                "--table_metadata {other}: use none, pin, index, all-but-last or all"
+            )))
+        }
     }
     o.compression = match a.compression_type.as_str() {
         "none" => Compression::None,
