@@ -1382,6 +1382,28 @@ mod tests {
             db_options(&db_args(&["--write_buffer_size=0"])),
             Err(CliError::Usage(_))
         ));
+        // Where table metadata lives.
+        assert_eq!(o.table_metadata, MetadataPlacement::NONE);
+        assert!(!o.pin_table_metadata);
+        let pin = db_options(&db_args(&["--table_metadata=pin"])).expect("pin");
+        assert!(pin.pin_table_metadata);
+        assert_eq!(pin.table_metadata, MetadataPlacement::NONE);
+        let index = db_options(&db_args(&["--table_metadata", "index"])).expect("index");
+        assert_eq!(index.table_metadata.index_partitions, LevelSet::ALL);
+        assert_eq!(index.table_metadata.top_index, LevelSet::ALL);
+        assert!(index.table_metadata.top_filter.is_empty());
+        let all = db_options(&db_args(&["--table_metadata=all"])).expect("all");
+        assert_eq!(
+            all.table_metadata,
+            MetadataPlacement::all_kinds_at(LevelSet::ALL)
+        );
+        let upper = db_options(&db_args(&["--table_metadata=all-but-last"])).expect("upper");
+        assert!(upper
+            .table_metadata
+            .holds(shale::MetadataKind::FilterPartitions, 5));
+        assert!(!upper
+            .table_metadata
+            .holds(shale::MetadataKind::IndexPartitions, 6));
         // db_bench's boolean spellings.
         assert!(db_args(&["--use_existing_db"]).use_existing_db);
         assert!(db_args(&["--use_existing_db=1"]).use_existing_db);
