@@ -368,3 +368,42 @@ fn pinned_top_level_blocks_stay_pinned_and_charged_beside_held_partitions() {
     assert!(m.metadata_held(MetadataKind::IndexPartitions) > 0);
     assert!(m.metadata_held(MetadataKind::FilterPartitions) > 0);
 }
+
+/// Total held bytes after one Get in each of 30 L0 tables, with readers kept
+/// open up to `max_open_files`.
+fn held_over_l0_tables(max_open_files: usize) -> u64 {
+    let fs = Arc::new(MemFs::new());
+    let opts = Options {
+        max_open_files,
+        ..options(fs, MetadataPlacement::all_kinds_at(LevelSet::ALL))
+    };
+    let db = Db::open("/db", opts).expect("open");
+    for t in 0..30u64 {
+        for i in 0..50 {
+            db.put(&key(t * 1000 + i), b"v").expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    assert_eq!(db.metrics().l0_files, 30);
+    // Each Get consults the filters of every L0 table, newest first.
+    for t in 0..30u64 {
+        assert_eq!(
+            db.get(&key(t * 1000 + 7)).expect("get").as_deref(),
+            Some(&b"v"[..])
+        );
+    }
+    db.metrics().metadata_held_total()
+}
+
+#[test]
+fn readers_the_table_cache_closes_give_their_held_bytes_back() {
+    // 1000: every reader stays open. 16: none is held with its table, 16
+    // share the LRU list, and the others closed with what they held.
+    let all_open = held_over_l0_tables(1000);
+    let sixteen = held_over_l0_tables(16);
+    assert!(all_open > 0 && sixteen > 0);
+    assert!(
+        sixteen * 30 <= all_open * 20,
+        "{sixteen} held by 16 open readers, {all_open} by 30"
+    );
+}

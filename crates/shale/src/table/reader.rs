@@ -31,8 +31,11 @@
 //!
 //! # Concurrency
 //!
-//! A `TableReader` is immutable after `open` and is shared by `Arc` between
-//! threads; the cache and stats synchronize themselves. Iterators are owned by one
+//! A `TableReader` is immutable after `open` (and `hold`) except for its held
+//! metadata, whose slots are each set once (`OnceLock`, or a map behind a
+//! read-write lock for versions 1 and 2, never held across a read); it is
+//! shared by `Arc` between threads; the cache and stats synchronize
+//! themselves. Iterators are owned by one
 //! thread at a time.
 
 use std::collections::HashMap;
