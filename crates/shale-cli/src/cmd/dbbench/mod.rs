@@ -290,6 +290,10 @@ pub struct EngineCounters {
     pub table_cache_misses: u64,
     /// `hits / (hits + misses)`, `None` without lookups.
     pub table_cache_hit_rate: Option<f64>,
+    /// Bytes of table metadata held with the open table readers outside the
+    /// block cache when the benchmark ended (a gauge, per
+    /// `--table_metadata`).
+    pub metadata_held_bytes: u64,
 }
 
 impl EngineCounters {
@@ -302,6 +306,7 @@ impl EngineCounters {
             table_cache_hits: d.table_cache_hits,
             table_cache_misses: d.table_cache_misses,
             table_cache_hit_rate: (t > 0).then(|| d.table_cache_hits as f64 / t as f64),
+            metadata_held_bytes: d.metadata_held_total(),
         }
     }
 }
