@@ -516,7 +516,7 @@ pub struct BenchKvdbArgs {
     pub device_limit_depth: Option<usize>,
     /// Keys per read call of each reader thread: 1 (the default) reads with
     /// single Gets; N > 1 with one `multi_get` of N keys at a time, whose
-    /// table lookups the engine runs together on its read threads. A Get's
+    /// device reads the engine keeps in flight together. A Get's
     /// latency is then its batch's: every key of a `multi_get` is recorded
     /// with the call's latency (1 to 65536).
     #[arg(long, value_name = "N", default_value_t = 1,
@@ -528,6 +528,11 @@ pub struct BenchKvdbArgs {
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(0..=1024).map(|v| v as usize))]
     pub read_threads: Option<usize>,
+    /// Issue a `multi_get`'s device reads together through io_uring, from
+    /// the reader thread (the default, where the kernel offers it); false
+    /// looks the keys up on shale's read threads instead.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub io_uring: bool,
     /// The time-series sampler.
     #[command(flatten)]
     pub sample: SampleArgs,

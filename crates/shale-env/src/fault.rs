@@ -278,6 +278,11 @@ impl FileSystem for FaultFs {
             state: self.state.clone(),
         }))
     }
+    /// As the inner file system; a batch reads through this one's files, one
+    /// after the other, so that each read can fail.
+    fn batches_reads(&self) -> bool {
+        self.inner.batches_reads()
+    }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.state.check(OpKind::List)?;
         self.inner.list(dir)

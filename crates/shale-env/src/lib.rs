@@ -47,6 +47,8 @@ mod fault;
 mod mem;
 mod posix;
 mod trace;
+#[cfg(target_os = "linux")]
+mod uring;
 
 pub use crash::CrashFs;
 pub use fault::{FaultFs, FaultRule, OpKind};
@@ -122,6 +124,21 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// Size of the file in bytes.
     fn size(&self) -> u64;
+    /// The file as `Any`, for a file system that recognizes its own files in
+    /// [`FileSystem::read_batch`]. None by default.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+}
+
+/// One positioned read of a batch (see [`FileSystem::read_batch`]).
+pub struct BatchRead<'a> {
+    /// The file to read.
+    pub file: &'a dyn RandomAccessFile,
+    /// Where in the file the read starts.
+    pub offset: u64,
+    /// Filled with the bytes at `offset..offset + buf.len()`.
+    pub buf: &'a mut [u8],
 }
 
 /// A lock on a database directory (exclusive or shared), released when dropped.
@@ -135,6 +152,28 @@ pub trait FileSystem: Send + Sync + 'static {
     fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>>;
     /// Opens an existing file for positioned reads.
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Opens an existing file for one pass of large reads by background work
+    /// (a compaction reading its inputs): a file system with a cache should
+    /// keep these reads out of it, so that they do not evict what foreground
+    /// reads need. By default the same as [`FileSystem::open_random`].
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open_random(path)
+    }
+    /// True if [`FileSystem::read_batch`] keeps many reads in flight at once
+    /// (false by default: it reads them one after the other).
+    fn batches_reads(&self) -> bool {
+        false
+    }
+    /// Reads every request of `reads`, as many in flight at once as the file
+    /// system can keep; one result per request, in order, each as
+    /// [`RandomAccessFile::read_exact_at`] would give it (one physical read
+    /// request each). By default one after the other.
+    fn read_batch(&self, reads: &mut [BatchRead<'_>]) -> Vec<io::Result<()>> {
+        reads
+            .iter_mut()
+            .map(|r| r.file.read_exact_at(r.offset, r.buf))
+            .collect()
+    }
     /// Reads a whole (small) file: `CURRENT`, options, a manifest during recovery.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         let file = self.open_random(path)?;

@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -50,6 +50,10 @@ pub(crate) struct Core {
     pub(crate) names: Mutex<Names>,
     /// Incremented by every crash; handles of an older epoch fail.
     pub(crate) epoch: AtomicU64,
+    /// Whether `batches_reads` says yes (see [`MemFs::set_batches_reads`]).
+    batches: AtomicBool,
+    /// Reads served through `read_batch`.
+    batched: AtomicU64,
 }
 
 impl Core {
@@ -99,8 +103,22 @@ impl MemFs {
             core: Arc::new(Core {
                 names: Mutex::new(names),
                 epoch: AtomicU64::new(0),
+                batches: AtomicBool::new(false),
+                batched: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// Makes [`FileSystem::batches_reads`] answer `on`, so that what the
+    /// engine does on a file system that batches reads (io_uring) runs on
+    /// memory too; `read_batch` still reads one request after the other.
+    pub fn set_batches_reads(&self, on: bool) {
+        self.core.batches.store(on, Ordering::Release);
+    }
+
+    /// Reads served through [`FileSystem::read_batch`] so far.
+    pub fn batched_reads(&self) -> u64 {
+        self.core.batched.load(Ordering::Acquire)
     }
 
     fn epoch(&self) -> u64 {
@@ -327,6 +345,20 @@ impl FileSystem for MemFs {
             core: self.core.clone(),
             epoch: self.epoch(),
         }))
+    }
+
+    fn batches_reads(&self) -> bool {
+        self.core.batches.load(Ordering::Acquire)
+    }
+
+    fn read_batch(&self, reads: &mut [crate::BatchRead<'_>]) -> Vec<io::Result<()>> {
+        self.core
+            .batched
+            .fetch_add(reads.len() as u64, Ordering::AcqRel);
+        reads
+            .iter_mut()
+            .map(|r| r.file.read_exact_at(r.offset, r.buf))
+            .collect()
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

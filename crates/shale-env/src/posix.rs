@@ -12,6 +12,11 @@
 //! else to 4 KiB: a 4 KiB block at an unaligned offset then costs 4.5 KiB of
 //! device reads on a 512-byte-sector device, not 8 KiB.
 //!
+//! A compaction opens its inputs with [`FileSystem::open_scan`]: `O_DIRECT`
+//! whatever `direct_io` says (buffered with `POSIX_FADV_NOREUSE` where the file
+//! system refuses it), so its large one-pass reads neither fill the page cache
+//! nor evict the blocks Gets read from it.
+//!
 //! Every create passes its [`WriteLifetime`] to the kernel with
 //! `fcntl(F_SET_RW_HINT)` on Linux; refusal is ignored, the hint is advisory.
 //!
@@ -28,7 +33,9 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
+use crate::{
+    AppendFile, BatchRead, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime,
+};
 
 /// Alignment of `O_DIRECT` buffers in memory, and of offsets where the file
 /// system does not report its own (a safe bound for logical block sizes).
@@ -46,6 +53,11 @@ pub struct PosixOptions {
     pub direct_io: bool,
     /// Advise the kernel that reads are random (no read-ahead). Default: true.
     pub fadvise_random: bool,
+    /// Issue the reads of [`FileSystem::read_batch`] together through
+    /// io_uring where the kernel offers it. False reads them one after the
+    /// other and answers false to [`FileSystem::batches_reads`] (the engine's
+    /// `multi_get` then uses its read threads). Default: true.
+    pub io_uring: bool,
 }
 
 impl Default for PosixOptions {
@@ -53,6 +65,7 @@ impl Default for PosixOptions {
         PosixOptions {
             direct_io: false,
             fadvise_random: true,
+            io_uring: true,
         }
     }
 }
@@ -96,16 +109,23 @@ fn set_write_hint(file: &File, hint: WriteLifetime) {
 #[cfg(not(target_os = "linux"))]
 fn set_write_hint(_file: &File, _hint: WriteLifetime) {}
 
+/// Passes `advice` for the whole file to the kernel; advisory, so a refusal
+/// is ignored.
 #[cfg(target_os = "linux")]
-fn advise_random(file: &File) {
+fn advise(file: &File, advice: Advice) {
+    let flag = match advice {
+        Advice::Normal => return,
+        Advice::Random => libc::POSIX_FADV_RANDOM,
+        Advice::NoReuse => libc::POSIX_FADV_NOREUSE,
+    };
     // SAFETY: plain system call on an open descriptor owned by `file`.
     unsafe {
-        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM);
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, flag);
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_random(_file: &File) {}
+fn advise(_file: &File, _advice: Advice) {}
 
 /// The offset alignment `O_DIRECT` reads of `file` need: what
 /// `statx(STATX_DIOALIGN)` reports when it is a power of two up to
@@ -234,23 +254,69 @@ struct PosixRandom {
     align: u64,
 }
 
-impl PosixRandom {
-    /// An aligned read covering `offset..offset + buf.len()`, copied out.
-    fn read_direct(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let align = self.align;
+/// A buffer aligned for `O_DIRECT` covering `offset..offset + len` of a file
+/// whose direct reads need offsets aligned to `align`.
+struct DirectWindow {
+    /// Over-allocated so that `raw[skip..skip + len]` is aligned.
+    raw: Vec<u8>,
+    skip: usize,
+    /// File offset of the window's first byte.
+    start: u64,
+    len: usize,
+}
+
+impl DirectWindow {
+    fn new(offset: u64, len: usize, align: u64) -> io::Result<DirectWindow> {
         let start = offset - offset % align;
         let end = offset
-            .checked_add(buf.len() as u64)
+            .checked_add(len as u64)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset overflow"))?;
         let aligned_end = end.div_ceil(align) * align;
         let len = usize::try_from(aligned_end - start)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "read too large"))?;
-        // An over-allocated vector holds an aligned window of `len` bytes.
-        let mut raw = vec![0u8; len + DIRECT_ALIGN];
+        let raw = vec![0u8; len + DIRECT_ALIGN];
         let skip = raw.as_ptr().align_offset(DIRECT_ALIGN);
-        let window = raw
-            .get_mut(skip..skip + len)
-            .ok_or_else(|| io::Error::other("cannot align a read buffer"))?;
+        if skip + len > raw.len() {
+            return Err(io::Error::other("cannot align a read buffer"));
+        }
+        Ok(DirectWindow {
+            raw,
+            skip,
+            start,
+            len,
+        })
+    }
+
+    fn window(&mut self) -> &mut [u8] {
+        &mut self.raw[self.skip..self.skip + self.len]
+    }
+
+    /// Copies `buf.len()` bytes at file offset `offset` out of the window's
+    /// first `done` bytes; `UnexpectedEof` if they were not all read.
+    fn copy_out(&self, done: usize, offset: u64, buf: &mut [u8], path: &Path) -> io::Result<()> {
+        let from = (offset - self.start) as usize;
+        if done < from + buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{}: read of {} bytes at offset {offset} beyond the end",
+                    path.display(),
+                    buf.len()
+                ),
+            ));
+        }
+        buf.copy_from_slice(&self.raw[self.skip + from..self.skip + from + buf.len()]);
+        Ok(())
+    }
+}
+
+impl PosixRandom {
+    /// An aligned read covering `offset..offset + buf.len()`, copied out.
+    fn read_direct(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let mut w = DirectWindow::new(offset, buf.len(), self.align)?;
+        let start = w.start;
+        let window = w.window();
+        let len = window.len();
         let mut done = 0usize;
         while done < len {
             let n = self
@@ -261,19 +327,14 @@ impl PosixRandom {
             }
             done += n;
         }
-        let from = (offset - start) as usize;
-        if done < from + buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "{}: read of {} bytes at offset {offset} beyond the end",
-                    self.path.display(),
-                    buf.len()
-                ),
-            ));
-        }
-        buf.copy_from_slice(&window[from..from + buf.len()]);
-        Ok(())
+        w.copy_out(done, offset, buf, &self.path)
+    }
+
+    fn with_context(&self, offset: u64, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!("{}: read at offset {offset}: {e}", self.path.display()),
+        )
     }
 }
 
@@ -284,16 +345,135 @@ impl RandomAccessFile for PosixRandom {
         } else {
             self.file.read_exact_at(buf, offset)
         };
-        r.map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("{}: read at offset {offset}: {e}", self.path.display()),
-            )
-        })
+        r.map_err(|e| self.with_context(offset, e))
     }
     fn size(&self) -> u64 {
         self.size
     }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+/// Reads a batch with io_uring: the requests on files of this file system
+/// (direct ones through aligned windows) go to the ring together; a read the
+/// ring did not run or ran short is read again alone, which gives the
+/// precise answer (the rest of the bytes, or the end of the file).
+#[cfg(target_os = "linux")]
+fn read_batch_uring(reads: &mut [BatchRead<'_>]) -> Vec<io::Result<()>> {
+    use std::os::unix::io::AsRawFd;
+    let mut out: Vec<Option<io::Result<()>>> = (0..reads.len()).map(|_| None).collect();
+    // (request index, file, its direct window) of each read for the ring.
+    let mut ring: Vec<(usize, &PosixRandom, Option<DirectWindow>)> = Vec::new();
+    for (i, r) in reads.iter().enumerate() {
+        let file = r
+            .file
+            .as_any()
+            .and_then(|a| a.downcast_ref::<PosixRandom>());
+        match file {
+            Some(f) if f.direct => match DirectWindow::new(r.offset, r.buf.len(), f.align) {
+                Ok(w) => ring.push((i, f, Some(w))),
+                Err(e) => out[i] = Some(Err(f.with_context(r.offset, e))),
+            },
+            Some(f) => ring.push((i, f, None)),
+            None => {}
+        }
+    }
+    let raw: Vec<crate::uring::RawRead> = ring
+        .iter_mut()
+        .map(|(i, f, w)| match w {
+            Some(w) => {
+                let (start, window) = (w.start, w.window());
+                crate::uring::RawRead {
+                    fd: f.file.as_raw_fd(),
+                    offset: start,
+                    ptr: window.as_mut_ptr(),
+                    len: window.len(),
+                }
+            }
+            None => {
+                let buf = &mut *reads[*i].buf;
+                crate::uring::RawRead {
+                    fd: f.file.as_raw_fd(),
+                    offset: reads[*i].offset,
+                    ptr: buf.as_mut_ptr(),
+                    len: buf.len(),
+                }
+            }
+        })
+        .collect();
+    // SAFETY: each pointer is a distinct live buffer (a request's own, or a
+    // window owned by `ring`), neither moved nor touched until the call
+    // returns.
+    let done = unsafe { crate::uring::read_all(&raw) };
+    for ((i, f, w), got) in ring.into_iter().zip(done) {
+        let r = &mut reads[i];
+        let answer = match (got, w) {
+            (Some(Ok(n)), Some(w)) if n >= w.len => w
+                .copy_out(n, r.offset, r.buf, &f.path)
+                .map_err(|e| f.with_context(r.offset, e)),
+            (Some(Ok(n)), None) if n == r.buf.len() => Ok(()),
+            (Some(Err(e)), _) => Err(f.with_context(r.offset, e)),
+            // Short or not run: read it alone.
+            _ => f.read_exact_at(r.offset, r.buf),
+        };
+        out[i] = Some(answer);
+    }
+    reads
+        .iter_mut()
+        .zip(out)
+        .map(|(r, o)| o.unwrap_or_else(|| r.file.read_exact_at(r.offset, r.buf)))
+        .collect()
+}
+
+/// What a read-only open tells the kernel about the reads to come.
+#[derive(Clone, Copy)]
+enum Advice {
+    Normal,
+    /// Random reads: no read-ahead around each block.
+    Random,
+    /// Read once: not worth keeping in the page cache.
+    NoReuse,
+}
+
+/// Opens `path` for positioned reads, with `O_DIRECT` if `direct` and the
+/// file system accepts it (else buffered).
+fn open_read(path: &Path, direct: bool, advice: Advice) -> io::Result<Arc<dyn RandomAccessFile>> {
+    let open = |direct: bool| {
+        let mut o = OpenOptions::new();
+        o.read(true);
+        #[cfg(target_os = "linux")]
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        o.open(path)
+    };
+    let (file, direct) = match direct {
+        true => match open(true) {
+            Ok(f) => (f, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                (open(false).map_err(|e| with_path(path, e))?, false)
+            }
+            Err(e) => return Err(with_path(path, e)),
+        },
+        false => (open(false).map_err(|e| with_path(path, e))?, false),
+    };
+    if !direct {
+        advise(&file, advice);
+    }
+    let size = file.metadata().map_err(|e| with_path(path, e))?.len();
+    let align = if direct {
+        direct_offset_align(&file)
+    } else {
+        DIRECT_ALIGN as u64
+    };
+    Ok(Arc::new(PosixRandom {
+        file,
+        path: path.to_path_buf(),
+        size,
+        align,
+        direct,
+    }))
 }
 
 struct PosixLock {
@@ -335,41 +515,40 @@ impl FileSystem for PosixFs {
     }
 
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        let open = |direct: bool| {
-            let mut o = OpenOptions::new();
-            o.read(true);
-            #[cfg(target_os = "linux")]
-            if direct {
-                o.custom_flags(libc::O_DIRECT);
-            }
-            o.open(path)
-        };
-        let (file, direct) = match self.options.direct_io {
-            true => match open(true) {
-                Ok(f) => (f, true),
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    (open(false).map_err(|e| with_path(path, e))?, false)
-                }
-                Err(e) => return Err(with_path(path, e)),
-            },
-            false => (open(false).map_err(|e| with_path(path, e))?, false),
-        };
-        if self.options.fadvise_random {
-            advise_random(&file);
-        }
-        let size = file.metadata().map_err(|e| with_path(path, e))?.len();
-        let align = if direct {
-            direct_offset_align(&file)
+        let advice = if self.options.fadvise_random {
+            Advice::Random
         } else {
-            DIRECT_ALIGN as u64
+            Advice::Normal
         };
-        Ok(Arc::new(PosixRandom {
-            file,
-            path: path.to_path_buf(),
-            size,
-            align,
-            direct,
-        }))
+        open_read(path, self.options.direct_io, advice)
+    }
+
+    /// With `O_DIRECT` whatever `direct_io` says, so that a compaction's reads
+    /// neither fill the page cache nor evict the blocks Gets read from it;
+    /// where the file system refuses `O_DIRECT`, buffered with
+    /// `POSIX_FADV_NOREUSE`.
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        open_read(path, true, Advice::NoReuse)
+    }
+
+    fn batches_reads(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.options.io_uring && crate::uring::available();
+        #[cfg(not(target_os = "linux"))]
+        return false;
+    }
+
+    /// With io_uring where the kernel offers it (see `uring`) and
+    /// [`PosixOptions::io_uring`] allows it, else one read after the other.
+    fn read_batch(&self, reads: &mut [BatchRead<'_>]) -> Vec<io::Result<()>> {
+        #[cfg(target_os = "linux")]
+        if self.batches_reads() {
+            return read_batch_uring(reads);
+        }
+        reads
+            .iter_mut()
+            .map(|r| r.file.read_exact_at(r.offset, r.buf))
+            .collect()
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -486,6 +665,59 @@ mod tests {
         let mut buf = vec![0u8; 20];
         let err = r.read_exact_at(19_990, &mut buf).expect_err("past the end");
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        // A compaction's handle (direct whatever `direct_io` says) reads the
+        // same bytes, in one large read and at unaligned offsets.
+        let scan = fs.open_scan(&path).expect("open scan");
+        assert_eq!(scan.size(), 20_000);
+        for (off, len) in [(0u64, 20_000usize), (4095, 9000), (19_999, 1)] {
+            let mut buf = vec![0u8; len];
+            scan.read_exact_at(off, &mut buf).expect("scan read");
+            assert_eq!(buf, &data[off as usize..off as usize + len]);
+        }
+        let err = scan
+            .read_exact_at(19_990, &mut buf)
+            .expect_err("past the end");
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        // A batch of more reads than one ring round, over both handles, one
+        // past the end: each answer is what `read_exact_at` gives.
+        let mut wanted: Vec<(u64, usize)> = (0..150u64)
+            .map(|i| ((i * 4099) % 19_000, 1 + (i as usize * 37) % 900))
+            .collect();
+        wanted.push((19_990, 20));
+        let mut bufs: Vec<Vec<u8>> = wanted.iter().map(|&(_, n)| vec![0u8; n]).collect();
+        let mut batch: Vec<BatchRead<'_>> = bufs
+            .iter_mut()
+            .zip(&wanted)
+            .enumerate()
+            .map(|(i, (buf, &(offset, _)))| BatchRead {
+                file: if i % 2 == 0 {
+                    r.as_ref()
+                } else {
+                    scan.as_ref()
+                },
+                offset,
+                buf,
+            })
+            .collect();
+        let results = fs.read_batch(&mut batch);
+        drop(batch);
+        assert_eq!(results.len(), wanted.len());
+        for ((res, buf), &(off, len)) in results.iter().zip(&bufs).zip(&wanted) {
+            if off as usize + len > data.len() {
+                let err = res.as_ref().expect_err("past the end");
+                assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+            } else {
+                res.as_ref().expect("batched read");
+                assert_eq!(buf, &data[off as usize..off as usize + len]);
+            }
+        }
+    }
+
+    #[test]
+    fn batches_go_through_io_uring_where_the_kernel_offers_it() {
+        // This machine's kernel (and CI's) offers io_uring: a regression that
+        // loses it would silently fall back to one read at a time.
+        assert!(PosixFs::default().batches_reads());
     }
 
     #[test]

@@ -241,6 +241,15 @@ impl FileSystem for TraceFs {
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.inner.open_random(path)
     }
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_scan(path)
+    }
+    fn batches_reads(&self) -> bool {
+        self.inner.batches_reads()
+    }
+    fn read_batch(&self, reads: &mut [crate::BatchRead<'_>]) -> Vec<io::Result<()>> {
+        self.inner.read_batch(reads)
+    }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.inner.read_all(path)
     }

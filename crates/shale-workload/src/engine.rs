@@ -219,6 +219,19 @@ pub struct ShaleOpener {
     pub direct_io: bool,
     /// `Options::read_threads` (`None`: the engine's default).
     pub read_threads: Option<usize>,
+    /// `PosixOptions::io_uring` (`None`: its default, on).
+    pub io_uring: Option<bool>,
+}
+
+impl ShaleOpener {
+    fn fs(&self) -> shale::env::PosixFs {
+        let defaults = shale::env::PosixOptions::default();
+        shale::env::PosixFs::new(shale::env::PosixOptions {
+            direct_io: self.direct_io,
+            io_uring: self.io_uring.unwrap_or(defaults.io_uring),
+            ..defaults
+        })
+    }
 }
 
 impl EngineOpener for ShaleOpener {
@@ -228,12 +241,8 @@ impl EngineOpener for ShaleOpener {
         cache_bytes: u64,
         create: bool,
     ) -> Result<Box<dyn KvEngine>, String> {
-        let fs = shale::env::PosixFs::new(shale::env::PosixOptions {
-            direct_io: self.direct_io,
-            ..Default::default()
-        });
         open_shale(
-            Arc::new(fs),
+            Arc::new(self.fs()),
             dir,
             cache_bytes,
             Access::Create(create),
@@ -242,12 +251,8 @@ impl EngineOpener for ShaleOpener {
     }
 
     fn open_read_only(&self, dir: &Path, cache_bytes: u64) -> Result<Box<dyn KvEngine>, String> {
-        let fs = shale::env::PosixFs::new(shale::env::PosixOptions {
-            direct_io: self.direct_io,
-            ..Default::default()
-        });
         open_shale(
-            Arc::new(fs),
+            Arc::new(self.fs()),
             dir,
             cache_bytes,
             Access::ReadOnly,

@@ -392,10 +392,14 @@ fn the_engine_on_a_nearly_full_device_with_collection() {
     use shale::{Db, Options, WriteBatch, WriteOptions};
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("dev");
-    // 22 data zones of 256 KiB (5.5 MiB): the engine's peak (L0 backed up,
+    // 26 data zones of 256 KiB (6.5 MiB): the engine's peak (L0 backed up,
     // a compaction's inputs and outputs, a manifest whose every sync takes a
-    // block) is a third of it.
-    let g = ZonedGeometry::new(24, 256 << 10);
+    // block) is a quarter of it. The rest is not all the collector's to win:
+    // the open zone of each lifetime class, and every zone where a file being
+    // written (the log, a compaction's output) has extents not yet recorded,
+    // stay until they close. With 22 data zones a CI run once found none to
+    // collect at pass 22 of 30 (live data a fifth of the device).
+    let g = ZonedGeometry::new(28, 256 << 10);
     let options = |fs: ZoneFs| Options {
         fs: Arc::new(fs),
         write_buffer_size: 32 << 10,
@@ -417,7 +421,14 @@ fn the_engine_on_a_nearly_full_device_with_collection() {
                     b.put(format!("key{k:06}").as_bytes(), &value(k, pass));
                 }
                 db.write(b, &WriteOptions { sync: false })
-                    .unwrap_or_else(|e| panic!("pass {pass}: {e}: {:?}", fs.stats()));
+                    .unwrap_or_else(|e| {
+                        panic!(
+                            "pass {pass}: {e}: {:?}\nzones: {:#?}\nfiles: {:#?}",
+                            fs.stats(),
+                            fs.zones(),
+                            fs.files()
+                        )
+                    });
             }
         }
         db.close().expect("close");

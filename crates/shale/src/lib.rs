@@ -53,7 +53,7 @@ pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, MetadataKind, Metrics};
 pub use options::{
     fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, LevelSet,
     MetadataPlacement, Options, WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS,
-    MAX_READ_THREADS, NUM_LEVELS,
+    MAX_COMPACTION_READAHEAD, MAX_READ_THREADS, NUM_LEVELS,
 };
 pub use pinned::PinnedValue;
 pub use shale_env as env;

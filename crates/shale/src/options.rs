@@ -286,6 +286,14 @@ pub struct Options {
     /// Cap on the bytes per second written by flushes and compactions together
     /// (a token bucket; default none).
     pub compaction_rate_limit: Option<u64>,
+    /// Bytes a compaction reads from one input table at a time (default
+    /// 512 KiB; at most [`MAX_COMPACTION_READAHEAD`]). The inputs are opened
+    /// again for the compaction with [`FileSystem::open_scan`], which on the
+    /// operating system's file system bypasses the page cache, so that
+    /// compactions neither evict what Gets read from it nor spend a device
+    /// request per block. 0 reads block by block through the table's own
+    /// handle, as Gets do.
+    pub compaction_readahead_bytes: u64,
     /// Size past which the manifest is rewritten as a snapshot into a new file
     /// (default 64 MiB).
     pub max_manifest_bytes: u64,
@@ -294,7 +302,10 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Threads that look up the keys of one [`crate::Db::multi_get`]
     /// together with the calling thread, so that one caller keeps many
-    /// device reads in flight (default 32; at most 1024). A call of more
+    /// device reads in flight (default 32; at most 1024). On a file system
+    /// that batches reads ([`FileSystem::batches_reads`]: io_uring on Linux)
+    /// no thread is used: the calling thread defers the data-block reads of
+    /// its lookups and issues them together. Elsewhere, a call of more
     /// than one key answers the keys a memtable holds itself and shares the
     /// table lookups of the others between itself and up to this many of
     /// the threads. All callers share the threads, so at most this many
@@ -344,6 +355,7 @@ impl Default for Options {
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
             compaction_rate_limit: None,
+            compaction_readahead_bytes: 512 << 10,
             max_manifest_bytes: 64 << 20,
             wal_recovery_mode: WalRecoveryMode::default(),
             listeners: Vec::new(),
@@ -352,6 +364,10 @@ impl Default for Options {
         }
     }
 }
+
+/// The largest [`Options::compaction_readahead_bytes`] (64 MiB): every input
+/// of a compaction holds a buffer of this size.
+pub const MAX_COMPACTION_READAHEAD: u64 = 64 << 20;
 
 /// The most background threads [`Options::max_background_jobs`] may ask for.
 pub const MAX_BACKGROUND_JOBS: usize = 256;
@@ -387,6 +403,12 @@ impl Options {
         }
         if self.compaction_rate_limit == Some(0) {
             return bad("compaction_rate_limit must be positive (None for no limit)");
+        }
+        if self.compaction_readahead_bytes > MAX_COMPACTION_READAHEAD {
+            return bad(&format!(
+                "compaction_readahead_bytes must be at most {MAX_COMPACTION_READAHEAD}, not {}",
+                self.compaction_readahead_bytes
+            ));
         }
         if !(1..=MAX_BACKGROUND_JOBS).contains(&self.max_background_jobs) {
             return bad(&format!(
@@ -457,11 +479,16 @@ mod tests {
                 max_background_jobs: MAX_BACKGROUND_JOBS + 1,
                 ..Options::default()
             },
+            Options {
+                compaction_readahead_bytes: MAX_COMPACTION_READAHEAD + 1,
+                ..Options::default()
+            },
         ] {
             let err = opts.validate().expect_err("refused");
             assert!(
                 matches!(err, crate::error::Error::InvalidArgument(ref m)
-                    if m.contains("compaction_rate_limit") || m.contains("max_background_jobs")),
+                    if m.contains("compaction_rate_limit") || m.contains("max_background_jobs")
+                        || m.contains("compaction_readahead_bytes")),
                 "{err}"
             );
         }

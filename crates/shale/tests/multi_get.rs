@@ -1,4 +1,5 @@
-//! `Db::multi_get` on the read pool (`Options::read_threads`): the same
+//! `Db::multi_get` on the read pool (`Options::read_threads`), and with
+//! deferred reads issued together on a file system that batches them: the same
 //! answers as one Get per key, from memtables and tables, for absent,
 //! deleted and range-deleted keys, duplicates and empty batches, under a
 //! snapshot; the first error when a read fails, counted as one-by-one Gets
@@ -130,8 +131,23 @@ fn check(db: &Db, model: &Model, keys: &[Vec<u8>], what: &str) {
 
 #[test]
 fn multi_get_answers_as_gets_do_from_every_source_and_under_a_snapshot() {
+    answers_as_gets(false);
+}
+
+#[test]
+fn batched_reads_answer_as_gets_do_from_every_source_and_under_a_snapshot() {
+    answers_as_gets(true);
+}
+
+/// The answers of `multi_get` against a model and one Get per key; with
+/// `batching`, on a file system that batches reads (the calling thread
+/// defers data-block reads and issues them together; no read thread runs).
+fn answers_as_gets(batching: bool) {
     let _serial = serial();
     let mem = Arc::new(MemFs::new());
+    mem.set_batches_reads(batching);
+    // Threads the pool runs once a call needed it.
+    let pool = |n: usize| if batching { 0 } else { n };
     // L0 keeps its tables until a manual compaction takes them down.
     let opts = Options {
         l0_compaction_trigger: 1000,
@@ -178,7 +194,10 @@ fn multi_get_answers_as_gets_do_from_every_source_and_under_a_snapshot() {
         "tables in L0 and below: {:?}",
         tables.iter().map(|t| t.level).collect::<Vec<_>>()
     );
-    expect_read_threads(4, "after the first multi_gets");
+    expect_read_threads(pool(4), "after the first multi_gets");
+    if batching {
+        assert!(mem.batched_reads() > 0, "no read went through read_batch");
+    }
 
     // The snapshot reads its state, through flushes and compactions since.
     let (snap, snap_model) = snapshot.expect("taken");
@@ -204,7 +223,7 @@ fn multi_get_answers_as_gets_do_from_every_source_and_under_a_snapshot() {
         let db = Db::open("/db", options(mem.clone(), read_threads)).expect("reopen");
         let keys = query(&mut rng);
         check(&db, &model, &keys, &format!("read_threads {read_threads}"));
-        expect_read_threads(read_threads, "after a multi_get");
+        expect_read_threads(pool(read_threads), "after a multi_get");
         db.close().expect("close");
         expect_read_threads(0, "after close");
     }
@@ -226,9 +245,19 @@ fn tables_only(mem: &Arc<MemFs>) -> Model {
 
 #[test]
 fn a_failed_read_is_the_calls_error_and_counts_as_one_by_one_gets() {
+    a_failed_read_is_the_calls_error(false);
+}
+
+#[test]
+fn a_failed_batched_read_is_the_calls_error_and_counts_as_one_by_one_gets() {
+    a_failed_read_is_the_calls_error(true);
+}
+
+fn a_failed_read_is_the_calls_error(batching: bool) {
     let _serial = serial();
     let mem = Arc::new(MemFs::new());
     let model = tables_only(&mem);
+    mem.set_batches_reads(batching);
     let fault = FaultFs::new(mem.clone());
     let opts = Options {
         max_background_jobs: 1,
@@ -346,4 +375,59 @@ fn absurd_read_threads_are_refused_by_name() {
     let db = Db::open("/db", options(mem, 1024)).expect("1024 threads");
     expect_read_threads(0, "before any multi_get");
     db.close().expect("close");
+}
+
+/// On the operating system's file system (io_uring where the kernel offers
+/// it), buffered and `O_DIRECT`: the same answers as Gets, and the same
+/// physical reads of data blocks as those Gets would make cold.
+#[test]
+fn batched_reads_on_the_operating_systems_file_system() {
+    use shale::env::{PosixFs, PosixOptions};
+    use shale::BlockKind;
+    let _serial = serial();
+    for direct_io in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs: Arc<dyn FileSystem> = Arc::new(PosixFs::new(PosixOptions {
+            direct_io,
+            ..PosixOptions::default()
+        }));
+        let opts = || Options {
+            // Room for the index and filter blocks, not for the data.
+            block_cache_bytes: 256 << 10,
+            pin_table_metadata: true,
+            ..options(fs.clone(), 4)
+        };
+        let mut model = Model::new();
+        {
+            let db = Db::open(dir.path(), opts()).expect("open");
+            for i in 0..6000 {
+                let w = vec![Op::Put(key(i * 2), format!("value {i}").into_bytes())];
+                write(&db, &w);
+                apply(&mut model, &w);
+            }
+            db.settle().expect("settle");
+            db.close().expect("close");
+        }
+        // Present and absent keys, spread over the tables.
+        let keys: Vec<Vec<u8>> = (0..12_000).step_by(37).map(key).collect();
+        let db = Db::open(dir.path(), opts()).expect("reopen");
+        let batched = db.multi_get(&keys).expect("multi_get");
+        let data = |db: &Db| db.metrics().block(BlockKind::Data).physical_reads;
+        let batch_reads = data(&db);
+        db.close().expect("close");
+        let db = Db::open(dir.path(), opts()).expect("reopen");
+        let one_by_one: Vec<Option<Vec<u8>>> =
+            keys.iter().map(|k| db.get(k).expect("get")).collect();
+        assert_eq!(batched, one_by_one, "direct_io {direct_io}");
+        for (k, v) in keys.iter().zip(&batched) {
+            assert_eq!(v.as_ref(), model.get(k), "direct_io {direct_io}: {k:?}");
+        }
+        assert!(batch_reads > 0, "direct_io {direct_io}: no data read");
+        assert_eq!(
+            batch_reads,
+            data(&db),
+            "direct_io {direct_io}: a batch reads the data blocks the Gets read"
+        );
+        db.close().expect("close");
+    }
 }

@@ -277,7 +277,7 @@ fn gets_through_the_seam(table_format_version: u32) -> (Vec<(u64, usize)>, u64) 
     let log = reads.clone();
     let fs = Arc::new(common::WrapReads {
         inner: MemFs::new(),
-        wrap: move |path: &Path, inner| -> Arc<dyn RandomAccessFile> {
+        wrap: move |path: &Path, _, inner| -> Arc<dyn RandomAccessFile> {
             Arc::new(LoggedFile {
                 inner,
                 path: path.to_path_buf(),

@@ -1,14 +1,16 @@
 //! Open table readers: held with their tables' metadata up to three quarters
 //! of `max_open_files`, the rest in the table cache's LRU list, never more
-//! than `max_open_files` open at once, and closed when their tables go.
+//! than `max_open_files` open at once, and closed when their tables go. A
+//! compaction reads its inputs ahead through handles of its own.
 
 mod common;
 
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use common::Opened;
 use shale::env::{MemFs, RandomAccessFile};
 use shale::{Db, Options};
 
@@ -44,7 +46,7 @@ fn l0_tables(tables: u64, max_open_files: usize) -> (Db, Arc<AtomicUsize>) {
     let count = open.clone();
     let fs = Arc::new(common::WrapReads {
         inner: MemFs::new(),
-        wrap: move |_: &Path, inner| -> Arc<dyn RandomAccessFile> {
+        wrap: move |_: &Path, _, inner| -> Arc<dyn RandomAccessFile> {
             count.fetch_add(1, Ordering::SeqCst);
             Arc::new(Counted {
                 inner,
@@ -135,4 +137,99 @@ fn held_readers_close_when_their_tables_are_compacted_away() {
         0,
         "closing the database closes every table"
     );
+}
+
+/// A file whose reads are logged as (how it was opened, bytes read).
+struct Logged {
+    inner: Arc<dyn RandomAccessFile>,
+    how: Opened,
+    log: Arc<Mutex<Vec<(Opened, usize)>>>,
+}
+
+impl RandomAccessFile for Logged {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.log.lock().expect("log").push((self.how, buf.len()));
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+#[test]
+fn a_compaction_reads_its_inputs_ahead_through_handles_of_its_own() {
+    const READAHEAD: usize = 64 << 10;
+    for readahead in [0, READAHEAD] {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        let fs = Arc::new(common::WrapReads {
+            inner: MemFs::new(),
+            wrap: move |_: &Path, how, inner| -> Arc<dyn RandomAccessFile> {
+                Arc::new(Logged {
+                    inner,
+                    how,
+                    log: sink.clone(),
+                })
+            },
+        });
+        let db = Db::open(
+            "/db",
+            Options {
+                fs,
+                compaction_readahead_bytes: readahead as u64,
+                l0_compaction_trigger: 1000,
+                l0_slowdown_writes_trigger: 1000,
+                l0_stop_writes_trigger: 1000,
+                ..Options::default()
+            },
+        )
+        .expect("open");
+        let tables = 8u64;
+        for t in 0..tables {
+            for i in 0..1000 {
+                db.put(&key(t, i), &[t as u8; 100]).expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        let input_bytes: u64 = db
+            .tables()
+            .expect("tables")
+            .iter()
+            .map(|t| t.file_size)
+            .sum();
+        log.lock().expect("log").clear();
+        db.compact_all().expect("compact");
+        let reads = std::mem::take(&mut *log.lock().expect("log"));
+        let scans: Vec<usize> = reads
+            .iter()
+            .filter(|(how, _)| *how == Opened::Scan)
+            .map(|&(_, n)| n)
+            .collect();
+        if readahead == 0 {
+            assert!(
+                scans.is_empty(),
+                "{} reads through scan handles",
+                scans.len()
+            );
+        } else {
+            // Each input's data blocks (about 27 of 4 KiB) in two reads of at
+            // most the read-ahead, not one read per block.
+            let scanned: usize = scans.iter().sum();
+            assert!(
+                scanned as u64 >= input_bytes * 9 / 10,
+                "{scanned} of {input_bytes} input bytes read through scan handles"
+            );
+            assert!(scans.iter().all(|&n| n <= READAHEAD), "{scans:?}");
+            assert!(
+                scans.len() as u64 <= 2 * tables,
+                "{} scan reads for {tables} tables: {scans:?}",
+                scans.len()
+            );
+        }
+        for t in 0..tables {
+            for i in (0..1000).step_by(97) {
+                assert_eq!(db.get(&key(t, i)).expect("get"), Some(vec![t as u8; 100]));
+            }
+        }
+    }
 }

@@ -727,6 +727,7 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             device_limit_depth: None,
             batch: 1,
             read_threads: None,
+            io_uring: true,
             sample: crate::args::SampleArgs {
                 sample_interval: 5.0,
             },

@@ -87,6 +87,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
                 Box::new(ShaleOpener {
                     direct_io: a.workload.direct_io,
                     read_threads: a.read_threads,
+                    io_uring: Some(a.io_uring),
                 }),
                 Box::new(ShaleOpener::default()),
                 a.workload.direct_io,

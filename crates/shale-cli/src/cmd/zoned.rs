@@ -340,6 +340,7 @@ impl Space {
                     "capacity": u.capacity,
                     "written": u.written,
                     "live": u.live,
+                    "removed_open": u.removed_open,
                     "open_slot": u.open_slot,
                 })
             })
@@ -540,6 +541,7 @@ mod tests {
             capacity: 1 << 20,
             written,
             live,
+            removed_open: 0,
             open_slot: slot,
         }
     }

@@ -157,6 +157,9 @@ pub struct ZoneUsage {
     /// Block-rounded bytes of the files' extents in the zone (0 for a
     /// metadata zone).
     pub live: u64,
+    /// Block-rounded bytes in the zone of removed files that open readers
+    /// still hold: garbage the collector cannot win until they close.
+    pub removed_open: u64,
     /// The placement slot whose open zone this is.
     pub open_slot: Option<usize>,
 }
@@ -224,6 +227,12 @@ impl ZoneFs {
                 live[x.zone as usize] += x.len.div_ceil(block) * block;
             }
         }
+        let mut removed_open = vec![0u64; st.zones.len()];
+        for map in st.zombies.values() {
+            for x in extents_of(map) {
+                removed_open[x.zone as usize] += x.len.div_ceil(block) * block;
+            }
+        }
         Ok(st
             .zones
             .iter()
@@ -255,6 +264,7 @@ impl ZoneFs {
                     capacity: z.capacity,
                     written,
                     live: live[i],
+                    removed_open: removed_open[i],
                     open_slot: st.open.iter().position(|o| *o == Some(i as u32)),
                 }
             })

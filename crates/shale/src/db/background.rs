@@ -107,7 +107,7 @@ impl job::JobHost for DbInner {
         self.closing.load(Ordering::Acquire)
     }
     fn scan_table(&self, f: &FileMeta, level: usize) -> Result<Box<dyn InternalIterator>> {
-        Ok(self.table_cache.get(f, level)?.scan())
+        self.table_cache.scan(f, level)
     }
     fn table_range_dels(&self, f: &FileMeta, level: usize) -> Result<Arc<Fragments>> {
         self.table_cache

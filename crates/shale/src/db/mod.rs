@@ -388,9 +388,10 @@ impl Db {
     /// The values of `keys` (in their order) read in one state of the
     /// database: no write lands between two of them. The first error (in
     /// key order) ends the call. With [`Options::read_threads`] above 0 the
-    /// keys no memtable answers are looked up by this thread and the
-    /// database's read threads at once, so that their device reads are in
-    /// flight together; counted as one Get per key either way.
+    /// device reads of the keys no memtable answers are in flight together:
+    /// issued at once by this thread on a file system that batches reads
+    /// (io_uring), else by this thread and the database's read threads.
+    /// Counted as one Get per key either way.
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
         self.inner
             .multi_get(keys, self.inner.visible_seq.load(Ordering::Acquire))

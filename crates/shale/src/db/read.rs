@@ -20,6 +20,7 @@ use crate::metrics::thread_physical_reads;
 use crate::options::NUM_LEVELS;
 use crate::pinned::PinnedValue;
 use crate::rangedel::Fragments;
+use crate::table::reader::BatchScope;
 use crate::table::TableGet;
 use crate::version::FileMeta;
 
@@ -45,10 +46,12 @@ impl DbInner {
     /// the call, and only the keys before it are counted as Gets, as if they
     /// were looked up one after the other. With a read pool
     /// (`Options::read_threads`) and more than one key, the keys a memtable
-    /// answers are answered here and the others are looked up in the tables,
-    /// by this thread alone until one lookup reads the device, then by this
-    /// thread and the pool's at once, so that their device reads are in
-    /// flight together (see [`super::read_pool`]).
+    /// answers are answered here and the others are looked up in the tables:
+    /// on a file system that batches reads, by this thread in rounds whose
+    /// data-block reads are issued together ([`Self::multi_get_batched`]);
+    /// elsewhere by this thread alone until one lookup reads the device, then
+    /// by this thread and the pool's at once, so that their device reads are
+    /// in flight together (see [`super::read_pool`]).
     pub(crate) fn multi_get<K: AsRef<[u8]>>(
         self: &Arc<Self>,
         keys: &[K],
@@ -75,6 +78,19 @@ impl DbInner {
             .iter()
             .map(|key| self.get_mem(&sv, key.as_ref(), seq))
             .collect();
+        if self.opts.fs.batches_reads() {
+            let mem_hits: Vec<bool> = from_mem.iter().map(Option::is_some).collect();
+            let answers = self.multi_get_batched(&sv, keys, from_mem, seq)?;
+            let mut out = Vec::with_capacity(keys.len());
+            for (answer, mem_hit) in answers.into_iter().zip(mem_hits) {
+                if mem_hit {
+                    self.stats.gets_memtable_hits.incr();
+                }
+                self.count_get(&answer);
+                out.push(answer?);
+            }
+            return Ok(out);
+        }
         let mut rest = keys
             .iter()
             .zip(&from_mem)
@@ -164,6 +180,22 @@ impl DbInner {
 
     /// The answer of the tables, level by level.
     fn get_tables(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
+        match self.look_in_tables(sv, key, seq)? {
+            Some(answer) => Ok(answer),
+            None => Err(Error::Internal(
+                "a Get deferred a read outside a batch".into(),
+            )),
+        }
+    }
+
+    /// The answer of the tables, level by level; `None` if a batch plans its
+    /// reads on this thread and the lookup deferred one (see [`BatchScope`]).
+    fn look_in_tables(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Result<Option<Option<PinnedValue>>> {
         let policy = self.opts.filter_policy;
         for level in 0..NUM_LEVELS {
             for f in sv.version.candidates(level, key) {
@@ -171,16 +203,76 @@ impl DbInner {
                     table.get(key, seq, policy.applies_to(level))
                 })?;
                 match got {
-                    TableGet::Found(ValueKind::Value, v) => return Ok(Some(v)),
+                    TableGet::Found(ValueKind::Value, v) => return Ok(Some(Some(v))),
                     // A deletion, or a range deletion over the key.
                     TableGet::Found(ValueKind::Delete | ValueKind::RangeDelete, _) => {
-                        return Ok(None)
+                        return Ok(Some(None))
                     }
                     TableGet::FilteredOut | TableGet::Absent => {}
+                    TableGet::Deferred => return Ok(None),
                 }
             }
         }
-        Ok(None)
+        Ok(Some(None))
+    }
+
+    /// [`DbInner::multi_get`] on a file system that batches reads: the keys
+    /// are looked up on this thread in rounds; a round defers every data
+    /// block the cache lacks, and the deferred blocks are then read together
+    /// (see [`BatchScope`]) for the next round. `from_mem` holds the
+    /// memtables' answers.
+    fn multi_get_batched<K: AsRef<[u8]>>(
+        &self,
+        sv: &SuperVersion,
+        keys: &[K],
+        from_mem: Vec<Option<Option<Vec<u8>>>>,
+        seq: SeqNo,
+    ) -> Result<Vec<Result<Option<Vec<u8>>>>> {
+        let scope = BatchScope::begin()?;
+        let mut answers: Vec<Option<Result<Option<Vec<u8>>>>> =
+            from_mem.into_iter().map(|m| m.map(Ok)).collect();
+        let mut pending: Vec<usize> = (0..keys.len()).filter(|&i| answers[i].is_none()).collect();
+        while !pending.is_empty() {
+            let mut deferred = Vec::new();
+            // In key order; a failure ends the lookups of the keys after it,
+            // as one Get after the other would (the keys before it go on).
+            for i in pending {
+                match self.look_in_tables(sv, keys[i].as_ref(), seq) {
+                    Ok(Some(v)) => answers[i] = Some(Ok(v.map(PinnedValue::into_vec))),
+                    Ok(None) => deferred.push(i),
+                    Err(e) => {
+                        answers[i] = Some(Err(e));
+                        break;
+                    }
+                }
+            }
+            if !deferred.is_empty()
+                && scope.read_planned(
+                    self.opts.fs.as_ref(),
+                    &self.block_cache,
+                    &self.stats,
+                    self.opts.verify_checksums,
+                ) == 0
+            {
+                return Err(Error::Internal(
+                    "multi_get: lookups deferred reads that were not planned".into(),
+                ));
+            }
+            pending = deferred;
+        }
+        // Up to the first error, which ends the call; the keys after it
+        // were not looked up.
+        let mut out = Vec::with_capacity(answers.len());
+        for answer in answers {
+            let answer =
+                answer.ok_or_else(|| Error::Internal("multi_get: a key has no answer".into()))?;
+            let failed = answer.is_err();
+            out.push(answer);
+            if failed {
+                break;
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -30,6 +30,7 @@ use shale_env::FileSystem;
 use crate::cache::{LruCache, Priority};
 use crate::error::{Error, Result};
 use crate::filenames::table_name;
+use crate::iter::InternalIterator;
 use crate::metrics::MetadataKind;
 use crate::metrics::Stats;
 use crate::options::Options;
@@ -128,6 +129,24 @@ impl TableCache {
         self.readers
             .insert(number, reader.clone(), 1, Priority::Low);
         Ok(reader)
+    }
+
+    /// A compaction's iterator over table `f`, which lives at `level`: its
+    /// data blocks read `compaction_readahead_bytes` at a time through a
+    /// handle opened for the scan ([`FileSystem::open_scan`]), or block by
+    /// block through the reader's own when that is 0.
+    pub(crate) fn scan(&self, f: &FileMeta, level: usize) -> Result<Box<dyn InternalIterator>> {
+        let reader = self.get(f, level)?;
+        let readahead = self.opts.compaction_readahead_bytes;
+        if readahead == 0 {
+            return Ok(reader.scan());
+        }
+        let path = self.dir.join(table_name(f.number));
+        let file = self
+            .fs
+            .open_scan(&path)
+            .map_err(|e| Error::io("open table for compaction", &path, e))?;
+        Ok(reader.scan_ahead(file, readahead))
     }
 
     /// Readers currently held with their tables' metadata.

@@ -290,6 +290,10 @@ pub(crate) enum TableGet {
     FilteredOut,
     /// No entry for the key.
     Absent,
+    /// A batch of reads is being planned on this thread and the Get needs a
+    /// data block the cache lacks: its read is recorded (see
+    /// [`reader::BatchScope`]), and the Get is to be run again once it is done.
+    Deferred,
 }
 
 /// One block of a table, as `shale sst` lists it.

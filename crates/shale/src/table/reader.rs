@@ -45,6 +45,9 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 
+mod batch;
+pub(crate) use batch::BatchScope;
+
 use shale_env::RandomAccessFile;
 
 use super::block::{
@@ -190,6 +193,11 @@ fn read_ref(
         s.physical_read(kind, len as u64);
     }
     res.map_err(|e| Error::io("read table block", path, e))?;
+    unwrap_ref(path, r, buf, verify)
+}
+
+/// The contents of the block `r` read into `buf` (trailer or page checks).
+fn unwrap_ref(path: &Path, r: BlockRef, buf: Vec<u8>, verify: bool) -> Result<Vec<u8>> {
     let contents = if r.paged {
         unwrap_paged(buf, verify)
     } else {
@@ -198,12 +206,58 @@ fn read_ref(
     contents.map_err(|c| Error::corruption(path, r.offset, c.0))
 }
 
+/// A compaction's read-ahead over a table's data blocks: one large read from
+/// a handle of its own ([`FileSystem::open_scan`](shale_env::FileSystem::open_scan))
+/// covers the blocks ahead, which are then served from memory, so that a
+/// compaction issues a few large reads per table rather than one per block.
+struct ReadAhead {
+    file: Arc<dyn RandomAccessFile>,
+    /// Bytes per read (a block larger than this is read alone).
+    size: u64,
+    /// File offset of `buf[0]`.
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl ReadAhead {
+    /// The stored bytes of block `r` (whose end is at most `data_end`),
+    /// reading the window from `r` on when `r` is not in the current one.
+    fn block(&mut self, r: BlockRef, data_end: u64, path: &Path) -> Result<Vec<u8>> {
+        let end = r.end();
+        let held = self.start + self.buf.len() as u64;
+        if r.offset < self.start || end > held {
+            let stop = end.max(r.offset.saturating_add(self.size).min(data_end));
+            let len = usize::try_from(stop - r.offset)
+                .map_err(|_| Error::corruption(path, r.offset, "block too large for memory"))?;
+            self.buf.clear();
+            self.buf.resize(len, 0);
+            self.start = r.offset;
+            if let Err(e) = self.file.read_exact_at(r.offset, &mut self.buf) {
+                self.buf.clear();
+                return Err(Error::io("read table blocks ahead", path, e));
+            }
+        }
+        let from = (r.offset - self.start) as usize;
+        let to = (end - self.start) as usize;
+        Ok(self.buf[from..to].to_vec())
+    }
+}
+
+/// Decodes a data block, of a version-3 table if `paged`.
+fn decode_data_block(contents: Vec<u8>, paged: bool) -> Result<CachedBlock, Corrupt> {
+    let block = Block::new(contents, EntryFormat::Data)?;
+    Ok(if paged {
+        CachedBlock::PagedData(block)
+    } else {
+        CachedBlock::Data(block)
+    })
+}
+
 /// Decodes a block of `kind` of a table described by `meta`.
 fn decode_block(kind: BlockKind, contents: Vec<u8>, meta: &Meta) -> Result<CachedBlock, Corrupt> {
     let v3 = meta.paged();
     Ok(match kind {
-        BlockKind::Data if v3 => CachedBlock::PagedData(Block::new(contents, EntryFormat::Data)?),
-        BlockKind::Data => CachedBlock::Data(Block::new(contents, EntryFormat::Data)?),
+        BlockKind::Data => return decode_data_block(contents, v3),
         BlockKind::TopIndex if v3 => CachedBlock::Keys(KeyArray::new(contents)?),
         BlockKind::TopIndex => CachedBlock::Index(Block::new(contents, EntryFormat::Index)?),
         BlockKind::IndexPartition if v3 => CachedBlock::Locator(Locator::new(contents)?),
@@ -669,6 +723,35 @@ impl TableReader {
         Ok(b)
     }
 
+    /// A data block for a Get, through the cache. While a batch plans its
+    /// reads on this thread ([`batch`]), a block the cache lacks is not read:
+    /// its read is recorded for the batch and the answer is `None`.
+    fn data_block(&self, r: BlockRef, referrer: u64) -> Result<Option<Arc<CachedBlock>>> {
+        if !batch::planning() {
+            return self.block(BlockKind::Data, r, referrer).map(Some);
+        }
+        self.check_handle(BlockKind::Data, r, referrer)?;
+        let key = (self.file_number, r.offset);
+        if let Some(b) = batch::fetched(key) {
+            return b.map(Some);
+        }
+        if let Some(b) = self.ctx.cache.get(&key) {
+            self.ctx.stats.cache_hit(BlockKind::Data);
+            if !b.is_kind(BlockKind::Data) {
+                return Err(Error::corruption(
+                    &self.path,
+                    r.offset,
+                    "block cache holds a block of another kind at this offset",
+                ));
+            }
+            return Ok(Some(b));
+        }
+        if batch::defer(key, &self.file, &self.path, r, &self.meta) {
+            self.ctx.stats.cache_miss(BlockKind::Data);
+        }
+        Ok(None)
+    }
+
     /// Fetches a block for a scan that must neither disturb the block cache nor
     /// count as a Get's read (a compaction): a cached copy is used if present,
     /// otherwise the block is read without being cached or counted.
@@ -835,11 +918,10 @@ impl TableReader {
         }
         loop {
             let (offset, size) = part_cur.handle();
-            let data = self.block(
-                BlockKind::Data,
-                BlockRef::classic(BlockHandle { offset, size }),
-                part_off,
-            )?;
+            let data_ref = BlockRef::classic(BlockHandle { offset, size });
+            let Some(data) = self.data_block(data_ref, part_off)? else {
+                return Ok(TableGet::Deferred);
+            };
             let block = data
                 .as_block()
                 .ok_or_else(|| self.corrupt(offset)(Corrupt("not data")))?;
@@ -977,7 +1059,9 @@ impl TableReader {
                     .zip(pages.checked_mul(PAGE_SIZE))
                     .map(|(off, len)| BlockRef::paged(off, len))
                     .ok_or_else(|| self.corrupt(r.offset)(Corrupt("data page out of range")))?;
-                let data = self.block(BlockKind::Data, data_ref, r.offset)?;
+                let Some(data) = self.data_block(data_ref, r.offset)? else {
+                    return Ok(TableGet::Deferred);
+                };
                 let block = data
                     .as_block()
                     .ok_or_else(|| self.corrupt(data_ref.offset)(Corrupt("not data")))?;
@@ -1032,10 +1116,34 @@ impl TableReader {
         self.new_iter(true)
     }
 
-    fn new_iter(self: &Arc<Self>, scan: bool) -> Box<dyn InternalIterator> {
+    /// A compaction's scan whose data blocks are read `readahead` bytes at a
+    /// time through `file`, the table opened again for the scan (see
+    /// [`ReadAhead`]); index blocks are read as [`TableReader::scan`] does.
+    pub(crate) fn scan_ahead(
+        self: &Arc<Self>,
+        file: Arc<dyn RandomAccessFile>,
+        readahead: u64,
+    ) -> Box<dyn InternalIterator> {
         Box::new(TableIter {
+            ahead: Some(ReadAhead {
+                file,
+                size: readahead,
+                start: 0,
+                buf: Vec::new(),
+            }),
+            ..self.table_iter(true)
+        })
+    }
+
+    fn new_iter(self: &Arc<Self>, scan: bool) -> Box<dyn InternalIterator> {
+        Box::new(self.table_iter(scan))
+    }
+
+    fn table_iter(self: &Arc<Self>, scan: bool) -> TableIter {
+        TableIter {
             table: self.clone(),
             scan,
+            ahead: None,
             top: None,
             top_cur: Cursor::default(),
             part: None,
@@ -1044,7 +1152,7 @@ impl TableReader {
             data_cur: Cursor::default(),
             pos: PagedPos::default(),
             err: None,
-        })
+        }
     }
 }
 
@@ -1069,6 +1177,8 @@ struct TableIter {
     table: Arc<TableReader>,
     /// A compaction's scan (see [`TableReader::scan`]).
     scan: bool,
+    /// A compaction's read-ahead over the data blocks, if it has one.
+    ahead: Option<ReadAhead>,
     top: Option<Arc<CachedBlock>>,
     top_cur: Cursor,
     part: Option<(u64, Arc<CachedBlock>)>,
@@ -1274,7 +1384,18 @@ impl TableIter {
             (referrer, BlockRef::classic(BlockHandle { offset, size }))
         };
         if self.data.as_ref().map(|d| d.0) != Some(handle.offset) {
-            let b = self.fetch(BlockKind::Data, handle, referrer)?;
+            let b = match self.ahead.as_mut() {
+                Some(ahead) => {
+                    let t = &self.table;
+                    t.check_handle(BlockKind::Data, handle, referrer)?;
+                    let raw = ahead.block(handle, t.meta.data_end, &t.path)?;
+                    let contents = unwrap_ref(&t.path, handle, raw, t.ctx.verify_checksums)?;
+                    let block = decode_block(BlockKind::Data, contents, &t.meta)
+                        .map_err(|c| Error::corruption(&t.path, handle.offset, c.0))?;
+                    Arc::new(block)
+                }
+                None => self.fetch(BlockKind::Data, handle, referrer)?,
+            };
             self.data = Some((handle.offset, b));
         }
         Ok(())

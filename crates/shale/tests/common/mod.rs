@@ -231,9 +231,19 @@ pub(crate) fn xor_byte(fs: &MemFs, name: &str, offset: u64, xor: u8) {
     w.finish().expect("finish");
 }
 
-/// A `MemFs` whose random-access files pass through `wrap` (given the path
-/// and the file) as they open: a test wraps them to log or count reads.
-/// Every other call goes to the `MemFs` as is.
+/// How a file handed to [`WrapReads`]'s wrapper was opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // each test binary matches on what it needs
+pub(crate) enum Opened {
+    /// `open_random`: Gets, iterators, the table cache.
+    Random,
+    /// `open_scan`: a compaction's inputs.
+    Scan,
+}
+
+/// A `MemFs` whose random-access files pass through `wrap` (given the path,
+/// how it was opened and the file) as they open: a test wraps them to log or
+/// count reads. Every other call goes to the `MemFs` as is.
 pub(crate) struct WrapReads<F> {
     pub inner: MemFs,
     pub wrap: F,
@@ -241,7 +251,10 @@ pub(crate) struct WrapReads<F> {
 
 impl<F> FileSystem for WrapReads<F>
 where
-    F: Fn(&Path, Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile> + Send + Sync + 'static,
+    F: Fn(&Path, Opened, Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile>
+        + Send
+        + Sync
+        + 'static,
 {
     fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
         self.inner.create_append(path, hint)
@@ -250,7 +263,14 @@ where
         self.inner.create_object(path, hint)
     }
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        Ok((self.wrap)(path, self.inner.open_random(path)?))
+        Ok((self.wrap)(
+            path,
+            Opened::Random,
+            self.inner.open_random(path)?,
+        ))
+    }
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Ok((self.wrap)(path, Opened::Scan, self.inner.open_scan(path)?))
     }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.inner.list(dir)
