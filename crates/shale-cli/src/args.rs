@@ -619,6 +619,15 @@ pub struct DbBenchDbArgs {
         value_name = "BYTES"
     )]
     pub write_buffer_size: Option<usize>,
+    /// Where table metadata lives: none (in the block cache, shale's
+    /// default), pin (top-level index and filter pinned, charged to the
+    /// cache), index (top-level index and index partitions held with the
+    /// table readers, outside the cache, at every level), all-but-last
+    /// (every metadata kind held outside the cache at L0-L5) or all (every
+    /// kind at every level).
+    #[arg(long = "table_metadata", alias = "table-metadata", value_name = "PLACEMENT",
+          default_value = "none", value_parser = ["none", "pin", "index", "all-but-last", "all"])]
+    pub table_metadata: String,
     /// Use the database in --db as it is: the fill benchmarks are skipped.
     /// Refused unless it holds db_bench keys of --key_size.
     #[arg(long = "use_existing_db", alias = "use-existing-db", value_name = "BOOL",

@@ -49,11 +49,12 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventListener};
-pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, Metrics};
+pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, MetadataKind, Metrics};
 pub use options::{
-    fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, Options,
-    WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS, MAX_COMPACTION_READAHEAD, MAX_READ_THREADS,
-    MAX_SUBCOMPACTIONS, MIN_DELAYED_WRITE_RATE, NUM_LEVELS,
+    fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, LevelSet,
+    MetadataPlacement, Options, WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS,
+    MAX_COMPACTION_READAHEAD, MAX_READ_THREADS, MAX_SUBCOMPACTIONS, MIN_DELAYED_WRITE_RATE,
+    NUM_LEVELS,
 };
 pub use pinned::PinnedValue;
 pub use shale_env as env;

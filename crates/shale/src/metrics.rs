@@ -67,6 +67,47 @@ impl BlockKind {
     }
 }
 
+/// The kinds of table metadata [`crate::MetadataPlacement`] may keep with an
+/// open table reader instead of in the block cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MetadataKind {
+    /// The top-level index (a key array in table format 3), a `TopIndex` read.
+    TopIndex,
+    /// Index partitions: format 3's locators, the separator blocks of formats
+    /// 1 and 2 (`IndexPartition` reads).
+    IndexPartitions,
+    /// The top-level filter: format 3's top-level filter index (a `TopIndex`
+    /// read), the whole filter block of formats 1 and 2 (a `Filter` read).
+    TopFilter,
+    /// Format 3's filter partitions (`Filter` reads; formats 1 and 2 have
+    /// none).
+    FilterPartitions,
+}
+
+impl MetadataKind {
+    /// All kinds, in reporting order.
+    pub const ALL: [MetadataKind; 4] = [
+        MetadataKind::TopIndex,
+        MetadataKind::IndexPartitions,
+        MetadataKind::TopFilter,
+        MetadataKind::FilterPartitions,
+    ];
+
+    /// Stable lower-case name used in JSON and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetadataKind::TopIndex => "top_index",
+            MetadataKind::IndexPartitions => "index_partitions",
+            MetadataKind::TopFilter => "top_filter",
+            MetadataKind::FilterPartitions => "filter_partitions",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Write counters over the whole life of a database (not only this open),
 /// recorded with every edit so that write amplification survives reopening.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -183,6 +224,10 @@ pub(crate) struct Stats {
     pub(crate) range_dels_dropped: Counter,
     pub(crate) delete_only_tables: Counter,
     pub(crate) delete_only_bytes: Counter,
+    /// Bytes of table metadata held with open readers, outside the block
+    /// cache, per [`MetadataKind`] (a gauge: readers add what they load and
+    /// subtract it when they close).
+    pub(crate) metadata_held: [AtomicU64; 4],
 }
 
 impl Stats {
@@ -205,6 +250,19 @@ impl Stats {
         let c = &self.blocks[kind.index()];
         c.physical_reads.incr();
         c.bytes_read.add(bytes);
+    }
+
+    /// Records `bytes` of metadata of `kind` now held with a table reader.
+    pub(crate) fn metadata_held_add(&self, kind: MetadataKind, bytes: u64) {
+        self.metadata_held[kind.index()].fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Records `bytes` of metadata of `kind` let go by a closing table reader.
+    pub(crate) fn metadata_held_sub(&self, kind: MetadataKind, bytes: u64) {
+        let cell = &self.metadata_held[kind.index()];
+        let _ = cell.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+            Some(b.saturating_sub(bytes))
+        });
     }
 
     /// Records a filter probe and its answer.
@@ -303,6 +361,9 @@ impl Stats {
             block_cache_capacity: 0,
             block_cache_pinned: 0,
             table_readers_held: 0,
+            metadata_held_bytes: std::array::from_fn(|i| {
+                self.metadata_held[i].load(Ordering::Relaxed)
+            }),
         }
     }
 }
@@ -367,7 +428,7 @@ impl BlockMetrics {
 ///
 /// Counters only grow; subtract two snapshots with [`Metrics::delta`] to measure
 /// an interval. Gauges (cache usage, pending compaction bytes, L0 tables, running
-/// jobs) are
+/// jobs, metadata held with table readers) are
 /// copied from the later snapshot. Read counters count since the database was
 /// opened; the write counters (user bytes, flushes, compactions and the table
 /// bytes they wrote) are lifetime totals recorded in the manifest, so that write
@@ -463,12 +524,28 @@ pub struct Metrics {
     /// Table readers held open with their tables' metadata (the rest of the
     /// open readers are in the table cache's LRU list).
     pub table_readers_held: u64,
+    /// Bytes of table metadata held with open table readers outside the block
+    /// cache (not charged to it), per [`MetadataKind`] (gauge; see
+    /// [`crate::MetadataPlacement`]). Read with [`Metrics::metadata_held`].
+    pub metadata_held_bytes: [u64; 4],
 }
 
 impl Metrics {
     /// Counters of one block kind.
     pub fn block(&self, kind: BlockKind) -> BlockMetrics {
         self.blocks[kind.index()]
+    }
+
+    /// Bytes of metadata of `kind` held with open table readers, outside the
+    /// block cache.
+    pub fn metadata_held(&self, kind: MetadataKind) -> u64 {
+        self.metadata_held_bytes[kind.index()]
+    }
+
+    /// Bytes of metadata of every kind held with open table readers, outside
+    /// the block cache.
+    pub fn metadata_held_total(&self) -> u64 {
+        self.metadata_held_bytes.iter().sum()
     }
 
     /// Gets that found nothing (absent or deleted).
@@ -576,6 +653,7 @@ impl Metrics {
             block_cache_capacity: self.block_cache_capacity,
             block_cache_pinned: self.block_cache_pinned,
             table_readers_held: self.table_readers_held,
+            metadata_held_bytes: self.metadata_held_bytes,
         }
     }
 }

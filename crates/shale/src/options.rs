@@ -81,6 +81,131 @@ impl FilterPolicy {
     }
 }
 
+/// A set of levels (L0 = bit 0 ... L6 = bit 6), for [`MetadataPlacement`].
+///
+/// Built with [`LevelSet::NONE`], [`LevelSet::ALL`], [`LevelSet::all_but_last`]
+/// or [`LevelSet::with`]; a level at or past [`NUM_LEVELS`] makes
+/// [`crate::Db::open`] fail with `InvalidArgument`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LevelSet(u64);
+
+impl LevelSet {
+    /// No level.
+    pub const NONE: LevelSet = LevelSet(0);
+    /// Every level.
+    pub const ALL: LevelSet = LevelSet((1 << NUM_LEVELS) - 1);
+
+    /// Every level but the last (L6), which holds about 90% of the data and
+    /// so most of the metadata.
+    pub const fn all_but_last() -> LevelSet {
+        LevelSet(Self::ALL.0 & !(1 << (NUM_LEVELS - 1)))
+    }
+
+    /// This set and `level` (a level past [`NUM_LEVELS`] is kept, so that
+    /// validation refuses it).
+    pub const fn with(self, level: usize) -> LevelSet {
+        let bit = if level < 63 { level } else { 63 };
+        LevelSet(self.0 | (1 << bit))
+    }
+
+    /// The set of `levels`.
+    pub fn of(levels: &[usize]) -> LevelSet {
+        levels.iter().fold(LevelSet::NONE, |s, &l| s.with(l))
+    }
+
+    /// True if `level` is in the set.
+    pub const fn contains(self, level: usize) -> bool {
+        level < 64 && self.0 & (1 << level) != 0
+    }
+
+    /// True if the set names no level.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The smallest level named that does not exist, if any.
+    fn out_of_range(self) -> Option<usize> {
+        (NUM_LEVELS..64).find(|&l| self.contains(l))
+    }
+}
+
+/// Where each kind of table metadata lives, per level: with the open table
+/// reader (a level in the kind's set) or in the block cache (the default).
+///
+/// Metadata held with a reader is what LevelDB does and RocksDB by default
+/// (`cache_index_and_filter_blocks = false`): a Get never looks it up in the
+/// block cache, so a block cache smaller than the metadata of the tables a
+/// Get visits does not make every Get re-read and re-decode it.
+///
+/// - **Loaded lazily**, by the first use (a Get or an iterator reaching the
+///   block), with one physical read counted under the block's kind as any
+///   read; later uses count nothing, as pinned blocks. A table opened but
+///   never searched (or whose filter answers every Get) reads nothing more
+///   than its footer and properties, and only the filter partitions Gets need
+///   are loaded. A block read by two threads at once may be read twice (both
+///   reads counted); one copy is kept.
+/// - **Lives as long as the reader**: the placement is decided when the
+///   reader opens, at the level where its table is then (a table moved down
+///   by a trivial move keeps its reader); the bytes go when the reader closes
+///   (its table deleted by a compaction, or evicted from the table cache).
+/// - **Not charged to the block cache** (as RocksDB's default and LevelDB):
+///   held bytes come on top of [`Options::block_cache_bytes`]. They are
+///   counted in [`crate::Metrics::metadata_held_bytes`] per
+///   [`crate::MetadataKind`] (`shale stats` prints them).
+///
+/// [`Options::pin_table_metadata`] is the older, charged form of holding the
+/// top-level index and filter (read at open and charged to the block cache as
+/// pinned bytes); where it applies it takes precedence over this placement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MetadataPlacement {
+    /// Levels whose tables hold their top-level index.
+    pub top_index: LevelSet,
+    /// Levels whose tables hold the index partitions (format 3's locators)
+    /// Gets and iterators use.
+    pub index_partitions: LevelSet,
+    /// Levels whose tables hold their top-level filter (format 3's top-level
+    /// filter index; the whole filter of formats 1 and 2).
+    pub top_filter: LevelSet,
+    /// Levels whose tables hold the filter partitions Gets use (format 3).
+    pub filter_partitions: LevelSet,
+}
+
+impl MetadataPlacement {
+    /// Everything in the block cache (the default).
+    pub const NONE: MetadataPlacement = MetadataPlacement {
+        top_index: LevelSet::NONE,
+        index_partitions: LevelSet::NONE,
+        top_filter: LevelSet::NONE,
+        filter_partitions: LevelSet::NONE,
+    };
+
+    /// Every kind held with the reader at `levels`.
+    pub const fn all_kinds_at(levels: LevelSet) -> MetadataPlacement {
+        MetadataPlacement {
+            top_index: levels,
+            index_partitions: levels,
+            top_filter: levels,
+            filter_partitions: levels,
+        }
+    }
+
+    /// The levels at which metadata of `kind` is held with the reader.
+    pub fn levels(&self, kind: crate::metrics::MetadataKind) -> LevelSet {
+        use crate::metrics::MetadataKind as K;
+        match kind {
+            K::TopIndex => self.top_index,
+            K::IndexPartitions => self.index_partitions,
+            K::TopFilter => self.top_filter,
+            K::FilterPartitions => self.filter_partitions,
+        }
+    }
+
+    /// True if metadata of `kind` is held with readers of tables at `level`.
+    pub fn holds(&self, kind: crate::metrics::MetadataKind, level: usize) -> bool {
+        self.levels(kind).contains(level)
+    }
+}
+
 /// Options of [`crate::Db::open`].
 #[derive(Clone)]
 pub struct Options {
@@ -113,8 +238,10 @@ pub struct Options {
     /// and each table-cache shard 16 readers.
     pub cache_shards: usize,
     /// Pin each table's top-level index and (outside the last level) its filter
-    /// in the table reader instead of the block cache, charged to the block
-    /// cache's budget (default false).
+    /// in the table reader instead of the block cache, read when the table
+    /// opens and charged to the block cache's budget (default false). The
+    /// charged counterpart of [`MetadataPlacement`] for the top-level blocks
+    /// (see [`Options::table_metadata`]); where both apply, this wins.
     pub pin_table_metadata: bool,
     /// Table readers kept open (default 1000).
     pub max_open_files: usize,
@@ -220,6 +347,10 @@ pub struct Options {
     /// tables created and deleted, on a thread of their own (default none;
     /// see [`crate::events`]).
     pub listeners: Vec<Arc<dyn EventListener>>,
+    /// Which table metadata each level keeps with its open table readers,
+    /// outside the block cache and not charged to it (default: none, all
+    /// metadata goes through the block cache; see [`MetadataPlacement`]).
+    pub table_metadata: MetadataPlacement,
 }
 
 impl Default for Options {
@@ -258,6 +389,7 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::default(),
             listeners: Vec::new(),
             read_threads: 32,
+            table_metadata: MetadataPlacement::NONE,
         }
     }
 }
@@ -337,6 +469,15 @@ impl Options {
                 MAX_READ_THREADS,
                 self.read_threads
             )));
+        }
+        for kind in crate::metrics::MetadataKind::ALL {
+            if let Some(level) = self.table_metadata.levels(kind).out_of_range() {
+                return Err(crate::error::Error::InvalidArgument(format!(
+                    "table_metadata.{} names level {level}; levels are 0 to {}",
+                    kind.name(),
+                    NUM_LEVELS - 1
+                )));
+            }
         }
         Ok(())
     }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::db::{DbSummary, LevelSummary};
-use crate::metrics::{BlockKind, Metrics};
+use crate::metrics::{BlockKind, MetadataKind, Metrics};
 
 /// `num / den`, or `None` when `den` is 0.
 pub fn ratio(num: u64, den: u64) -> Option<f64> {
@@ -240,6 +240,14 @@ pub fn stat_text(summary: &DbSummary, m: &Metrics) -> String {
         human_bytes(m.block_cache_capacity),
         human_bytes(m.block_cache_pinned),
         m.table_readers_held
+    );
+    let _ = writeln!(
+        s,
+        "table metadata held with readers (outside the block cache): {} top index, {} index partitions, {} top filter, {} filter partitions",
+        human_bytes(m.metadata_held(MetadataKind::TopIndex)),
+        human_bytes(m.metadata_held(MetadataKind::IndexPartitions)),
+        human_bytes(m.metadata_held(MetadataKind::TopFilter)),
+        human_bytes(m.metadata_held(MetadataKind::FilterPartitions)),
     );
     s
 }

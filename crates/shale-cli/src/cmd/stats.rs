@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde_json::{json, Map, Value};
 use shale::stat::{index_bytes_per_data_block, stat_text};
-use shale::{BlockKind, DbSummary, LevelSummary, Metrics};
+use shale::{BlockKind, DbSummary, LevelSummary, MetadataKind, Metrics};
 
 use super::{open_read_only, storage_for};
 use crate::args::StatsArgs;
@@ -133,6 +133,17 @@ fn level_fields(l: &LevelSummary) -> Map<String, Value> {
 /// table cache, filter, write and block cache counters, and `io_per_get`
 /// (block-cache misses / Gets, the study's metric) and `physical_reads_per_get`,
 /// both `null` without Gets.
+/// Bytes of table metadata held with open readers outside the block cache,
+/// per kind and in total.
+fn metadata_held_json(m: &Metrics) -> Value {
+    let mut o = Map::new();
+    for kind in MetadataKind::ALL {
+        o.insert(kind.name().into(), json!(m.metadata_held(kind)));
+    }
+    o.insert("total".into(), json!(m.metadata_held_total()));
+    Value::Object(o)
+}
+
 pub fn metrics_json(m: &Metrics) -> Value {
     let mut obj = match json!({
         "gets": m.gets,
@@ -168,6 +179,7 @@ pub fn metrics_json(m: &Metrics) -> Value {
         "block_cache_capacity": m.block_cache_capacity,
         "block_cache_pinned": m.block_cache_pinned,
         "table_readers_held": m.table_readers_held,
+        "metadata_held_bytes": metadata_held_json(m),
     }) {
         Value::Object(o) => o,
         _ => Map::new(),
@@ -331,6 +343,10 @@ mod tests {
         ] {
             assert_eq!(metrics[field], 0, "{field}");
         }
+        for kind in MetadataKind::ALL {
+            assert_eq!(metrics["metadata_held_bytes"][kind.name()], 0);
+        }
+        assert_eq!(metrics["metadata_held_bytes"]["total"], 0);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The table cache: open table readers, bounded by `max_open_files`.
 //!
 //! A reader holds the table's file handle, footer and properties (and its pinned
-//! metadata when `pin_table_metadata` is on). Opening one costs the footer and
-//! properties reads, counted in [`crate::Metrics`].
+//! metadata when `pin_table_metadata` is on, and the metadata
+//! `Options::table_metadata` keeps with readers at the table's level, loaded
+//! by first use). Opening one costs the footer and properties reads, counted
+//! in [`crate::Metrics`].
 //!
 //! Readers live in one of two places. Up to three quarters of the budget
 //! (`max_open_files - reserve`, the reserve being a quarter of it, at least 16
@@ -29,8 +31,10 @@ use crate::cache::{LruCache, Priority};
 use crate::error::{Error, Result};
 use crate::filenames::table_name;
 use crate::iter::InternalIterator;
+use crate::metrics::MetadataKind;
 use crate::metrics::Stats;
 use crate::options::Options;
+use crate::table::reader::HeldKinds;
 use crate::table::{ReadContext, TableReader};
 use crate::version::{FileMeta, HeldReader};
 
@@ -102,14 +106,16 @@ impl TableCache {
             .map_err(|e| Error::io("open table", &path, e))?;
         let pin = self.opts.pin_table_metadata;
         let pin_filter = pin && self.opts.filter_policy.applies_to(level);
-        let reader = Arc::new(TableReader::open(
-            file,
-            path,
-            number,
-            self.ctx.clone(),
-            pin,
-            pin_filter,
-        )?);
+        let place = &self.opts.table_metadata;
+        let held = HeldKinds {
+            top_index: place.holds(MetadataKind::TopIndex, level),
+            index_partitions: place.holds(MetadataKind::IndexPartitions, level),
+            top_filter: place.holds(MetadataKind::TopFilter, level),
+            filter_partitions: place.holds(MetadataKind::FilterPartitions, level),
+        };
+        let reader = Arc::new(
+            TableReader::open(file, path, number, self.ctx.clone(), pin, pin_filter)?.hold(held),
+        );
         let counted = self
             .held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {

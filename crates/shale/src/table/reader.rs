@@ -11,6 +11,11 @@
 //!   top-level filter index, a `TopIndex` read). None of these are cache lookups. Pinned
 //!   bytes are charged with `BlockCache::reserve_pinned` and released on drop.
 //!   Later uses of a pinned block count nothing: the reader holds it.
+//! - Metadata *held* with the reader ([`TableReader::hold`], the engine's
+//!   `MetadataPlacement`) is not looked up in the cache: its first use reads
+//!   it (one physical read of its kind, no cache lookup counted), later uses
+//!   count nothing. Held bytes are not charged to the cache; they are counted
+//!   in `Stats::metadata_held` while the reader lives.
 //! - Every other block access is a block-cache lookup keyed by
 //!   `(file_number, block_offset)`: a hit counts `cache_hit(kind)`; a miss counts
 //!   `cache_miss(kind)`, then exactly one `read_exact_at` of contents + trailer
@@ -26,12 +31,19 @@
 //!
 //! # Concurrency
 //!
-//! A `TableReader` is immutable after `open` and is shared by `Arc` between
-//! threads; the cache and stats synchronize themselves. Iterators are owned by one
+//! A `TableReader` is immutable after `open` (and `hold`) except for its held
+//! metadata, whose slots are each set once (`OnceLock`, or a map behind a
+//! read-write lock for versions 1 and 2, never held across a read); it is
+//! shared by `Arc` between threads; the cache and stats synchronize
+//! themselves. Iterators are owned by one
 //! thread at a time.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::RwLock;
 
 mod batch;
 pub(crate) use batch::BatchScope;
@@ -53,7 +65,7 @@ use crate::format::{
     TABLE_FORMAT_VERSION,
 };
 use crate::iter::InternalIterator;
-use crate::metrics::{BlockKind, Stats};
+use crate::metrics::{BlockKind, MetadataKind, Stats};
 use crate::pinned::PinnedValue;
 use crate::rangedel::Fragments;
 
@@ -379,8 +391,49 @@ pub(crate) struct TableReader {
     pinned_top: Option<Arc<CachedBlock>>,
     pinned_filter: Option<Arc<CachedBlock>>,
     pinned_bytes: u64,
+    /// Metadata kept with the reader, outside the block cache (`None`: none).
+    held: Option<Box<HeldMeta>>,
     /// The range-deletion block, decoded at open (empty without one).
     range_dels: Arc<Fragments>,
+}
+
+/// Which kinds of metadata a reader keeps with itself, loaded on first use,
+/// instead of in the block cache (the engine's `MetadataPlacement` at the
+/// table's level).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeldKinds {
+    pub top_index: bool,
+    pub index_partitions: bool,
+    pub top_filter: bool,
+    pub filter_partitions: bool,
+}
+
+impl HeldKinds {
+    fn any(self) -> bool {
+        self.top_index || self.index_partitions || self.top_filter || self.filter_partitions
+    }
+}
+
+/// The metadata a reader holds, each block set once by its first use.
+struct HeldMeta {
+    kinds: HeldKinds,
+    top_index: OnceLock<Arc<CachedBlock>>,
+    top_filter: OnceLock<Arc<CachedBlock>>,
+    /// Version 3: one slot per page of the partition region (from the end of
+    /// the data to the top-level blocks), a partition in the slot of its
+    /// first page. Empty when no partitions are held.
+    pages: Box<[OnceLock<Arc<CachedBlock>>]>,
+    /// Versions 1 and 2: index partitions by offset.
+    classic: RwLock<HashMap<u64, Arc<CachedBlock>>>,
+    /// Bytes held, per [`MetadataKind`] (what the reader gives back to
+    /// `Stats::metadata_held` when it closes).
+    bytes: [AtomicU64; 4],
+}
+
+/// Where a held block lives.
+enum HeldSlot<'a> {
+    Once(&'a OnceLock<Arc<CachedBlock>>),
+    Classic,
 }
 
 impl TableReader {
@@ -410,6 +463,7 @@ impl TableReader {
             pinned_top: None,
             pinned_filter: None,
             pinned_bytes: 0,
+            held: None,
             range_dels: Arc::default(),
         };
         if let Some(h) = reader.meta.range_del_handle() {
@@ -452,6 +506,149 @@ impl TableReader {
             reader.pinned_filter = Some(b);
         }
         Ok(reader)
+    }
+
+    /// Keeps the metadata of `kinds` with this reader from now on: each block
+    /// is read by its first use (counted as a physical read of its kind) and
+    /// held, outside the block cache and uncharged, until the reader drops.
+    /// Blocks pinned at open stay pinned.
+    pub(crate) fn hold(mut self, kinds: HeldKinds) -> TableReader {
+        if !kinds.any() {
+            self.held = None;
+            return self;
+        }
+        let partitions = kinds.index_partitions || kinds.filter_partitions;
+        let pages = if partitions && self.meta.paged() {
+            let region = self
+                .meta
+                .top_levels_start()
+                .saturating_sub(self.meta.data_end);
+            // Within the file, whose size the properties checked; the last
+            // partition may end short of a page.
+            usize::try_from(region.div_ceil(PAGE_SIZE)).unwrap_or(0)
+        } else {
+            0
+        };
+        self.held = Some(Box::new(HeldMeta {
+            kinds,
+            top_index: OnceLock::new(),
+            top_filter: OnceLock::new(),
+            pages: (0..pages).map(|_| OnceLock::new()).collect(),
+            classic: RwLock::new(HashMap::new()),
+            bytes: Default::default(),
+        }));
+        self
+    }
+
+    /// The held slot of the block `r` of `kind`, if this reader holds it
+    /// (`r` already checked by `check_handle`).
+    fn held_slot<'a>(
+        &self,
+        h: &'a HeldMeta,
+        kind: BlockKind,
+        r: BlockRef,
+    ) -> Option<(HeldSlot<'a>, MetadataKind)> {
+        let paged = self.meta.paged();
+        let footer = &self.meta.footer;
+        match kind {
+            BlockKind::TopIndex if h.kinds.top_index && r.offset == footer.top_index.offset => {
+                Some((HeldSlot::Once(&h.top_index), MetadataKind::TopIndex))
+            }
+            BlockKind::TopIndex | BlockKind::Filter
+                if h.kinds.top_filter
+                    && (kind == BlockKind::TopIndex) == paged
+                    && footer.filter.is_some_and(|f| f.offset == r.offset) =>
+            {
+                Some((HeldSlot::Once(&h.top_filter), MetadataKind::TopFilter))
+            }
+            BlockKind::IndexPartition | BlockKind::Filter if paged => {
+                let mk = if kind == BlockKind::Filter {
+                    (h.kinds.filter_partitions).then_some(MetadataKind::FilterPartitions)
+                } else {
+                    (h.kinds.index_partitions).then_some(MetadataKind::IndexPartitions)
+                }?;
+                let page = r.offset.checked_sub(self.meta.data_end)? / PAGE_SIZE;
+                let slot = h.pages.get(usize::try_from(page).ok()?)?;
+                Some((HeldSlot::Once(slot), mk))
+            }
+            BlockKind::IndexPartition if h.kinds.index_partitions => {
+                Some((HeldSlot::Classic, MetadataKind::IndexPartitions))
+            }
+            _ => None,
+        }
+    }
+
+    /// A held block already loaded, if `r` is one (no read).
+    fn held_peek(&self, kind: BlockKind, r: BlockRef) -> Option<Arc<CachedBlock>> {
+        let h = self.held.as_deref()?;
+        let b = match self.held_slot(h, kind, r)?.0 {
+            HeldSlot::Once(slot) => slot.get().cloned(),
+            HeldSlot::Classic => h.classic.read().get(&r.offset).cloned(),
+        }?;
+        b.is_kind(kind).then_some(b)
+    }
+
+    /// The held block `r`, read by the first use. `None` if this reader does
+    /// not hold it.
+    fn held_block(&self, kind: BlockKind, r: BlockRef) -> Option<Result<Arc<CachedBlock>>> {
+        let h = self.held.as_deref()?;
+        let (slot, mk) = self.held_slot(h, kind, r)?;
+        let found = match &slot {
+            HeldSlot::Once(slot) => slot.get().cloned(),
+            HeldSlot::Classic => h.classic.read().get(&r.offset).cloned(),
+        };
+        let b = match found {
+            Some(b) => b,
+            None => {
+                // No lock held over the read: two first uses may both read.
+                let b = match self.read_uncached(kind, r) {
+                    Ok(b) => b,
+                    Err(e) => return Some(Err(e)),
+                };
+                let (kept, won) = match slot {
+                    HeldSlot::Once(slot) => {
+                        let won = slot.set(b.clone()).is_ok();
+                        (slot.get().cloned().unwrap_or(b), won)
+                    }
+                    HeldSlot::Classic => {
+                        let mut map = h.classic.write();
+                        let mut won = false;
+                        let kept = map
+                            .entry(r.offset)
+                            .or_insert_with(|| {
+                                won = true;
+                                b
+                            })
+                            .clone();
+                        (kept, won)
+                    }
+                };
+                if won {
+                    // The block as read (contents and trailer or tail): the
+                    // buffer it was decoded in, which it keeps.
+                    let bytes = r.read_len();
+                    h.bytes[mk.index()].fetch_add(bytes, Ordering::Relaxed);
+                    self.ctx.stats.metadata_held_add(mk, bytes);
+                }
+                kept
+            }
+        };
+        if !b.is_kind(kind) {
+            return Some(Err(Error::corruption(
+                &self.path,
+                r.offset,
+                "table reader holds a block of another kind at this offset",
+            )));
+        }
+        Some(Ok(b))
+    }
+
+    /// Bytes of metadata of `kind` this reader holds outside the block cache.
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self, kind: MetadataKind) -> u64 {
+        self.held
+            .as_deref()
+            .map_or(0, |h| h.bytes[kind.index()].load(Ordering::Relaxed))
     }
 
     fn pin(&mut self, bytes: u64) {
@@ -499,6 +696,9 @@ impl TableReader {
     /// that holds its handle, blamed if the handle is out of place.
     fn block(&self, kind: BlockKind, r: BlockRef, referrer: u64) -> Result<Arc<CachedBlock>> {
         self.check_handle(kind, r, referrer)?;
+        if let Some(held) = self.held_block(kind, r) {
+            return held;
+        }
         let key = (self.file_number, r.offset);
         let stats = &self.ctx.stats;
         if let Some(b) = self.ctx.cache.get(&key) {
@@ -562,6 +762,9 @@ impl TableReader {
         referrer: u64,
     ) -> Result<Arc<CachedBlock>> {
         self.check_handle(kind, r, referrer)?;
+        if let Some(b) = self.held_peek(kind, r) {
+            return Ok(b);
+        }
         if let Some(b) = self.ctx.cache.get(&(self.file_number, r.offset)) {
             if b.is_kind(kind) {
                 return Ok(b);
@@ -957,6 +1160,14 @@ impl Drop for TableReader {
     fn drop(&mut self) {
         if self.pinned_bytes > 0 {
             self.ctx.cache.release_pinned(self.pinned_bytes);
+        }
+        if let Some(h) = self.held.as_deref() {
+            for kind in MetadataKind::ALL {
+                let bytes = h.bytes[kind.index()].load(Ordering::Relaxed);
+                if bytes > 0 {
+                    self.ctx.stats.metadata_held_sub(kind, bytes);
+                }
+            }
         }
     }
 }

@@ -1727,3 +1727,102 @@ fn v3_keys_and_values_larger_than_a_page() {
     assert!(!it.valid());
     it.status().unwrap();
 }
+
+/// Metadata held with the reader, in every format version: the first Gets
+/// read each held block once (no cache lookup), later Gets read none of it,
+/// the gauge in `Stats` is the reader's held bytes per kind, and dropping the
+/// reader gives them back.
+#[test]
+fn held_metadata_is_read_once_counted_and_given_back_in_every_version() {
+    use crate::metrics::MetadataKind;
+    use crate::table::reader::HeldKinds;
+    let entries = random_entries(21, 20_000, 110);
+    for version in [1u32, 2, 3, 4] {
+        let opts = TableBuildOptions {
+            format_version: version,
+            index_partition_size: 512,
+            ..TableBuildOptions::default()
+        };
+        let (data, _) = build(&entries, opts);
+        let c = ReadContext {
+            cache: Arc::new(LruCache::new(10_000, 1)),
+            ..ctx()
+        };
+        let all = HeldKinds {
+            top_index: true,
+            index_partitions: true,
+            top_filter: true,
+            filter_partitions: true,
+        };
+        let t = TableReader::open(
+            MemFile::new(data),
+            "t.sst".into(),
+            1,
+            c.clone(),
+            false,
+            false,
+        )
+        .unwrap()
+        .hold(all);
+        let meta_kinds = [
+            BlockKind::TopIndex,
+            BlockKind::IndexPartition,
+            BlockKind::Filter,
+        ];
+        let before = c.stats.snapshot();
+        for (k, v) in &entries {
+            assert_eq!(
+                t.get(user(k), u64::MAX, true).unwrap(),
+                TableGet::Found(ValueKind::Value, v.clone().into())
+            );
+        }
+        let first = delta(&c.stats, &before);
+        let mid = c.stats.snapshot();
+        for (k, _) in entries.iter().step_by(7) {
+            assert!(matches!(
+                t.get(user(k), u64::MAX, true).unwrap(),
+                TableGet::Found(ValueKind::Value, _)
+            ));
+        }
+        let second = delta(&c.stats, &mid);
+        let mut read = 0;
+        for kind in meta_kinds {
+            let (f, s) = (first.block(kind), second.block(kind));
+            assert_eq!(f.cache_hits + f.cache_misses, 0, "v{version} {kind:?}");
+            assert_eq!(
+                s.cache_hits + s.cache_misses + s.physical_reads,
+                0,
+                "v{version} {kind:?}"
+            );
+            read += f.bytes_read;
+        }
+        assert!(
+            first.block(BlockKind::IndexPartition).physical_reads > 1,
+            "v{version}"
+        );
+        assert!(
+            second.block(BlockKind::Data).physical_reads > 0,
+            "v{version}"
+        );
+        let gauge = c.stats.snapshot();
+        let mut held = 0;
+        for kind in MetadataKind::ALL {
+            assert_eq!(
+                gauge.metadata_held(kind),
+                t.held_bytes(kind),
+                "v{version} {kind:?}"
+            );
+            held += t.held_bytes(kind);
+        }
+        assert_eq!(held, read, "v{version}: held bytes are the bytes read");
+        assert!(t.held_bytes(MetadataKind::TopFilter) > 0, "v{version}");
+        assert_eq!(
+            t.held_bytes(MetadataKind::FilterPartitions) > 0,
+            version >= 3,
+            "v{version}"
+        );
+        assert_eq!(c.cache.pinned(), 0, "held bytes are not charged");
+        drop(t);
+        assert_eq!(c.stats.snapshot().metadata_held_total(), 0, "v{version}");
+    }
+}

@@ -24,8 +24,8 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 use shale::{
-    Compression, Db, FilterLevels, FilterPolicy, Metrics, Options, ReadOptions, WriteBatch,
-    WriteOptions,
+    Compression, Db, FilterLevels, FilterPolicy, LevelSet, MetadataPlacement, Metrics, Options,
+    ReadOptions, WriteBatch, WriteOptions,
 };
 use shale_workload::Rng;
 
@@ -290,6 +290,10 @@ pub struct EngineCounters {
     pub table_cache_misses: u64,
     /// `hits / (hits + misses)`, `None` without lookups.
     pub table_cache_hit_rate: Option<f64>,
+    /// Bytes of table metadata held with the open table readers outside the
+    /// block cache when the benchmark ended (a gauge, per
+    /// `--table_metadata`).
+    pub metadata_held_bytes: u64,
 }
 
 impl EngineCounters {
@@ -302,6 +306,7 @@ impl EngineCounters {
             table_cache_hits: d.table_cache_hits,
             table_cache_misses: d.table_cache_misses,
             table_cache_hit_rate: (t > 0).then(|| d.table_cache_hits as f64 / t as f64),
+            metadata_held_bytes: d.metadata_held_total(),
         }
     }
 }
@@ -889,6 +894,26 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
         }
         _ => {}
     }
+    match a.table_metadata.as_str() {
+        "none" => {}
+        "pin" => o.pin_table_metadata = true,
+        "index" => {
+            o.table_metadata = MetadataPlacement {
+                top_index: LevelSet::ALL,
+                index_partitions: LevelSet::ALL,
+                ..MetadataPlacement::NONE
+            }
+        }
+        "all-but-last" => {
+            o.table_metadata = MetadataPlacement::all_kinds_at(LevelSet::all_but_last())
+        }
+        "all" => o.table_metadata = MetadataPlacement::all_kinds_at(LevelSet::ALL),
+        other => {
+            return Err(CliError::Usage(format!(
+                "--table_metadata {other}: use none, pin, index, all-but-last or all"
+            )))
+        }
+    }
     o.compression = match a.compression_type.as_str() {
         "none" => Compression::None,
         "lz4" => Compression::Lz4,
@@ -1362,6 +1387,28 @@ mod tests {
             db_options(&db_args(&["--write_buffer_size=0"])),
             Err(CliError::Usage(_))
         ));
+        // Where table metadata lives.
+        assert_eq!(o.table_metadata, MetadataPlacement::NONE);
+        assert!(!o.pin_table_metadata);
+        let pin = db_options(&db_args(&["--table_metadata=pin"])).expect("pin");
+        assert!(pin.pin_table_metadata);
+        assert_eq!(pin.table_metadata, MetadataPlacement::NONE);
+        let index = db_options(&db_args(&["--table_metadata", "index"])).expect("index");
+        assert_eq!(index.table_metadata.index_partitions, LevelSet::ALL);
+        assert_eq!(index.table_metadata.top_index, LevelSet::ALL);
+        assert!(index.table_metadata.top_filter.is_empty());
+        let all = db_options(&db_args(&["--table_metadata=all"])).expect("all");
+        assert_eq!(
+            all.table_metadata,
+            MetadataPlacement::all_kinds_at(LevelSet::ALL)
+        );
+        let upper = db_options(&db_args(&["--table_metadata=all-but-last"])).expect("upper");
+        assert!(upper
+            .table_metadata
+            .holds(shale::MetadataKind::FilterPartitions, 5));
+        assert!(!upper
+            .table_metadata
+            .holds(shale::MetadataKind::IndexPartitions, 6));
         // db_bench's boolean spellings.
         assert!(db_args(&["--use_existing_db"]).use_existing_db);
         assert!(db_args(&["--use_existing_db=1"]).use_existing_db);
