@@ -18,8 +18,8 @@
 //!
 //! [`TableGet::Deferred`]: crate::table::TableGet::Deferred
 
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -43,19 +43,24 @@ struct Planned {
 
 #[derive(Default)]
 struct Planner {
-    open: bool,
     planned: Vec<Planned>,
+    /// The blocks of `planned`, so that a block many keys need is planned
+    /// once without a scan of the list.
+    planned_keys: HashSet<BlockCacheKey>,
     /// Blocks read by this scope's batches (or why they could not be).
     fetched: HashMap<BlockCacheKey, Result<Arc<CachedBlock>>>,
 }
 
 thread_local! {
+    /// Whether a scope is open: asked by every data-block fetch of every
+    /// Get, so a plain flag apart from the planner.
+    static OPEN: Cell<bool> = const { Cell::new(false) };
     static PLANNER: RefCell<Planner> = RefCell::new(Planner::default());
 }
 
 /// True while a [`BatchScope`] is open on this thread.
 pub(crate) fn planning() -> bool {
-    PLANNER.with(|p| p.borrow().open)
+    OPEN.with(Cell::get)
 }
 
 /// The block this scope read for `key`, if it did.
@@ -74,7 +79,7 @@ pub(super) fn defer(
 ) -> bool {
     PLANNER.with(|p| {
         let mut p = p.borrow_mut();
-        if p.planned.iter().any(|x| x.key == key) {
+        if !p.planned_keys.insert(key) {
             return false;
         }
         p.planned.push(Planned {
@@ -97,17 +102,13 @@ pub(crate) struct BatchScope {
 impl BatchScope {
     /// Opens the scope on this thread; [`Error::Internal`] if one is open.
     pub(crate) fn begin() -> Result<BatchScope> {
-        PLANNER.with(|p| {
-            let mut p = p.borrow_mut();
-            if p.open {
-                return Err(Error::Internal(
-                    "a batch of reads is already open on this thread".into(),
-                ));
-            }
-            p.open = true;
-            Ok(BatchScope {
-                _not_send: std::marker::PhantomData,
-            })
+        if OPEN.with(|o| o.replace(true)) {
+            return Err(Error::Internal(
+                "a batch of reads is already open on this thread".into(),
+            ));
+        }
+        Ok(BatchScope {
+            _not_send: std::marker::PhantomData,
         })
     }
 
@@ -121,7 +122,11 @@ impl BatchScope {
         stats: &Stats,
         verify: bool,
     ) -> usize {
-        let planned = PLANNER.with(|p| std::mem::take(&mut p.borrow_mut().planned));
+        let planned = PLANNER.with(|p| {
+            let mut p = p.borrow_mut();
+            p.planned_keys.clear();
+            std::mem::take(&mut p.planned)
+        });
         let mut bufs: Vec<Vec<u8>> = Vec::with_capacity(planned.len());
         let mut lens = Vec::with_capacity(planned.len());
         for x in &planned {
@@ -183,9 +188,10 @@ impl Drop for BatchScope {
     fn drop(&mut self) {
         PLANNER.with(|p| {
             let mut p = p.borrow_mut();
-            p.open = false;
             p.planned.clear();
+            p.planned_keys.clear();
             p.fetched.clear();
         });
+        OPEN.with(|o| o.set(false));
     }
 }
