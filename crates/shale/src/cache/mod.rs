@@ -1,6 +1,7 @@
 //! The block cache: a sharded LRU cache charged in bytes, with priority pools so
 //! that metadata (filters, top-level indexes, index partitions) is evicted after
-//! data blocks.
+//! data blocks, and a segmented LRU for data blocks so that blocks read once do
+//! not push out blocks read again and again.
 //!
 //! [`LruCache`] holds clones of `V` (the block cache stores `Arc`s) under keys
 //! `K`, each with a caller-given *charge* (bytes for the block cache, 1 per reader
@@ -16,7 +17,8 @@
 //! independent), and the shard's map reuses the same hash. Each shard has a
 //! hash map from key to a slot of a slab, and the slab's slots are
 //! linked (by index, no pointers) into one circular doubly-linked LRU list per
-//! [`Priority`], each with its own sentinel slot.
+//! pool, each with its own sentinel slot: two for [`Priority::Low`] (probation
+//! and protected, below) and one each for Medium and High.
 //!
 //! # Budgets and eviction
 //!
@@ -28,6 +30,18 @@
 //! one before any High one. Hence, once no call is in flight, `usage() <=
 //! capacity()` whenever the pinned bytes fit in the capacity, and every entry is
 //! evicted when they do not.
+//!
+//! Low entries form a segmented LRU. They are inserted into the *probation*
+//! pool, and a hit moves one to the *protected* pool, whose charges are kept
+//! within [`PROTECTED_SHARE`] of the shard's budget: when a promotion takes it
+//! over, protected entries leave its least recently used end for the most
+//! recently used end of probation. Eviction takes probation's least recently
+//! used entry first, then protected's. A stream of blocks each read once
+//! (Gets of cold keys reading a block in every level they search, a
+//! compaction's inputs) thus cycles through probation and leaves the blocks
+//! that are read again alone, where a plain LRU would let the stream flush
+//! them. RocksDB's LRU cache gets the same effect by moving entries that were
+//! hit into its high-priority pool.
 //!
 //! An entry whose charge alone exceeds its shard's budget is not cached at all
 //! (and any entry already under its key is dropped), rather than flushing the
@@ -71,7 +85,8 @@ use crossbeam_utils::CachePadded;
 use crate::sync::{AtomicU64, Mutex};
 
 /// Priority of a cached entry. Entries of a lower priority are always evicted
-/// before entries of a higher one; within a priority, least recently used first.
+/// before entries of a higher one; within a priority, least recently used first
+/// (Low entries not hit since inserted before those hit: see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Priority {
     /// Data blocks.
@@ -82,21 +97,33 @@ pub(crate) enum Priority {
     High,
 }
 
-/// Number of priority pools (and of sentinel slots at the start of a slab).
-const POOLS: usize = 3;
+/// Number of pools (and of sentinel slots at the start of a slab): Low's
+/// probation and protected pools, Medium, High.
+const POOLS: usize = 4;
+
+/// Pool of Low entries not hit since they were inserted.
+const PROBATION: usize = 0;
+
+/// Pool of Low entries hit since they were inserted.
+const PROTECTED: usize = 1;
+
+/// The share of a shard's budget that protected Low entries may hold, as a
+/// fraction `numerator / denominator`: the rest is left to probation, where
+/// a block must be hit before it is evicted to earn a place.
+const PROTECTED_SHARE: (u64, u64) = (1, 2);
 
 /// Shard counts are capped here (before rounding to a power of two) so that the
 /// shard index fits the 16 hash bits used to pick it.
 const MAX_SHARDS: usize = 1 << 16;
 
 impl Priority {
-    /// Pool index, which is also the slab index of the pool's sentinel. Eviction
-    /// scans pools in increasing index.
+    /// Pool index of a new entry, which is also the slab index of the pool's
+    /// sentinel. Eviction scans pools in increasing index.
     fn pool(self) -> usize {
         match self {
-            Priority::Low => 0,
-            Priority::Medium => 1,
-            Priority::High => 2,
+            Priority::Low => PROBATION,
+            Priority::Medium => 2,
+            Priority::High => 3,
         }
     }
 }
@@ -125,15 +152,19 @@ impl<K: CacheKey, V: Clone + Send> LruCache<K, V> {
         }
     }
 
-    /// Looks `key` up; a hit makes it the most recently used entry of its pool.
+    /// Looks `key` up; a hit makes it the most recently used entry of its pool
+    /// (a Low entry's first hit promotes it from probation to protected).
     pub(crate) fn get(&self, key: &K) -> Option<V> {
-        let (key, _, shard) = self.shard_of(key);
-        shard.lock().get(&key)
+        let (key, i, shard) = self.shard_of(key);
+        let mut s = shard.lock();
+        let budget = self.budget(i);
+        s.get(&key, budget)
     }
 
     /// Inserts `value` under `key` with `charge` and `priority`, replacing (value,
     /// charge and priority of) any entry already there and making it the most
-    /// recently used of its pool, then evicts until the shard is within its
+    /// recently used of its pool (a Low entry starts on probation, replaced or
+    /// not), then evicts until the shard is within its
     /// budget. If `charge` alone exceeds the shard's budget, nothing is cached
     /// and any previous entry under `key` is removed.
     pub(crate) fn insert(&self, key: K, value: V, charge: u64, priority: Priority) {
@@ -249,7 +280,8 @@ struct Entry<K, V> {
     key: Hashed<K>,
     value: V,
     charge: u64,
-    priority: Priority,
+    /// The pool whose list links the entry.
+    pool: usize,
 }
 
 /// A slab slot: its links in a pool's circular list (to itself when unlinked)
@@ -263,15 +295,17 @@ struct Slot<K, V> {
 /// Values leaving a shard, dropped once its lock is released.
 type Garbage<K, V> = Vec<(Hashed<K>, V)>;
 
-/// One shard: slots `0..POOLS` are the sentinels of the Low, Medium and High
-/// lists; `sentinel.next` is the pool's least recently used entry and
-/// `sentinel.prev` its most recently used.
+/// One shard: slots `0..POOLS` are the sentinels of the probation, protected,
+/// Medium and High lists; `sentinel.next` is the pool's least recently used
+/// entry and `sentinel.prev` its most recently used.
 struct Shard<K, V> {
     map: HashMap<Hashed<K>, usize, BuildHasherDefault<PassHash>>,
     slots: Vec<Slot<K, V>>,
     free: Vec<usize>,
     /// Sum of the charges of the entries.
     usage: u64,
+    /// Sum of the charges of each pool's entries.
+    pool_usage: [u64; POOLS],
 }
 
 impl<K: CacheKey, V: Clone> Shard<K, V> {
@@ -288,16 +322,64 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
             slots,
             free: Vec::new(),
             usage: 0,
+            pool_usage: [0; POOLS],
         }
     }
 
-    fn get(&mut self, key: &Hashed<K>) -> Option<V> {
+    /// The value under `key`, made the most recently used of its pool; a
+    /// probation entry moves to protected, which then gives its least
+    /// recently used entries back to probation until it is within its share
+    /// of `budget`.
+    fn get(&mut self, key: &Hashed<K>, budget: u64) -> Option<V> {
         let i = *self.map.get(key)?;
-        let entry = self.slots.get(i)?.entry.as_ref()?;
-        let (value, pool) = (entry.value.clone(), entry.priority.pool());
+        let entry = self.slots.get_mut(i)?.entry.as_mut()?;
+        let value = entry.value.clone();
+        let (pool, charge) = (entry.pool, entry.charge);
         self.unlink(i);
-        self.push_mru(i, pool);
+        if pool == PROBATION {
+            self.move_to(i, PROBATION, PROTECTED, charge);
+            self.demote(budget);
+        } else {
+            self.push_mru(i, pool);
+        }
         Some(value)
+    }
+
+    /// Moves protected entries, least recently used first, to the most
+    /// recently used end of probation until protected charges are within
+    /// [`PROTECTED_SHARE`] of what `budget` leaves to Low entries (the budget
+    /// less the Medium and High charges). Leaving probation room this way keeps
+    /// new blocks admitted: with none, a new block would be evicted at once and
+    /// never hit.
+    fn demote(&mut self, budget: u64) {
+        let low = budget.saturating_sub(self.pool_usage[2] + self.pool_usage[3]);
+        let limit = low / PROTECTED_SHARE.1 * PROTECTED_SHARE.0;
+        while self.pool_usage[PROTECTED] > limit {
+            let i = self.slots[PROTECTED].next;
+            let Some(charge) = self
+                .slots
+                .get(i)
+                .and_then(|s| s.entry.as_ref())
+                .map(|e| e.charge)
+            else {
+                debug_assert!(false, "protected charges with no protected entry");
+                self.pool_usage[PROTECTED] = 0;
+                return;
+            };
+            self.unlink(i);
+            self.move_to(i, PROTECTED, PROBATION, charge);
+        }
+    }
+
+    /// Links unlinked slot `i`, an entry of `from` with `charge`, at the most
+    /// recently used end of `to`.
+    fn move_to(&mut self, i: usize, from: usize, to: usize, charge: u64) {
+        if let Some(entry) = self.slots[i].entry.as_mut() {
+            entry.pool = to;
+        }
+        self.pool_usage[from] -= charge;
+        self.pool_usage[to] += charge;
+        self.push_mru(i, to);
     }
 
     fn insert(
@@ -322,8 +404,10 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
             if let Some(entry) = self.slots.get_mut(i).and_then(|s| s.entry.as_mut()) {
                 let old = std::mem::replace(&mut entry.value, value);
                 self.usage = self.usage - entry.charge + charge;
+                self.pool_usage[entry.pool] -= entry.charge;
+                self.pool_usage[priority.pool()] += charge;
                 entry.charge = charge;
-                entry.priority = priority;
+                entry.pool = priority.pool();
                 garbage.push((key, old));
                 self.unlink(i);
                 self.push_mru(i, priority.pool());
@@ -339,7 +423,7 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
             key: key.clone(),
             value,
             charge,
-            priority,
+            pool: priority.pool(),
         };
         let i = match self.free.pop() {
             Some(i) => {
@@ -358,6 +442,7 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
         };
         self.map.insert(key, i);
         self.usage += charge;
+        self.pool_usage[priority.pool()] += charge;
         self.push_mru(i, priority.pool());
         self.evict_to(budget, garbage);
     }
@@ -369,8 +454,11 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
     }
 
     /// Evicts least-recently-used entries of the lowest non-empty pool until the
-    /// charges fit `budget`.
+    /// charges fit `budget`, after giving protected's excess over its share
+    /// back to probation (the budget may have shrunk, or Medium and High
+    /// entries grown, since the last promotion).
     fn evict_to(&mut self, budget: u64, garbage: &mut Garbage<K, V>) {
+        self.demote(budget);
         while self.usage > budget {
             let Some(i) = (0..POOLS)
                 .map(|pool| self.slots[pool].next)
@@ -397,6 +485,7 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
         let entry = self.slots.get_mut(i)?.entry.take()?;
         self.free.push(i);
         self.usage -= entry.charge;
+        self.pool_usage[entry.pool] -= entry.charge;
         Some((entry.key, entry.value))
     }
 
@@ -538,17 +627,20 @@ mod tests {
                 for pool in 0..POOLS {
                     let mut prev = pool;
                     let mut at = s.slots[pool].next;
+                    let mut pool_charges = 0;
                     while at != pool {
                         assert_eq!(s.slots[at].prev, prev, "back link");
                         let e = s.slots[at].entry.as_ref().expect("linked slot has entry");
-                        assert_eq!(e.priority.pool(), pool, "entry in its pool");
+                        assert_eq!(e.pool, pool, "entry in its pool");
                         assert_eq!(s.map.get(&e.key), Some(&at), "map points at slot");
                         linked += 1;
-                        charges += e.charge;
+                        pool_charges += e.charge;
                         prev = at;
                         at = s.slots[at].next;
                     }
                     assert_eq!(s.slots[pool].prev, prev, "sentinel back link");
+                    assert_eq!(pool_charges, s.pool_usage[pool], "pool {pool} charges");
+                    charges += pool_charges;
                 }
                 assert_eq!(linked, s.map.len(), "every entry linked once");
                 assert_eq!(linked + s.free.len() + POOLS, s.slots.len(), "slots");
@@ -616,6 +708,57 @@ mod tests {
         c.insert(6, 60, 1, Priority::Low);
         assert_eq!(present(&c), [1, 5, 6]);
         assert_eq!(c.get(&1), Some(11));
+        c.check();
+    }
+
+    #[test]
+    fn blocks_hit_again_survive_a_stream_read_once() {
+        let c = cache(100);
+        // Ten blocks read again and again (hot keys' blocks) ...
+        for k in 0..10 {
+            c.insert(k, k, 4, Priority::Low);
+            assert_eq!(c.get(&k), Some(k));
+        }
+        // ... and a long stream of blocks each read once (cold keys' blocks in
+        // every level a Get searches), with the hot blocks read in between.
+        for k in 100..10_000 {
+            c.insert(k, k, 4, Priority::Low);
+            if k % 50 == 0 {
+                for hot in 0..10 {
+                    assert_eq!(c.get(&hot), Some(hot), "hot block {hot} evicted at {k}");
+                }
+            }
+        }
+        // The stream still cycles through probation: the newest are cached.
+        assert_eq!(c.get(&9_999), Some(9_999));
+        assert_eq!(c.get(&100), None);
+        c.check();
+    }
+
+    #[test]
+    fn protected_blocks_leave_room_to_admit_new_ones() {
+        let c = cache(100);
+        for k in 0..25 {
+            c.insert(k, k, 4, Priority::Low);
+            assert_eq!(c.get(&k), Some(k));
+        }
+        // Half the budget at most stays protected; the oldest hit blocks went
+        // back to probation and were the first evicted.
+        assert_eq!(c.shards[0].lock().pool_usage[PROTECTED], 48);
+        for k in 100..120 {
+            c.insert(k, k, 4, Priority::Low);
+        }
+        assert!((13..25).all(|k| c.keys().contains(&k)), "{:?}", present(&c));
+        // A new block is admitted and, once hit, protected in turn.
+        assert_eq!(c.get(&119), Some(119));
+        c.insert(200, 200, 4, Priority::Low);
+        assert_eq!(c.get(&119), Some(119));
+        // When the budget shrinks or metadata grows, protected gives way too.
+        c.set_capacity(40);
+        c.insert(300, 300, 20, Priority::High);
+        assert!(c.shards[0].lock().pool_usage[PROTECTED] <= 10);
+        c.insert(301, 301, 4, Priority::Low);
+        assert!(c.keys().contains(&301), "a new block is admitted");
         c.check();
     }
 
@@ -822,13 +965,25 @@ mod tests {
         }
     }
 
-    /// An O(n) single-shard reference: entries with a recency tick; the victim
-    /// is the entry of least (priority, tick).
+    /// An O(n) single-shard reference: entries (key, value, charge, pool,
+    /// tick) with a recency tick; the victim is the entry of least (pool,
+    /// tick), where pools are probation, protected, Medium, High; a hit on a
+    /// probation entry makes it protected, and protected's least recent go
+    /// back to probation, as most recent, while protected holds more than
+    /// half of what the budget leaves after Medium and High.
     struct Model {
         capacity: u64,
         pinned: u64,
         tick: u64,
-        entries: Vec<(u32, u32, u64, Priority, u64)>,
+        entries: Vec<(u32, u32, u64, u8, u64)>,
+    }
+
+    fn model_pool(prio: Priority) -> u8 {
+        match prio {
+            Priority::Low => 0,
+            Priority::Medium => 2,
+            Priority::High => 3,
+        }
     }
 
     impl Model {
@@ -840,7 +995,28 @@ mod tests {
             self.entries.iter().map(|e| e.2).sum()
         }
 
+        fn pool_usage(&self, pools: &[u8]) -> u64 {
+            let of = |e: &&(u32, u32, u64, u8, u64)| pools.contains(&e.3);
+            self.entries.iter().filter(of).map(|e| e.2).sum()
+        }
+
+        fn demote(&mut self) {
+            let low = self.budget().saturating_sub(self.pool_usage(&[2, 3]));
+            while self.pool_usage(&[1]) > low / 2 {
+                self.tick += 1;
+                let tick = self.tick;
+                let lru = self
+                    .entries
+                    .iter_mut()
+                    .filter(|e| e.3 == 1)
+                    .min_by_key(|e| e.4)
+                    .expect("protected usage means protected entries");
+                (lru.3, lru.4) = (0, tick);
+            }
+        }
+
         fn evict(&mut self) {
+            self.demote();
             while self.usage() > self.budget() {
                 let victim = (0..self.entries.len())
                     .min_by_key(|&i| (self.entries[i].3, self.entries[i].4))
@@ -851,16 +1027,23 @@ mod tests {
 
         fn get(&mut self, key: u32) -> Option<u32> {
             self.tick += 1;
+            let tick = self.tick;
             let e = self.entries.iter_mut().find(|e| e.0 == key)?;
-            e.4 = self.tick;
-            Some(e.1)
+            e.4 = tick;
+            let (value, promoted) = (e.1, e.3 == 0);
+            if promoted {
+                e.3 = 1;
+                self.demote();
+            }
+            Some(value)
         }
 
         fn insert(&mut self, key: u32, value: u32, charge: u64, prio: Priority) {
             self.tick += 1;
             self.erase(key);
             if charge <= self.budget() {
-                self.entries.push((key, value, charge, prio, self.tick));
+                self.entries
+                    .push((key, value, charge, model_pool(prio), self.tick));
                 self.evict();
             }
         }
