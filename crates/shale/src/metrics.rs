@@ -197,6 +197,8 @@ pub(crate) struct Stats {
     pub(crate) gets: Counter,
     pub(crate) gets_found: Counter,
     pub(crate) gets_memtable_hits: Counter,
+    /// Per level: Gets a table of that level answered.
+    pub(crate) gets_table_hits: [Counter; NUM_LEVELS],
     pub(crate) table_cache_hits: Counter,
     pub(crate) table_cache_misses: Counter,
     pub(crate) filter_negatives: Counter,
@@ -322,6 +324,7 @@ impl Stats {
             gets: self.gets.get(),
             gets_found: self.gets_found.get(),
             gets_memtable_hits: self.gets_memtable_hits.get(),
+            gets_table_hits: std::array::from_fn(|l| self.gets_table_hits[l].get()),
             blocks,
             table_cache_hits: self.table_cache_hits.get(),
             table_cache_misses: self.table_cache_misses.get(),
@@ -441,6 +444,11 @@ pub struct Metrics {
     pub gets_found: u64,
     /// Gets answered by a memtable (found or deleted) without touching a table.
     pub gets_memtable_hits: u64,
+    /// Per level: Gets answered by a table of that level (found, deleted or
+    /// covered by a range deletion there). With the memtable hits, where
+    /// Gets end, which with the shape of the tree sets how many tables a Get
+    /// searches: RocksDB's `rocksdb.l0.hit`, `l1.hit`, `l2andup.hit`.
+    pub gets_table_hits: [u64; NUM_LEVELS],
     blocks: [BlockMetrics; 6],
     /// Table readers found open in the table cache.
     pub table_cache_hits: u64,
@@ -612,6 +620,9 @@ impl Metrics {
             gets: d(self.gets, earlier.gets),
             gets_found: d(self.gets_found, earlier.gets_found),
             gets_memtable_hits: d(self.gets_memtable_hits, earlier.gets_memtable_hits),
+            gets_table_hits: std::array::from_fn(|l| {
+                d(self.gets_table_hits[l], earlier.gets_table_hits[l])
+            }),
             blocks,
             table_cache_hits: d(self.table_cache_hits, earlier.table_cache_hits),
             table_cache_misses: d(self.table_cache_misses, earlier.table_cache_misses),

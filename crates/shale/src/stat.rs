@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::db::{DbSummary, LevelSummary};
+use crate::format::NUM_LEVELS;
 use crate::metrics::{BlockKind, MetadataKind, Metrics};
 
 /// `num / den`, or `None` when `den` is 0.
@@ -190,6 +191,10 @@ pub fn stat_text(summary: &DbSummary, m: &Metrics) -> String {
         per_get(m.cache_misses_per_get()),
         per_get(m.physical_reads_per_get()),
     );
+    let hits: Vec<String> = (0..NUM_LEVELS)
+        .map(|l| format!("L{l} {}", m.gets_table_hits[l]))
+        .collect();
+    let _ = writeln!(s, "gets answered by tables: {}", hits.join(", "));
     let _ = writeln!(
         s,
         "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",

@@ -151,6 +151,11 @@ fn a_get_in_the_last_level_reads_one_block_of_each_index_kind_and_one_data_block
     let d = db.metrics().delta(&before);
     assert_eq!(d.gets, n);
     assert_eq!(d.gets_found, n);
+    assert_eq!(
+        d.gets_table_hits,
+        [0, 0, 0, 0, 0, 0, n],
+        "all answered by L6"
+    );
     assert_eq!(accesses(&d, BlockKind::TopIndex), n);
     assert_eq!(accesses(&d, BlockKind::IndexPartition), n);
     // A locator's code can leave a key next to a block boundary ambiguous:
@@ -458,4 +463,25 @@ fn tables_of_every_format_version_live_side_by_side() {
         .iter()
         .all(|t| t.properties.format_version == shale::format::TABLE_FORMAT_VERSION));
     check(&db);
+}
+
+#[test]
+fn gets_are_counted_where_they_end() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open("/db", options(fs)).expect("open");
+    load(&db, 2_000);
+    db.compact_all().expect("compact");
+    // A deletion flushed to L0 and an overwrite left in the memtable.
+    db.delete(&key(1)).expect("delete");
+    db.flush().expect("flush");
+    db.put(&key(2), b"new").expect("put");
+    let before = db.metrics();
+    assert_eq!(db.get(&key(1)).expect("get"), None, "deleted in L0");
+    assert_eq!(db.get(&key(2)).expect("get"), Some(b"new".to_vec()));
+    assert!(db.get(&key(3)).expect("get").is_some(), "in L6");
+    assert_eq!(db.get(&key(9_999_999)).expect("get"), None, "nowhere");
+    let d = db.metrics().delta(&before);
+    assert_eq!(d.gets, 4);
+    assert_eq!(d.gets_memtable_hits, 1);
+    assert_eq!(d.gets_table_hits, [1, 0, 0, 0, 0, 0, 1]);
 }

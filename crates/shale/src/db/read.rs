@@ -203,10 +203,14 @@ impl DbInner {
                     table.get(key, seq, policy.applies_to(level))
                 })?;
                 match got {
-                    TableGet::Found(ValueKind::Value, v) => return Ok(Some(Some(v))),
+                    TableGet::Found(ValueKind::Value, v) => {
+                        self.stats.gets_table_hits[level].incr();
+                        return Ok(Some(Some(v)));
+                    }
                     // A deletion, or a range deletion over the key.
                     TableGet::Found(ValueKind::Delete | ValueKind::RangeDelete, _) => {
-                        return Ok(Some(None))
+                        self.stats.gets_table_hits[level].incr();
+                        return Ok(Some(None));
                     }
                     TableGet::FilteredOut | TableGet::Absent => {}
                     TableGet::Deferred => return Ok(None),
