@@ -15,6 +15,8 @@
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
+#include <rocksdb/perf_context.h>
+#include <rocksdb/perf_level.h>
 #include <rocksdb/rate_limiter.h>
 #include <rocksdb/statistics.h>
 #include <rocksdb/table.h>
@@ -326,6 +328,11 @@ json run(const json& r, const Settings& s, const ycsb::Values& values, uint64_t 
   std::atomic<uint64_t> pending_max{int_property(db.get(), rocksdb::DB::Properties::kEstimatePendingCompactionBytes)};
   uint64_t stall_micros0 = stats->getTickerCount(rocksdb::STALL_MICROS);
   uint64_t stalls0 = stall_events(*stats);
+  uint64_t gets0 = stats->getTickerCount(rocksdb::NUMBER_KEYS_READ);
+  // Blocks the operations' threads read from files (data, index and filter
+  // blocks their Gets missed in the cache), from RocksDB's per-thread perf
+  // context: the figure `shale bench ycsb` reports as block reads per Get.
+  std::atomic<uint64_t> block_reads{0};
   std::thread sampler([&] {
     while (!done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -341,6 +348,12 @@ json run(const json& r, const Settings& s, const ycsb::Values& values, uint64_t 
       uint64_t share = operations / threads + (t < operations % threads ? 1 : 0);
       ycsb::Generator g(shared, seed, t, values.field_count);
       Worker w(db.get(), values);
+      rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
+      rocksdb::get_perf_context()->Reset();
+      struct CountReads {
+        std::atomic<uint64_t>& into;
+        ~CountReads() { into += rocksdb::get_perf_context()->block_read_count; }
+      } count_reads{block_reads};
       for (uint64_t j = 0; j < share && !stop; j++) {
         ycsb::Operation op = g.next_op();
         auto t0 = std::chrono::steady_clock::now();
@@ -373,6 +386,7 @@ json run(const json& r, const Settings& s, const ycsb::Values& values, uint64_t 
   }
   uint64_t stall_micros = stats->getTickerCount(rocksdb::STALL_MICROS) - stall_micros0;
   uint64_t stalls = stall_events(*stats) - stalls0;
+  uint64_t gets = stats->getTickerCount(rocksdb::NUMBER_KEYS_READ) - gets0;
   Marker updated = *m;
   updated.present = shared.last() + 1;
   check(db->Put(rocksdb::WriteOptions(), kMarkerKey, marker_json(updated).dump()), "put");
@@ -385,7 +399,9 @@ json run(const json& r, const Settings& s, const ycsb::Values& values, uint64_t 
               {"ops", ops},
               {"pending_compaction_bytes_max", pmax},
               {"stall_count", stalls},
-              {"stall_micros", stall_micros}};
+              {"stall_micros", stall_micros},
+              {"gets", gets},
+              {"block_reads", block_reads.load()}};
 }
 
 }  // namespace

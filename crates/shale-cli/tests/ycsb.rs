@@ -77,6 +77,17 @@ fn every_workload_runs_its_mix() {
             assert!(o["mean_us"].as_f64().is_some_and(|m| m > 0.0), "{o}");
         }
         assert_eq!(r["settings"]["preset"], "default");
+        // Block reads per Get: counted where the mix has Gets (workload E
+        // only scans and inserts).
+        let reads = r["block_reads_per_get"].as_f64();
+        if workload == "e" {
+            assert!(r["block_reads_per_get"].is_null(), "{workload}: {r}");
+        } else {
+            assert!(
+                reads.is_some_and(|x| (0.0..10.0).contains(&x)),
+                "{workload}: {r}"
+            );
+        }
     }
     // The database is reused; another record count is refused, by name.
     let o = run(&[
@@ -206,6 +217,9 @@ fn rocksdb_runs_next_to_shale() {
     for r in runs {
         assert_eq!(r["operations"], 1000);
         assert_eq!(count(r, "read") + count(r, "read-modify-write"), 1000);
+        // Both engines count the blocks their Gets read.
+        let reads = r["block_reads_per_get"].as_f64();
+        assert!(reads.is_some_and(|x| (0.0..10.0).contains(&x)), "{r}");
     }
     assert_eq!(count(&runs[0], "read"), count(&runs[1], "read"));
     assert!(dir.path().join("ycsb/rocksdb-bloom10/CURRENT").exists());

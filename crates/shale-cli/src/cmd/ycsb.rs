@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use shale::{Db, FilterLevels, FilterPolicy, Options, ReadOptions, WriteBatch, WriteOptions};
+use shale::{
+    BlockKind, Db, FilterLevels, FilterPolicy, Options, ReadOptions, WriteBatch, WriteOptions,
+};
 use shale_workload::ycsb::{key_into, Generator, Operation, Shared, Values, Workload, KEY_PREFIX};
 
 use crate::args::{BenchYcsbArgs, YcsbEngine, YcsbPreset, YcsbWorkloadArg};
@@ -260,6 +262,13 @@ pub struct RunResult {
     pub stall_count: u64,
     /// Time writers spent stalled, µs.
     pub stall_micros: u64,
+    /// Blocks (data, index, filter) read from files by the run's Gets, per
+    /// Get: a reader's cache misses, the device reads the operations waited
+    /// for (shale: its metrics' physical reads of those kinds; RocksDB: its
+    /// per-thread perf context's `block_read_count` over `rocksdb.number.keys.read`).
+    /// `None` without Gets or from a harness that does not count them.
+    #[serde(default)]
+    pub block_reads_per_get: Option<f64>,
     /// Stopped by Ctrl-C before its operations were done.
     pub interrupted: bool,
     /// CPU user time during the operations, percent of all CPUs (the time
@@ -337,6 +346,9 @@ pub struct Summary {
     pub stall_count: Spread,
     /// Stalled time per run, seconds.
     pub stall_seconds: Spread,
+    /// Block reads per Get.
+    #[serde(default)]
+    pub block_reads_per_get: Option<Spread>,
     /// CPU user time, percent.
     pub cpu_user: Option<Spread>,
     /// CPU system time, percent.
@@ -620,6 +632,12 @@ struct PeerRun {
     pending_compaction_bytes_max: u64,
     stall_count: u64,
     stall_micros: u64,
+    /// Gets the operations made (absent from older harnesses).
+    #[serde(default)]
+    gets: Option<u64>,
+    /// Blocks those Gets read from files.
+    #[serde(default)]
+    block_reads: Option<u64>,
 }
 
 /// One run on a peer's database through its harness.
@@ -662,6 +680,10 @@ fn run_peer(
         pending_compaction_bytes_max: r.pending_compaction_bytes_max,
         stall_count: r.stall_count,
         stall_micros: r.stall_micros,
+        block_reads_per_get: match (r.block_reads, r.gets) {
+            (Some(reads), Some(gets)) if gets > 0 => Some(reads as f64 / gets as f64),
+            _ => None,
+        },
         cpu_user: machine.cpu_user,
         cpu_system: machine.cpu_system,
         cpu_iowait: machine.cpu_iowait,
@@ -996,12 +1018,27 @@ fn run_one(
         pending_compaction_bytes_max: pending_max.load(Ordering::Relaxed),
         stall_count: after.stall_count.saturating_sub(before.stall_count),
         stall_micros: after.stall_micros.saturating_sub(before.stall_micros),
+        block_reads_per_get: block_reads_per_get(&after.delta(&before)),
         interrupted: operations < a.operations,
         cpu_user: machine.cpu_user,
         cpu_system: machine.cpu_system,
         cpu_iowait: machine.cpu_iowait,
         device_util: machine.device_util,
     })
+}
+
+/// Blocks (filter, index, data) read from files per Get over `d`, a run's
+/// metrics delta; table opens' footer and properties reads are left out, as
+/// RocksDB's `block_read_count` leaves its own out.
+fn block_reads_per_get(d: &shale::Metrics) -> Option<f64> {
+    let kinds = [
+        BlockKind::Filter,
+        BlockKind::TopIndex,
+        BlockKind::IndexPartition,
+        BlockKind::Data,
+    ];
+    let reads: u64 = kinds.iter().map(|&k| d.block(k).physical_reads).sum();
+    (d.gets > 0).then(|| reads as f64 / d.gets as f64)
 }
 
 fn filters_of_name(name: &str) -> Filters {
@@ -1157,6 +1194,7 @@ fn summarize(engine: &str, preset: &str, runs: &[RunResult]) -> Summary {
             .unwrap_or(zero),
         stall_count: of(&|r| Some(r.stall_count as f64)).unwrap_or(zero),
         stall_seconds: of(&|r| Some(r.stall_micros as f64 / 1e6)).unwrap_or(zero),
+        block_reads_per_get: of(&|r| r.block_reads_per_get),
         cpu_user: of(&|r| r.cpu_user),
         cpu_system: of(&|r| r.cpu_system),
         cpu_iowait: of(&|r| r.cpu_iowait),
@@ -1187,8 +1225,10 @@ fn write_run(out: &mut dyn Write, label: &str, r: &RunResult) -> std::io::Result
     }
     writeln!(
         out,
-        "  cache {:.1} MiB, pending compaction max {:.1} MiB, {} stalls ({:.3} s)",
+        "  cache {:.1} MiB, {} block reads per Get, pending compaction max {:.1} MiB, {} stalls ({:.3} s)",
         r.settings.block_cache_bytes as f64 / (1 << 20) as f64,
+        r.block_reads_per_get
+            .map_or("-".to_string(), |x| format!("{x:.3}")),
         r.pending_compaction_bytes_max as f64 / (1 << 20) as f64,
         r.stall_count,
         r.stall_micros as f64 / 1e6
@@ -1214,11 +1254,12 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
     writeln!(out, "\nper configuration: mean (min-max over repetitions)")?;
     writeln!(
         out,
-        "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16} {:>16} {:>16} {:>16} {:>16}",
+        "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16} {:>16} {:>16} {:>16} {:>16}",
         "engine",
         "preset",
         "runs",
         "ops/s",
+        "block reads/Get",
         "read avg µs",
         "read p99 µs",
         "update avg µs",
@@ -1235,11 +1276,12 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
         let n = s.runs;
         writeln!(
             out,
-            "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16} {:>16} {:>16} {:>16} {:>16}",
+            "{:<8} {:<14} {:>4} {:>24} {:>20} {:>20} {:>20} {:>20} {:>20} {:>20} {:>14} {:>16} {:>16} {:>16} {:>16} {:>16}",
             s.engine,
             s.preset,
             n,
             spread_text(Some(&s.ops_per_sec), n, 1.0, 0),
+            spread_text(s.block_reads_per_get.as_ref(), n, 1.0, 3),
             spread_text(s.read_mean_us.as_ref(), n, 1.0, 1),
             spread_text(s.read_p99_us.as_ref(), n, 1.0, 1),
             spread_text(s.update_mean_us.as_ref(), n, 1.0, 1),
