@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use shale::{
-    BlockKind, Db, FilterLevels, FilterPolicy, Options, ReadOptions, WriteBatch, WriteOptions,
+    BlockKind, Db, FilterLevels, FilterPolicy, LevelSet, MetadataPlacement, Options, ReadOptions,
+    WriteBatch, WriteOptions,
 };
 use shale_workload::ycsb::{key_into, Generator, Operation, Shared, Values, Workload, KEY_PREFIX};
 
@@ -108,6 +109,12 @@ pub struct Settings {
     /// Top-level indexes and filter indexes held by the table readers and
     /// charged to the cache.
     pub pin_table_metadata: bool,
+    /// Every table's index (and filter, if any) held by its open reader,
+    /// outside the cache and not charged to it: RocksDB's default
+    /// (`cache_index_and_filter_blocks` false), which the study's baseline
+    /// keeps.
+    #[serde(default)]
+    pub metadata_with_tables: bool,
     /// Memtable bytes.
     pub write_buffer_size: usize,
     /// Compaction output target at L0 (doubling per level).
@@ -163,6 +170,7 @@ pub fn settings(preset: Option<YcsbPreset>, data_bytes: u64, rate_limit: Option<
         filters: filters_of(preset).name().to_string(),
         block_cache_bytes,
         pin_table_metadata: false,
+        metadata_with_tables: false,
         write_buffer_size: d.write_buffer_size,
         target_file_size_base: d.target_file_size_base,
         max_background_jobs: d.max_background_jobs,
@@ -170,7 +178,10 @@ pub fn settings(preset: Option<YcsbPreset>, data_bytes: u64, rate_limit: Option<
     };
     match preset {
         None => {}
-        Some(YcsbPreset::Baseline) => s.write_buffer_size = write_buffer,
+        Some(YcsbPreset::Baseline) => {
+            s.write_buffer_size = write_buffer;
+            s.metadata_with_tables = true;
+        }
         Some(YcsbPreset::ReadOpt512Mb | YcsbPreset::ReadOpt1Gb) => {
             s.write_buffer_size = write_buffer;
             s.pin_table_metadata = true;
@@ -876,6 +887,11 @@ fn run_options(a: &BenchYcsbArgs, storage: &Storage, s: &Settings, filters: Filt
         block_cache_bytes: s.block_cache_bytes,
         filter_policy: filters.policy(),
         pin_table_metadata: s.pin_table_metadata,
+        table_metadata: if s.metadata_with_tables {
+            MetadataPlacement::all_kinds_at(LevelSet::ALL)
+        } else {
+            MetadataPlacement::NONE
+        },
         write_buffer_size: s.write_buffer_size,
         target_file_size_base: s.target_file_size_base,
         max_background_jobs: s.max_background_jobs,
@@ -1314,6 +1330,7 @@ mod tests {
         assert_eq!(b.block_cache_bytes, 220_000_000);
         assert_eq!(b.filters, "nofilter");
         assert!(!b.pin_table_metadata);
+        assert!(b.metadata_with_tables, "as RocksDB's default");
         assert_eq!(b.write_buffer_size, 64 << 20);
         let r = settings(Some(YcsbPreset::ReadOpt512Mb), study, None);
         assert_eq!(
