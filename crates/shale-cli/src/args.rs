@@ -624,10 +624,19 @@ pub struct DbBenchDbArgs {
     /// cache), index (top-level index and index partitions held with the
     /// table readers, outside the cache, at every level), all-but-last
     /// (every metadata kind held outside the cache at L0-L5) or all (every
-    /// kind at every level).
+    /// kind at every level). Default: as --cache_index_and_filter_blocks
+    /// says.
     #[arg(long = "table_metadata", alias = "table-metadata", value_name = "PLACEMENT",
-          default_value = "none", value_parser = ["none", "pin", "index", "all-but-last", "all"])]
-    pub table_metadata: String,
+          value_parser = ["none", "pin", "index", "all-but-last", "all"])]
+    pub table_metadata: Option<String>,
+    /// db_bench's flag: index and filter blocks in the block cache, charged
+    /// to it (true: --table_metadata none), or held with the open tables
+    /// outside it (false, db_bench's default and RocksDB's and LevelDB's
+    /// way: --table_metadata all). --table_metadata, if given, decides.
+    #[arg(long = "cache_index_and_filter_blocks", alias = "cache-index-and-filter-blocks",
+          value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
+          default_value = "false", value_parser = parse_flag_bool)]
+    pub cache_index_and_filter_blocks: bool,
     /// Use the database in --db as it is: the fill benchmarks are skipped.
     /// Refused unless it holds db_bench keys of --key_size.
     #[arg(long = "use_existing_db", alias = "use-existing-db", value_name = "BOOL",

@@ -894,7 +894,12 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
         }
         _ => {}
     }
-    match a.table_metadata.as_str() {
+    let placement = match &a.table_metadata {
+        Some(p) => p.as_str(),
+        None if a.cache_index_and_filter_blocks => "none",
+        None => "all",
+    };
+    match placement {
         "none" => {}
         "pin" => o.pin_table_metadata = true,
         "index" => {
@@ -1387,9 +1392,25 @@ mod tests {
             db_options(&db_args(&["--write_buffer_size=0"])),
             Err(CliError::Usage(_))
         ));
-        // Where table metadata lives.
-        assert_eq!(o.table_metadata, MetadataPlacement::NONE);
+        // Where table metadata lives: by default with the tables, outside
+        // the cache, as db_bench's --cache_index_and_filter_blocks=false.
+        assert_eq!(
+            o.table_metadata,
+            MetadataPlacement::all_kinds_at(LevelSet::ALL)
+        );
         assert!(!o.pin_table_metadata);
+        let cached = db_options(&db_args(&["--cache_index_and_filter_blocks"])).expect("cached");
+        assert_eq!(cached.table_metadata, MetadataPlacement::NONE);
+        let explicit = db_options(&db_args(&[
+            "--cache_index_and_filter_blocks=false",
+            "--table_metadata=none",
+        ]))
+        .expect("explicit");
+        assert_eq!(
+            explicit.table_metadata,
+            MetadataPlacement::NONE,
+            "explicit wins"
+        );
         let pin = db_options(&db_args(&["--table_metadata=pin"])).expect("pin");
         assert!(pin.pin_table_metadata);
         assert_eq!(pin.table_metadata, MetadataPlacement::NONE);
