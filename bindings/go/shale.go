@@ -50,6 +50,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"unsafe"
 )
@@ -142,6 +143,28 @@ const (
 	FilterBinaryFuse                   // binary fuse filters
 )
 
+// TableMetadata says which table metadata (indexes and filters) the open
+// table readers hold, outside the block cache and not charged to it, so that
+// a Get does not read it again after its first use.
+type TableMetadata int
+
+// Table metadata placements (the C API's SHALE_TABLE_METADATA_*).
+const (
+	TableMetadataNone       TableMetadata = iota // all of it goes through the block cache (the default)
+	TableMetadataIndex                           // top-level index and index partitions held at every level
+	TableMetadataAllButLast                      // every kind held at L0 to L5, the last level's cached
+	TableMetadataAll                             // every kind held at every level
+)
+
+// The engine's L0 triggers, used for those of Options.L0CompactionTrigger,
+// L0SlowdownWritesTrigger and L0StopWritesTrigger left 0 when another is set
+// (the C API sets the three together).
+const (
+	defaultL0CompactionTrigger     = 8
+	defaultL0SlowdownWritesTrigger = 20
+	defaultL0StopWritesTrigger     = 36
+)
+
 // Options of Open and OpenReadOnly. The zero value is the engine's defaults.
 type Options struct {
 	// ErrorIfMissing fails the open when there is no database (by default
@@ -160,6 +183,30 @@ type Options struct {
 	Filter          FilterKind
 	BitsPerKey      int
 	FilterAllLevels bool
+	// MaxSubcompactions is the most key ranges one compaction is split into,
+	// each merged on a thread of its own (0: 2; at most 64).
+	MaxSubcompactions int
+	// DelayedWriteRate is the bytes per second writes are let through while
+	// L0 or the compaction debt delays them (0: 16 MiB/s).
+	DelayedWriteRate uint64
+	// CompactionRateLimit caps the bytes per second flushes and compactions
+	// write together (0: no limit, the default).
+	CompactionRateLimit uint64
+	// CompactionReadaheadBytes is what a compaction reads from one input
+	// table at a time (0: 512 KiB; negative: block by block, as Gets read;
+	// at most 64 MiB).
+	CompactionReadaheadBytes int
+	// TableMetadata is where table metadata lives (the zero value,
+	// TableMetadataNone, is the default: in the block cache).
+	TableMetadata TableMetadata
+	// L0CompactionTrigger, L0SlowdownWritesTrigger and L0StopWritesTrigger
+	// are the L0 table counts at which L0 is compacted (0: 8), writes are
+	// delayed to DelayedWriteRate (0: 20) and writes wait for compactions
+	// (0: 36). They must satisfy compaction <= slowdown <= stop, counting a
+	// 0 as its default.
+	L0CompactionTrigger     int
+	L0SlowdownWritesTrigger int
+	L0StopWritesTrigger     int
 	// Sync makes Put, Delete and DeleteRange sync the write-ahead log before
 	// returning. Batch.Write takes its own flag.
 	Sync bool
@@ -262,12 +309,90 @@ func applyOptions(o *C.shale_options_t, opts *Options) error {
 			return C.shale_options_set_filter_policy(o, kind, C.uint32_t(bits), levels, &msg)
 		})
 	}
+	engine, err := engineSteps(o, opts, &msg)
+	if err != nil {
+		return err
+	}
+	steps = append(steps, engine...)
 	for _, step := range steps {
 		if err := check(step(), msg); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// engineSteps are the calls that set the engine's tuning options of opts
+// that are not 0 (their message, on failure, in *msg).
+func engineSteps(o *C.shale_options_t, opts *Options, msg **C.char) ([]func() C.shale_code_t, error) {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"MaxSubcompactions", opts.MaxSubcompactions},
+		{"L0CompactionTrigger", opts.L0CompactionTrigger},
+		{"L0SlowdownWritesTrigger", opts.L0SlowdownWritesTrigger},
+		{"L0StopWritesTrigger", opts.L0StopWritesTrigger},
+	} {
+		if f.value < 0 {
+			return nil, &Error{Code: CodeInvalidArgument,
+				Message: fmt.Sprintf("invalid argument: %s %d is negative", f.name, f.value)}
+		}
+	}
+	var steps []func() C.shale_code_t
+	if opts.MaxSubcompactions > 0 {
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_max_subcompactions(o, C.size_t(opts.MaxSubcompactions), msg)
+		})
+	}
+	if opts.DelayedWriteRate > 0 {
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_delayed_write_rate(o, C.uint64_t(opts.DelayedWriteRate), msg)
+		})
+	}
+	if opts.CompactionRateLimit > 0 {
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_compaction_rate_limit(o, C.uint64_t(opts.CompactionRateLimit), msg)
+		})
+	}
+	if opts.CompactionReadaheadBytes != 0 {
+		bytes := max(opts.CompactionReadaheadBytes, 0)
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_compaction_readahead_bytes(o, C.size_t(bytes), msg)
+		})
+	}
+	if opts.TableMetadata != TableMetadataNone {
+		var placement C.int32_t
+		switch opts.TableMetadata {
+		case TableMetadataIndex:
+			placement = C.SHALE_TABLE_METADATA_INDEX
+		case TableMetadataAllButLast:
+			placement = C.SHALE_TABLE_METADATA_ALL_BUT_LAST
+		case TableMetadataAll:
+			placement = C.SHALE_TABLE_METADATA_ALL
+		default:
+			return nil, &Error{Code: CodeInvalidArgument,
+				Message: fmt.Sprintf("invalid argument: unknown table metadata placement %d", opts.TableMetadata)}
+		}
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_table_metadata(o, placement, msg)
+		})
+	}
+	if opts.L0CompactionTrigger != 0 || opts.L0SlowdownWritesTrigger != 0 || opts.L0StopWritesTrigger != 0 {
+		orDefault := func(v, def int) C.size_t {
+			if v == 0 {
+				return C.size_t(def)
+			}
+			return C.size_t(v)
+		}
+		compaction := orDefault(opts.L0CompactionTrigger, defaultL0CompactionTrigger)
+		slowdown := orDefault(opts.L0SlowdownWritesTrigger, defaultL0SlowdownWritesTrigger)
+		stop := orDefault(opts.L0StopWritesTrigger, defaultL0StopWritesTrigger)
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_l0_triggers(o, compaction, slowdown, stop, msg)
+		})
+	}
+	return steps, nil
 }
 
 // Close closes the database: iterators and snapshots made from it are

@@ -828,3 +828,75 @@ func TestDeleteRangeModel(t *testing.T) {
 	}
 	check(3001)
 }
+
+// The engine's tuning options reach it: a database opens, flushes, compacts
+// and reads with them set (with each table metadata placement), and a value
+// the engine refuses fails Open with ErrInvalidArgument and a message naming
+// it.
+func TestEngineOptions(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{
+		WriteBufferSize:          64 << 10,
+		MaxSubcompactions:        4,
+		DelayedWriteRate:         8 << 20,
+		CompactionRateLimit:      64 << 20,
+		CompactionReadaheadBytes: 256 << 10,
+		TableMetadata:            TableMetadataAllButLast,
+		L0CompactionTrigger:      2,
+		L0SlowdownWritesTrigger:  3,
+		L0StopWritesTrigger:      4,
+	}
+	db, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("key%05d", i)), []byte("value-padding-padding-padding")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []TableMetadata{TableMetadataNone, TableMetadataIndex, TableMetadataAllButLast, TableMetadataAll} {
+		// Block-by-block compaction reads and only one L0 trigger set (the
+		// others keep their defaults).
+		db, err := Open(dir, &Options{TableMetadata: p, CompactionReadaheadBytes: -1, L0CompactionTrigger: 4})
+		if err != nil {
+			t.Fatalf("Open with table metadata %d: %v", p, err)
+		}
+		if v, err := db.Get([]byte("key01234")); err != nil || string(v) != "value-padding-padding-padding" {
+			t.Fatalf("table metadata %d: Get: %q, %v", p, v, err)
+		}
+		if _, err := db.Get([]byte("key99999")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("table metadata %d: Get of a missing key: %v", p, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{MaxSubcompactions: 65}, "max subcompactions 65 is not within 1 to 64"},
+		{Options{MaxSubcompactions: -1}, "MaxSubcompactions -1 is negative"},
+		{Options{CompactionReadaheadBytes: 64<<20 + 1}, "compaction readahead 67108865 bytes"},
+		{Options{TableMetadata: TableMetadata(7)}, "unknown table metadata placement 7"},
+		{Options{L0CompactionTrigger: 30}, "L0 triggers 30, 20, 36 do not satisfy"},
+		{Options{L0SlowdownWritesTrigger: 8, L0StopWritesTrigger: 7}, "L0 triggers 8, 8, 7 do not satisfy"},
+		{Options{L0StopWritesTrigger: -2}, "L0StopWritesTrigger -2 is negative"},
+	} {
+		_, err := Open(t.TempDir(), &c.opts)
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open with %+v: %v, want ErrInvalidArgument naming %q", c.opts, err, c.want)
+		}
+	}
+}

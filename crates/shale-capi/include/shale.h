@@ -43,6 +43,23 @@
 // Filters on every level.
 #define SHALE_FILTER_LEVELS_ALL 1
 
+// Every table's metadata (indexes and filters) goes through the block cache
+// (the default).
+#define SHALE_TABLE_METADATA_NONE 0
+
+// The top-level index and the index partitions of every table, at every
+// level, are held with its open table reader, outside the block cache; the
+// filters go through the cache.
+#define SHALE_TABLE_METADATA_INDEX 1
+
+// Every kind of metadata (top-level index, index partitions, top-level
+// filter, filter partitions) is held with the table readers at L0 to L5;
+// the last level's goes through the block cache.
+#define SHALE_TABLE_METADATA_ALL_BUT_LAST 2
+
+// Every kind of metadata is held with the table readers at every level.
+#define SHALE_TABLE_METADATA_ALL 3
+
 // The result of every function (but `shale_free`, `shale_code_name` and
 // `shale_pinned_data`).
 //
@@ -842,6 +859,78 @@ shale_code_t shale_options_set_filter_policy(struct shale_options_t *options,
 //
 // As for `shale_options_set_create_if_missing`.
 shale_code_t shale_options_set_sync(struct shale_options_t *options, bool value, char **errmsg);
+
+// Most subcompactions one compaction is split into, each a disjoint key range
+// merged on a thread of its own that lives as long as the compaction
+// (default 2; 1 to 64: 0 or more than 64 is `SHALE_INVALID_ARGUMENT`).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_max_subcompactions(struct shale_options_t *options,
+                                                  size_t n,
+                                                  char **errmsg);
+
+// Bytes per second writes are let through while they are delayed (L0 at the
+// slowdown trigger, or too much compaction debt): default 16 MiB/s; 0 is
+// `SHALE_INVALID_ARGUMENT`. While a delay lasts the rate adapts to the debt
+// between 16 KiB/s (or this rate, if lower) and this rate.
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_delayed_write_rate(struct shale_options_t *options,
+                                                  uint64_t bytes_per_sec,
+                                                  char **errmsg);
+
+// Cap on the bytes per second flushes and compactions write together (a
+// token bucket); 0 means no limit (the default). Every value is valid.
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_compaction_rate_limit(struct shale_options_t *options,
+                                                     uint64_t bytes_per_sec,
+                                                     char **errmsg);
+
+// Bytes a compaction reads from one input table at a time, bypassing the
+// page cache where the file system allows (default 512 KiB; 0 reads block by
+// block, as Gets do; more than 64 MiB is `SHALE_INVALID_ARGUMENT`).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_compaction_readahead_bytes(struct shale_options_t *options,
+                                                          size_t bytes,
+                                                          char **errmsg);
+
+// Which table metadata the open table readers hold, outside the block cache
+// and not charged to it (so a Get never has to read it again after the
+// first use): `SHALE_TABLE_METADATA_NONE` (the default: all of it goes
+// through the block cache), `SHALE_TABLE_METADATA_INDEX`,
+// `SHALE_TABLE_METADATA_ALL_BUT_LAST` or `SHALE_TABLE_METADATA_ALL`.
+// Anything else is `SHALE_INVALID_ARGUMENT`.
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_table_metadata(struct shale_options_t *options,
+                                              int32_t placement,
+                                              char **errmsg);
+
+// The L0 table counts at which L0 is compacted (default 8), at which writes
+// are delayed to the delayed write rate (default 20) and at which writes wait
+// for compactions (default 36). A `compaction` of 0, or counts that do not
+// satisfy `compaction <= slowdown <= stop`, are `SHALE_INVALID_ARGUMENT`.
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_l0_triggers(struct shale_options_t *options,
+                                           size_t compaction,
+                                           size_t slowdown,
+                                           size_t stop,
+                                           char **errmsg);
 
 // The bytes of a pinned value: returns their address and stores their
 // length in `*len` (when `len` is not NULL). For a live handle the address

@@ -3,7 +3,10 @@
 use std::ffi::c_char;
 
 use parking_lot::Mutex;
-use shale::{FilterKind, FilterLevels, FilterPolicy, Options};
+use shale::{
+    FilterKind, FilterLevels, FilterPolicy, LevelSet, MetadataPlacement, Options,
+    MAX_COMPACTION_READAHEAD, MAX_SUBCOMPACTIONS,
+};
 
 use crate::{handle, into_raw, need_out, run, shale_code_t, Failure, Handle, Kind};
 
@@ -44,6 +47,19 @@ pub const SHALE_FILTER_BINARY_FUSE: i32 = 2;
 pub const SHALE_FILTER_LEVELS_ALL_BUT_LAST: i32 = 0;
 /// Filters on every level.
 pub const SHALE_FILTER_LEVELS_ALL: i32 = 1;
+/// Every table's metadata (indexes and filters) goes through the block cache
+/// (the default).
+pub const SHALE_TABLE_METADATA_NONE: i32 = 0;
+/// The top-level index and the index partitions of every table, at every
+/// level, are held with its open table reader, outside the block cache; the
+/// filters go through the cache.
+pub const SHALE_TABLE_METADATA_INDEX: i32 = 1;
+/// Every kind of metadata (top-level index, index partitions, top-level
+/// filter, filter partitions) is held with the table readers at L0 to L5;
+/// the last level's goes through the block cache.
+pub const SHALE_TABLE_METADATA_ALL_BUT_LAST: i32 = 2;
+/// Every kind of metadata is held with the table readers at every level.
+pub const SHALE_TABLE_METADATA_ALL: i32 = 3;
 
 /// Makes options holding the engine's defaults (create_if_missing on, a
 /// 32 MiB block cache, 64 MiB write buffer, 1000 open files, binary fuse
@@ -318,5 +334,445 @@ pub unsafe extern "C" fn shale_options_set_sync(
             o.sync = value;
             Ok(())
         })
+    }
+}
+
+/// Most subcompactions one compaction is split into, each a disjoint key range
+/// merged on a thread of its own that lives as long as the compaction
+/// (default 2; 1 to 64: 0 or more than 64 is `SHALE_INVALID_ARGUMENT`).
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_max_subcompactions(
+    options: *mut shale_options_t,
+    n: usize,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            if !(1..=MAX_SUBCOMPACTIONS).contains(&n) {
+                return Err(Failure::invalid(format!(
+                    "max subcompactions {n} is not within 1 to {MAX_SUBCOMPACTIONS}"
+                )));
+            }
+            o.engine.max_subcompactions = n;
+            Ok(())
+        })
+    }
+}
+
+/// Bytes per second writes are let through while they are delayed (L0 at the
+/// slowdown trigger, or too much compaction debt): default 16 MiB/s; 0 is
+/// `SHALE_INVALID_ARGUMENT`. While a delay lasts the rate adapts to the debt
+/// between 16 KiB/s (or this rate, if lower) and this rate.
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_delayed_write_rate(
+    options: *mut shale_options_t,
+    bytes_per_sec: u64,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            if bytes_per_sec == 0 {
+                return Err(Failure::invalid(
+                    "delayed write rate 0 is not positive (bytes per second)",
+                ));
+            }
+            o.engine.delayed_write_rate = bytes_per_sec;
+            Ok(())
+        })
+    }
+}
+
+/// Cap on the bytes per second flushes and compactions write together (a
+/// token bucket); 0 means no limit (the default). Every value is valid.
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_compaction_rate_limit(
+    options: *mut shale_options_t,
+    bytes_per_sec: u64,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            // The engine refuses a limit of 0 (`Some(0)`): here 0 is no limit.
+            o.engine.compaction_rate_limit = (bytes_per_sec != 0).then_some(bytes_per_sec);
+            Ok(())
+        })
+    }
+}
+
+/// Bytes a compaction reads from one input table at a time, bypassing the
+/// page cache where the file system allows (default 512 KiB; 0 reads block by
+/// block, as Gets do; more than 64 MiB is `SHALE_INVALID_ARGUMENT`).
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_compaction_readahead_bytes(
+    options: *mut shale_options_t,
+    bytes: usize,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            let Some(value) = u64::try_from(bytes)
+                .ok()
+                .filter(|&b| b <= MAX_COMPACTION_READAHEAD)
+            else {
+                return Err(Failure::invalid(format!(
+                    "compaction readahead {bytes} bytes is above the most, {MAX_COMPACTION_READAHEAD}"
+                )));
+            };
+            o.engine.compaction_readahead_bytes = value;
+            Ok(())
+        })
+    }
+}
+
+/// Which table metadata the open table readers hold, outside the block cache
+/// and not charged to it (so a Get never has to read it again after the
+/// first use): `SHALE_TABLE_METADATA_NONE` (the default: all of it goes
+/// through the block cache), `SHALE_TABLE_METADATA_INDEX`,
+/// `SHALE_TABLE_METADATA_ALL_BUT_LAST` or `SHALE_TABLE_METADATA_ALL`.
+/// Anything else is `SHALE_INVALID_ARGUMENT`.
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_table_metadata(
+    options: *mut shale_options_t,
+    placement: i32,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            // As `shale bench dbbench --table_metadata` names them.
+            o.engine.table_metadata = match placement {
+                SHALE_TABLE_METADATA_NONE => MetadataPlacement::NONE,
+                SHALE_TABLE_METADATA_INDEX => MetadataPlacement {
+                    top_index: LevelSet::ALL,
+                    index_partitions: LevelSet::ALL,
+                    ..MetadataPlacement::NONE
+                },
+                SHALE_TABLE_METADATA_ALL_BUT_LAST => {
+                    MetadataPlacement::all_kinds_at(LevelSet::all_but_last())
+                }
+                SHALE_TABLE_METADATA_ALL => MetadataPlacement::all_kinds_at(LevelSet::ALL),
+                other => {
+                    return Err(Failure::invalid(format!(
+                        "unknown table metadata placement {other} (0 to 3)"
+                    )))
+                }
+            };
+            Ok(())
+        })
+    }
+}
+
+/// The L0 table counts at which L0 is compacted (default 8), at which writes
+/// are delayed to the delayed write rate (default 20) and at which writes wait
+/// for compactions (default 36). A `compaction` of 0, or counts that do not
+/// satisfy `compaction <= slowdown <= stop`, are `SHALE_INVALID_ARGUMENT`.
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_l0_triggers(
+    options: *mut shale_options_t,
+    compaction: usize,
+    slowdown: usize,
+    stop: usize,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            if compaction == 0 {
+                return Err(Failure::invalid("L0 compaction trigger must be at least 1"));
+            }
+            if !(compaction <= slowdown && slowdown <= stop) {
+                return Err(Failure::invalid(format!(
+                    "L0 triggers {compaction}, {slowdown}, {stop} do not satisfy \
+                     compaction <= slowdown <= stop"
+                )));
+            }
+            o.engine.l0_compaction_trigger = compaction;
+            o.engine.l0_slowdown_writes_trigger = slowdown;
+            o.engine.l0_stop_writes_trigger = stop;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shale_code_t as C;
+
+    /// Made options, freed on drop.
+    struct Opts(*mut shale_options_t);
+
+    impl Opts {
+        fn new() -> Opts {
+            let mut ptr = std::ptr::null_mut();
+            // SAFETY: `ptr` is a valid out-parameter.
+            let code = unsafe { shale_options_create(&mut ptr, std::ptr::null_mut()) };
+            assert_eq!(code, C::SHALE_OK);
+            Opts(ptr)
+        }
+
+        fn spec(&self) -> OptionsSpec {
+            // SAFETY: a live options handle.
+            unsafe { handle(self.0) }
+                .expect("live")
+                .inner
+                .lock()
+                .clone()
+        }
+
+        /// Calls a setter; returns its code and message.
+        fn call(
+            &self,
+            f: impl FnOnce(*mut shale_options_t, *mut *mut c_char) -> shale_code_t,
+        ) -> (shale_code_t, String) {
+            let mut msg: *mut c_char = std::ptr::null_mut();
+            let code = f(self.0, &mut msg);
+            let text = if msg.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a NUL-terminated string from malloc, freed once.
+                let text = unsafe { std::ffi::CStr::from_ptr(msg) }
+                    .to_string_lossy()
+                    .into_owned();
+                // SAFETY: as above.
+                unsafe { crate::shale_free(msg.cast()) };
+                text
+            };
+            (code, text)
+        }
+
+        /// Asserts that a setter refuses its value with a message holding
+        /// every one of `words`, and leaves the options as they were.
+        fn refuses(&self, words: &[&str], f: impl FnOnce(&Opts) -> (shale_code_t, String)) {
+            let before = format!("{:?}", Settings::of(&self.spec()));
+            let (code, text) = f(self);
+            assert_eq!(code, C::SHALE_INVALID_ARGUMENT, "{text}");
+            for w in words {
+                assert!(text.contains(w), "{text:?} does not name {w:?}");
+            }
+            assert_eq!(format!("{:?}", Settings::of(&self.spec())), before);
+        }
+    }
+
+    impl Drop for Opts {
+        fn drop(&mut self) {
+            // SAFETY: made by `shale_options_create`, freed once.
+            let code = unsafe { shale_options_free(self.0, std::ptr::null_mut()) };
+            assert_eq!(code, C::SHALE_OK);
+        }
+    }
+
+    /// The engine options the new setters change.
+    #[derive(Debug, PartialEq)]
+    struct Settings {
+        max_subcompactions: usize,
+        delayed_write_rate: u64,
+        compaction_rate_limit: Option<u64>,
+        compaction_readahead_bytes: u64,
+        table_metadata: MetadataPlacement,
+        l0: (usize, usize, usize),
+    }
+
+    impl Settings {
+        fn of(spec: &OptionsSpec) -> Settings {
+            let e = &spec.engine;
+            Settings {
+                max_subcompactions: e.max_subcompactions,
+                delayed_write_rate: e.delayed_write_rate,
+                compaction_rate_limit: e.compaction_rate_limit,
+                compaction_readahead_bytes: e.compaction_readahead_bytes,
+                table_metadata: e.table_metadata,
+                l0: (
+                    e.l0_compaction_trigger,
+                    e.l0_slowdown_writes_trigger,
+                    e.l0_stop_writes_trigger,
+                ),
+            }
+        }
+    }
+
+    const OK: (shale_code_t, String) = (C::SHALE_OK, String::new());
+    const MAX_READAHEAD: usize = MAX_COMPACTION_READAHEAD as usize;
+
+    /// `call!(o, shale_options_set_x(args))`: the setter called on `o` by
+    /// `Opts::call`, with its code and message.
+    macro_rules! call {
+        ($o:expr, $f:ident($($arg:expr),*)) => {
+            $o.call(|h, m| {
+                // SAFETY: `h` is a live options handle and `m` a valid errmsg,
+                // both from `Opts::call`.
+                unsafe { $f(h, $($arg,)* m) }
+            })
+        };
+    }
+
+    #[test]
+    fn the_engine_setters_set_the_engine_options_and_a_database_opens_with_them() {
+        let o = Opts::new();
+        let defaults = Options::default();
+        assert_eq!(
+            Settings::of(&o.spec()),
+            Settings::of(&OptionsSpec::default())
+        );
+        assert_eq!(defaults.table_metadata, MetadataPlacement::NONE);
+        assert_eq!(defaults.compaction_rate_limit, None);
+
+        let calls: [(shale_code_t, String); 6] = [
+            call!(o, shale_options_set_max_subcompactions(4)),
+            call!(o, shale_options_set_delayed_write_rate(1 << 20)),
+            call!(o, shale_options_set_compaction_rate_limit(8 << 20)),
+            call!(
+                o,
+                shale_options_set_compaction_readahead_bytes(MAX_READAHEAD)
+            ),
+            call!(
+                o,
+                shale_options_set_table_metadata(SHALE_TABLE_METADATA_ALL_BUT_LAST)
+            ),
+            call!(o, shale_options_set_l0_triggers(2, 2, 3)),
+        ];
+        for c in calls {
+            assert_eq!(c, OK);
+        }
+        assert_eq!(
+            Settings::of(&o.spec()),
+            Settings {
+                max_subcompactions: 4,
+                delayed_write_rate: 1 << 20,
+                compaction_rate_limit: Some(8 << 20),
+                compaction_readahead_bytes: MAX_COMPACTION_READAHEAD,
+                table_metadata: MetadataPlacement::all_kinds_at(LevelSet::all_but_last()),
+                l0: (2, 2, 3),
+            }
+        );
+        // The engine takes them: a database opens, writes and reads.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = shale::Db::open(dir.path().join("db"), o.spec().engine).expect("open");
+        db.put(b"k", b"v").expect("put");
+        db.flush().expect("flush");
+        assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+        db.close().expect("close");
+
+        // The other ends of the ranges.
+        for c in [
+            call!(o, shale_options_set_max_subcompactions(1)),
+            call!(o, shale_options_set_max_subcompactions(MAX_SUBCOMPACTIONS)),
+            call!(o, shale_options_set_delayed_write_rate(1)),
+            call!(o, shale_options_set_compaction_rate_limit(0)),
+            call!(o, shale_options_set_compaction_readahead_bytes(0)),
+            call!(o, shale_options_set_l0_triggers(1, 1, 1)),
+        ] {
+            assert_eq!(c, OK);
+        }
+        let s = Settings::of(&o.spec());
+        assert_eq!(s.max_subcompactions, MAX_SUBCOMPACTIONS);
+        assert_eq!(s.delayed_write_rate, 1);
+        assert_eq!(s.compaction_rate_limit, None);
+        assert_eq!(s.compaction_readahead_bytes, 0);
+        assert_eq!(s.l0, (1, 1, 1));
+        let db = shale::Db::open(dir.path().join("db"), o.spec().engine).expect("reopen");
+        db.close().expect("close");
+    }
+
+    #[test]
+    fn table_metadata_placements_are_dbbench_s() {
+        let o = Opts::new();
+        let placement = |p: i32| {
+            assert_eq!(call!(o, shale_options_set_table_metadata(p)), OK);
+            o.spec().engine.table_metadata
+        };
+        assert_eq!(
+            placement(SHALE_TABLE_METADATA_ALL),
+            MetadataPlacement::all_kinds_at(LevelSet::ALL)
+        );
+        let index = placement(SHALE_TABLE_METADATA_INDEX);
+        assert_eq!(index.top_index, LevelSet::ALL);
+        assert_eq!(index.index_partitions, LevelSet::ALL);
+        assert!(index.top_filter.is_empty() && index.filter_partitions.is_empty());
+        let abl = placement(SHALE_TABLE_METADATA_ALL_BUT_LAST);
+        assert!(abl.filter_partitions.contains(5) && !abl.filter_partitions.contains(6));
+        assert_eq!(
+            placement(SHALE_TABLE_METADATA_NONE),
+            MetadataPlacement::NONE
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused_when_set() {
+        let o = Opts::new();
+        o.refuses(&["max subcompactions", "0", "1 to 64"], |o| {
+            call!(o, shale_options_set_max_subcompactions(0))
+        });
+        o.refuses(&["max subcompactions", "65", "1 to 64"], |o| {
+            call!(
+                o,
+                shale_options_set_max_subcompactions(MAX_SUBCOMPACTIONS + 1)
+            )
+        });
+        o.refuses(&["delayed write rate", "0"], |o| {
+            call!(o, shale_options_set_delayed_write_rate(0))
+        });
+        o.refuses(&["compaction readahead", "67108865", "67108864"], |o| {
+            call!(
+                o,
+                shale_options_set_compaction_readahead_bytes(MAX_READAHEAD + 1)
+            )
+        });
+        o.refuses(&["compaction readahead"], |o| {
+            call!(o, shale_options_set_compaction_readahead_bytes(usize::MAX))
+        });
+        for bad in [-1, 4, i32::MAX] {
+            o.refuses(&["table metadata", &bad.to_string()], |o| {
+                call!(o, shale_options_set_table_metadata(bad))
+            });
+        }
+        o.refuses(&["L0 compaction trigger"], |o| {
+            call!(o, shale_options_set_l0_triggers(0, 20, 36))
+        });
+        o.refuses(&["L0 triggers", "9, 8, 36"], |o| {
+            call!(o, shale_options_set_l0_triggers(9, 8, 36))
+        });
+        o.refuses(&["L0 triggers", "8, 20, 19"], |o| {
+            call!(o, shale_options_set_l0_triggers(8, 20, 19))
+        });
+        o.refuses(&["L0 triggers", "8, 0, 0"], |o| {
+            call!(o, shale_options_set_l0_triggers(8, 0, 0))
+        });
+        // A NULL handle is refused too, not dereferenced.
+        let mut msg: *mut c_char = std::ptr::null_mut();
+        // SAFETY: NULL is checked before use; `msg` is valid.
+        let code =
+            unsafe { shale_options_set_l0_triggers(std::ptr::null_mut(), 1, 2, 3, &mut msg) };
+        assert_eq!(code, C::SHALE_INVALID_ARGUMENT);
+        // SAFETY: malloc'ed message, freed once.
+        unsafe { crate::shale_free(msg.cast()) };
     }
 }

@@ -58,6 +58,27 @@ static char **msg_slot;
         if (msg_ != (char *)0x1) shale_free(msg_);                                 \
     } while (0)
 
+/* As EXPECT(SHALE_INVALID_ARGUMENT, call), and the message must contain
+ * `needle`. */
+#define EXPECT_REFUSED(needle, call)                                               \
+    do {                                                                           \
+        char *msg_ = (char *)0x1;                                                  \
+        msg_slot = &msg_;                                                          \
+        shale_code_t got_ = (call);                                                \
+        msg_slot = NULL;                                                           \
+        checks++;                                                                  \
+        if (got_ != SHALE_INVALID_ARGUMENT) {                                      \
+            failures++;                                                            \
+            fprintf(stderr, "%s:%d: %s returned %s, want SHALE_INVALID_ARGUMENT\n", \
+                    __FILE__, __LINE__, #call, shale_code_name(got_));             \
+        } else if (msg_ == NULL || msg_ == (char *)0x1 || strstr(msg_, (needle)) == NULL) { \
+            failures++;                                                            \
+            fprintf(stderr, "%s:%d: %s: message \"%s\" does not name \"%s\"\n", __FILE__, \
+                    __LINE__, #call, msg_ && msg_ != (char *)0x1 ? msg_ : "(none)", (needle)); \
+        }                                                                          \
+        if (msg_ != (char *)0x1) shale_free(msg_);                                 \
+    } while (0)
+
 #define K(s) (const uint8_t *)(s), strlen(s)
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -135,6 +156,87 @@ static void test_options(void) {
     EXPECT(SHALE_INVALID_ARGUMENT, shale_options_free(NULL, ERR));
     /* errmsg is optional. */
     CHECK(shale_options_free(NULL, NULL) == SHALE_INVALID_ARGUMENT);
+}
+
+/* The engine's tuning options: each valid value is taken and a database opens,
+ * writes, flushes, compacts and reads with it; each invalid one is refused at
+ * once with a message naming it, and leaves the options usable. */
+static void test_engine_options(const char *dir) {
+    char path[4096];
+    shale_options_t *o = NULL;
+    shale_db_t *db = NULL;
+    EXPECT(SHALE_OK, shale_options_create(&o, ERR));
+
+    EXPECT(SHALE_OK, shale_options_set_max_subcompactions(o, 1, ERR));
+    EXPECT(SHALE_OK, shale_options_set_max_subcompactions(o, 64, ERR));
+    EXPECT(SHALE_OK, shale_options_set_max_subcompactions(o, 4, ERR));
+    EXPECT_REFUSED("max subcompactions 0 is not within 1 to 64", shale_options_set_max_subcompactions(o, 0, ERR));
+    EXPECT_REFUSED("max subcompactions 65 is not within 1 to 64", shale_options_set_max_subcompactions(o, 65, ERR));
+    EXPECT_REFUSED("max subcompactions", shale_options_set_max_subcompactions(o, SIZE_MAX, ERR));
+
+    EXPECT(SHALE_OK, shale_options_set_delayed_write_rate(o, 1, ERR));
+    EXPECT(SHALE_OK, shale_options_set_delayed_write_rate(o, 8 << 20, ERR));
+    EXPECT_REFUSED("delayed write rate 0", shale_options_set_delayed_write_rate(o, 0, ERR));
+
+    EXPECT(SHALE_OK, shale_options_set_compaction_rate_limit(o, 0, ERR)); /* no limit */
+    EXPECT(SHALE_OK, shale_options_set_compaction_rate_limit(o, UINT64_MAX, ERR));
+    EXPECT(SHALE_OK, shale_options_set_compaction_rate_limit(o, 64 << 20, ERR));
+
+    EXPECT(SHALE_OK, shale_options_set_compaction_readahead_bytes(o, 0, ERR)); /* block by block */
+    EXPECT(SHALE_OK, shale_options_set_compaction_readahead_bytes(o, 64 << 20, ERR));
+    EXPECT(SHALE_OK, shale_options_set_compaction_readahead_bytes(o, 256 << 10, ERR));
+    EXPECT_REFUSED("compaction readahead 67108865 bytes", shale_options_set_compaction_readahead_bytes(o, (64 << 20) + 1, ERR));
+    EXPECT_REFUSED("compaction readahead", shale_options_set_compaction_readahead_bytes(o, SIZE_MAX, ERR));
+
+    EXPECT(SHALE_OK, shale_options_set_table_metadata(o, SHALE_TABLE_METADATA_ALL_BUT_LAST, ERR));
+    EXPECT_REFUSED("unknown table metadata placement 4", shale_options_set_table_metadata(o, 4, ERR));
+    EXPECT_REFUSED("unknown table metadata placement -1", shale_options_set_table_metadata(o, -1, ERR));
+
+    EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 1, 1, 1, ERR));
+    EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 2, 3, 4, ERR));
+    EXPECT_REFUSED("L0 compaction trigger must be at least 1", shale_options_set_l0_triggers(o, 0, 20, 36, ERR));
+    EXPECT_REFUSED("L0 triggers 9, 8, 36", shale_options_set_l0_triggers(o, 9, 8, 36, ERR));
+    EXPECT_REFUSED("L0 triggers 8, 20, 19", shale_options_set_l0_triggers(o, 8, 20, 19, ERR));
+    EXPECT_REFUSED("L0 triggers 8, 0, 0", shale_options_set_l0_triggers(o, 8, 0, 0, ERR));
+
+    /* NULL and the wrong kind of handle. */
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_options_set_max_subcompactions(NULL, 2, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_options_set_l0_triggers(NULL, 1, 2, 3, ERR));
+    shale_batch_t *b = NULL;
+    EXPECT(SHALE_OK, shale_batch_create(&b, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_options_set_table_metadata((shale_options_t *)b, SHALE_TABLE_METADATA_ALL, ERR));
+    EXPECT(SHALE_OK, shale_batch_free(b, ERR));
+
+    /* The refusals left the last valid values: a database opens with them (a
+     * small write buffer, so that the data is flushed and compacted). */
+    EXPECT(SHALE_OK, shale_options_set_write_buffer_size(o, 64 << 10, ERR));
+    snprintf(path, sizeof path, "%s/tuned", dir);
+    EXPECT(SHALE_OK, shale_open(path, o, &db, ERR));
+    char key[32], value[64];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(key, sizeof key, "tuned%06d", i);
+        snprintf(value, sizeof value, "value-%d-padding-padding-padding", i);
+        EXPECT(SHALE_OK, shale_put(db, K(key), K(value), ERR));
+    }
+    EXPECT(SHALE_OK, shale_flush(db, ERR));
+    EXPECT(SHALE_OK, shale_compact_all(db, ERR));
+    CHECK(value_is(db, "tuned001234", "value-1234-padding-padding-padding"));
+    EXPECT(SHALE_OK, shale_close(db, ERR));
+    EXPECT(SHALE_OK, shale_db_free(db, ERR));
+
+    /* Every table metadata placement opens the database and reads it. */
+    const int32_t placements[] = {SHALE_TABLE_METADATA_NONE, SHALE_TABLE_METADATA_INDEX,
+                                  SHALE_TABLE_METADATA_ALL_BUT_LAST, SHALE_TABLE_METADATA_ALL};
+    for (size_t i = 0; i < sizeof placements / sizeof *placements; i++) {
+        EXPECT(SHALE_OK, shale_options_set_table_metadata(o, placements[i], ERR));
+        db = NULL;
+        EXPECT(SHALE_OK, shale_open(path, o, &db, ERR));
+        CHECK(value_is(db, "tuned000007", "value-7-padding-padding-padding"));
+        CHECK(value_is(db, "tuned999999", NULL));
+        EXPECT(SHALE_OK, shale_close(db, ERR));
+        EXPECT(SHALE_OK, shale_db_free(db, ERR));
+    }
+    EXPECT(SHALE_OK, shale_options_free(o, ERR));
 }
 
 static shale_db_t *open_db(const char *path, bool read_only) {
@@ -963,6 +1065,7 @@ int main(void) {
 
     test_codes();
     test_options();
+    test_engine_options(dir);
     shale_db_t *db = open_db(path, false);
     shale_db_t *other = open_db(other_path, false);
     /* A second handle on an open database is refused. */
