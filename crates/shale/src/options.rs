@@ -219,6 +219,12 @@ pub struct Options {
     pub write_buffer_size: usize,
     /// Immutable memtables waiting for flush before writes wait (default 2).
     pub max_immutable_memtables: usize,
+    /// Each memtable carries a Bloom filter over its keys, of
+    /// `write_buffer_size / 32` bytes (counted in the memtable's size), so
+    /// that a Get of a key it lacks skips the skiplist search (default true;
+    /// RocksDB's `memtable_whole_key_filtering`). Worth its memory unless
+    /// most Gets find their key in the memtable.
+    pub memtable_filter: bool,
     /// Target uncompressed size of a data block (default 4 KiB).
     pub block_size: usize,
     /// Keys between restart points in a data block (default 16).
@@ -361,6 +367,7 @@ impl Default for Options {
             error_if_exists: false,
             write_buffer_size: 64 << 20,
             max_immutable_memtables: 2,
+            memtable_filter: true,
             block_size: 4096,
             block_restart_interval: 16,
             index_partition_size: 4096,
@@ -414,6 +421,16 @@ pub const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
 pub const MAX_READ_THREADS: usize = 1024;
 
 impl Options {
+    /// Bytes of each live memtable's key filter (0: none); see
+    /// [`Options::memtable_filter`].
+    pub(crate) fn memtable_filter_bytes(&self) -> usize {
+        if self.memtable_filter {
+            self.write_buffer_size / 32
+        } else {
+            0
+        }
+    }
+
     /// Checks that the options make sense together.
     pub(crate) fn validate(&self) -> crate::error::Result<()> {
         let bad = |what: &str| Err(crate::error::Error::InvalidArgument(what.to_string()));

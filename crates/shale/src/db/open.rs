@@ -309,7 +309,7 @@ impl Replay<'_> {
             },
         )?;
         let logs = Logs {
-            mem: Arc::new(MemTable::new()),
+            mem: Arc::new(MemTable::with_filter(opts.memtable_filter_bytes())),
             wal: LogWriter::new(wal_file, wal_path),
             mem_log,
             versions,

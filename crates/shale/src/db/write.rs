@@ -437,7 +437,7 @@ impl DbInner {
         imms.push(sv.mem.clone());
         imms.extend(sv.imms.iter().cloned());
         self.sv.store(Arc::new(SuperVersion {
-            mem: Arc::new(MemTable::new()),
+            mem: Arc::new(MemTable::with_filter(self.opts.memtable_filter_bytes())),
             imms,
             version: sv.version.clone(),
             shape: sv.shape.clone(),

@@ -12,6 +12,11 @@
 //! and publishes the batch's sequence numbers only after all of them are in, so a
 //! reader never observes half a batch.
 //!
+//! A live database's memtables carry a [`KeyFilter`] over their user keys
+//! ([`Options::memtable_filter`](crate::Options::memtable_filter)): a Get of
+//! a key the memtable lacks, the common case for random keys, reads one
+//! cache line of it instead of searching the skiplist.
+//!
 //! Range deletions sit beside the skiplist, as written and as [`Fragments`]
 //! rebuilt by the first read after a change (so a batch of many costs one
 //! rebuild; a lookup is one binary search, and none at all while there are
@@ -27,6 +32,10 @@ use parking_lot::RwLock;
 use crate::format::{InternalKey, SeqNo, ValueKind};
 use crate::rangedel::{Fragments, RangeTombstone};
 
+mod filter;
+
+use filter::KeyFilter;
+
 /// Bytes charged per entry beyond its key and value: skiplist node, tower and the
 /// two heap allocations (a rough figure, so that `write_buffer_size` tracks real
 /// memory).
@@ -35,6 +44,8 @@ const ENTRY_OVERHEAD: usize = 80;
 /// A concurrent sorted in-memory table.
 pub(crate) struct MemTable {
     map: SkipMap<InternalKey, Vec<u8>>,
+    /// Every user key of `map`, if the memtable has a filter.
+    filter: Option<KeyFilter>,
     bytes: AtomicUsize,
     /// True once a range deletion was added (read without the lock).
     has_range_dels: AtomicBool,
@@ -69,14 +80,28 @@ impl Default for MemTable {
 }
 
 impl MemTable {
-    /// An empty memtable.
+    /// An empty memtable without a key filter (recovery and repair, which
+    /// only add and then flush).
     pub(crate) fn new() -> MemTable {
         MemTable {
             map: SkipMap::new(),
+            filter: None,
             bytes: AtomicUsize::new(0),
             has_range_dels: AtomicBool::new(false),
             range_dels: RwLock::new(RangeDels::default()),
         }
+    }
+
+    /// An empty memtable with a key filter of about `filter_bytes` (none for
+    /// 0), counted in [`MemTable::approximate_bytes`] from the start.
+    pub(crate) fn with_filter(filter_bytes: usize) -> MemTable {
+        let mut m = MemTable::new();
+        if filter_bytes > 0 {
+            let f = KeyFilter::new(filter_bytes);
+            m.bytes = AtomicUsize::new(f.bytes());
+            m.filter = Some(f);
+        }
+        m
     }
 
     /// Adds an entry. Safe to call from several threads at once. `(key, seq)`
@@ -89,6 +114,10 @@ impl MemTable {
         }
         let ikey = InternalKey::new(key, seq, kind);
         let charge = ikey.encoded().len() + value.len() + ENTRY_OVERHEAD;
+        // Before the entry: a reader that finds the entry finds its bits.
+        if let Some(f) = &self.filter {
+            f.add(key);
+        }
         self.map.insert(ikey, value.to_vec());
         self.bytes.fetch_add(charge, Ordering::Relaxed);
     }
@@ -132,6 +161,12 @@ impl MemTable {
         } else {
             None
         };
+        if self.filter.as_ref().is_some_and(|f| !f.may_contain(key)) {
+            return match deleted_at {
+                Some(_) => MemGet::Deleted,
+                None => MemGet::Absent,
+            };
+        }
         let target = InternalKey::seek_key(key, seq);
         let found = self
             .map
@@ -261,9 +296,24 @@ mod tests {
     use super::*;
     use crate::iter::InternalIterator;
 
+    /// A memtable without a key filter, one with a small filter (many
+    /// false positives) and one with a large filter.
+    fn variants() -> [MemTable; 3] {
+        [
+            MemTable::new(),
+            MemTable::with_filter(64),
+            MemTable::with_filter(1 << 16),
+        ]
+    }
+
     #[test]
     fn get_sees_the_newest_entry_at_or_below_a_sequence() {
-        let m = MemTable::new();
+        for m in variants() {
+            get_sees_the_newest_entry(m);
+        }
+    }
+
+    fn get_sees_the_newest_entry(m: MemTable) {
         m.add(1, ValueKind::Value, b"a", b"a1");
         m.add(2, ValueKind::Value, b"b", b"b2");
         m.add(3, ValueKind::Delete, b"a", b"");
@@ -282,7 +332,12 @@ mod tests {
 
     #[test]
     fn range_deletions_hide_older_versions_only() {
-        let m = MemTable::new();
+        for m in variants() {
+            range_deletions_hide_older_versions(m);
+        }
+    }
+
+    fn range_deletions_hide_older_versions(m: MemTable) {
         m.add(1, ValueKind::Value, b"b", b"b1");
         m.add(2, ValueKind::RangeDelete, b"a", b"c");
         m.add(3, ValueKind::Value, b"b", b"b3");
@@ -344,7 +399,25 @@ mod tests {
 
     #[test]
     fn concurrent_adds_are_all_visible() {
-        let m = Arc::new(MemTable::new());
+        for m in variants() {
+            concurrent_adds_visible(Arc::new(m));
+        }
+    }
+
+    #[test]
+    fn a_filter_is_counted_in_the_memtable_size() {
+        let m = MemTable::with_filter(4096);
+        assert_eq!(m.approximate_bytes(), 4096);
+        assert!(m.is_empty(), "a filter is not an entry");
+        assert_eq!(MemTable::with_filter(0).approximate_bytes(), 0);
+        // A Get of an absent key is refused by the filter before the search:
+        // the answer is the same either way.
+        m.add(1, ValueKind::Value, b"k", b"v");
+        assert_eq!(m.get(b"k", 1), MemGet::Value(b"v".to_vec()));
+        assert_eq!(m.get(b"other", 1), MemGet::Absent);
+    }
+
+    fn concurrent_adds_visible(m: Arc<MemTable>) {
         std::thread::scope(|s| {
             for t in 0..4u64 {
                 let m = m.clone();
