@@ -207,6 +207,10 @@ type Options struct {
 	L0CompactionTrigger     int
 	L0SlowdownWritesTrigger int
 	L0StopWritesTrigger     int
+	// NoMemtableFilter leaves out the Bloom filter each memtable keeps over
+	// its keys (write_buffer_size / 32 bytes; with it, a Get of a key the
+	// memtable lacks skips the memtable's search).
+	NoMemtableFilter bool
 	// Sync makes Put, Delete and DeleteRange sync the write-ahead log before
 	// returning. Batch.Write takes its own flag.
 	Sync bool
@@ -376,6 +380,11 @@ func engineSteps(o *C.shale_options_t, opts *Options, msg **C.char) ([]func() C.
 		}
 		steps = append(steps, func() C.shale_code_t {
 			return C.shale_options_set_table_metadata(o, placement, msg)
+		})
+	}
+	if opts.NoMemtableFilter {
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_memtable_filter(o, false, msg)
 		})
 	}
 	if opts.L0CompactionTrigger != 0 || opts.L0SlowdownWritesTrigger != 0 || opts.L0StopWritesTrigger != 0 {

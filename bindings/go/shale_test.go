@@ -842,6 +842,7 @@ func TestEngineOptions(t *testing.T) {
 		CompactionRateLimit:      64 << 20,
 		CompactionReadaheadBytes: 256 << 10,
 		TableMetadata:            TableMetadataAllButLast,
+		NoMemtableFilter:         true,
 		L0CompactionTrigger:      2,
 		L0SlowdownWritesTrigger:  3,
 		L0StopWritesTrigger:      4,

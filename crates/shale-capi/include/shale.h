@@ -932,6 +932,17 @@ shale_code_t shale_options_set_l0_triggers(struct shale_options_t *options,
                                            size_t stop,
                                            char **errmsg);
 
+// Whether each memtable carries a Bloom filter over its keys, so that a Get
+// of a key it lacks skips its skiplist search (default on; it takes
+// `write_buffer_size / 32` bytes of each memtable). Every value is valid.
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_memtable_filter(struct shale_options_t *options,
+                                               bool value,
+                                               char **errmsg);
+
 // The bytes of a pinned value: returns their address and stores their
 // length in `*len` (when `len` is not NULL). For a live handle the address
 // is never NULL (an empty value has a valid address and length 0) and stays

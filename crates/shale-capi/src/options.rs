@@ -466,11 +466,7 @@ pub unsafe extern "C" fn shale_options_set_table_metadata(
             // As `shale bench dbbench --table_metadata` names them.
             o.engine.table_metadata = match placement {
                 SHALE_TABLE_METADATA_NONE => MetadataPlacement::NONE,
-                SHALE_TABLE_METADATA_INDEX => MetadataPlacement {
-                    top_index: LevelSet::ALL,
-                    index_partitions: LevelSet::ALL,
-                    ..MetadataPlacement::NONE
-                },
+                SHALE_TABLE_METADATA_INDEX => MetadataPlacement::indexes_at(LevelSet::ALL),
                 SHALE_TABLE_METADATA_ALL_BUT_LAST => {
                     MetadataPlacement::all_kinds_at(LevelSet::all_but_last())
                 }
@@ -517,6 +513,28 @@ pub unsafe extern "C" fn shale_options_set_l0_triggers(
             o.engine.l0_compaction_trigger = compaction;
             o.engine.l0_slowdown_writes_trigger = slowdown;
             o.engine.l0_stop_writes_trigger = stop;
+            Ok(())
+        })
+    }
+}
+
+/// Whether each memtable carries a Bloom filter over its keys, so that a Get
+/// of a key it lacks skips its skiplist search (default on; it takes
+/// `write_buffer_size / 32` bytes of each memtable). Every value is valid.
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_memtable_filter(
+    options: *mut shale_options_t,
+    value: bool,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            o.engine.memtable_filter = value;
             Ok(())
         })
     }
@@ -692,6 +710,9 @@ mod tests {
         ] {
             assert_eq!(c, OK);
         }
+        assert!(o.spec().engine.memtable_filter, "on by default");
+        assert_eq!(call!(o, shale_options_set_memtable_filter(false)), OK);
+        assert!(!o.spec().engine.memtable_filter);
         let s = Settings::of(&o.spec());
         assert_eq!(s.max_subcompactions, MAX_SUBCOMPACTIONS);
         assert_eq!(s.delayed_write_rate, 1);

@@ -179,6 +179,16 @@ impl MetadataPlacement {
         filter_partitions: LevelSet::NONE,
     };
 
+    /// The top-level index and the index partitions held with the reader at
+    /// `levels`; filters in the block cache.
+    pub const fn indexes_at(levels: LevelSet) -> MetadataPlacement {
+        MetadataPlacement {
+            top_index: levels,
+            index_partitions: levels,
+            ..MetadataPlacement::NONE
+        }
+    }
+
     /// Every kind held with the reader at `levels`.
     pub const fn all_kinds_at(levels: LevelSet) -> MetadataPlacement {
         MetadataPlacement {

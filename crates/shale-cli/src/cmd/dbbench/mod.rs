@@ -902,13 +902,7 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
     match placement {
         "none" => {}
         "pin" => o.pin_table_metadata = true,
-        "index" => {
-            o.table_metadata = MetadataPlacement {
-                top_index: LevelSet::ALL,
-                index_partitions: LevelSet::ALL,
-                ..MetadataPlacement::NONE
-            }
-        }
+        "index" => o.table_metadata = MetadataPlacement::indexes_at(LevelSet::ALL),
         "all-but-last" => {
             o.table_metadata = MetadataPlacement::all_kinds_at(LevelSet::all_but_last())
         }
