@@ -37,8 +37,8 @@
 //! over, protected entries leave its least recently used end for the most
 //! recently used end of probation. Eviction takes probation's least recently
 //! used entry first, then protected's. A stream of blocks each read once
-//! (Gets of cold keys reading a block in every level they search, a
-//! compaction's inputs) thus cycles through probation and leaves the blocks
+//! (Gets of cold keys reading a block in every level they search, a long
+//! scan) thus cycles through probation and leaves the blocks
 //! that are read again alone, where a plain LRU would let the stream flush
 //! them. RocksDB's LRU cache gets the same effect by moving entries that were
 //! hit into its high-priority pool.
