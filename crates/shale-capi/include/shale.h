@@ -826,8 +826,8 @@ shale_code_t shale_options_set_max_open_files(struct shale_options_t *options,
                                               size_t files,
                                               char **errmsg);
 
-// Background threads for flushes and compactions (default 2; 0 is
-// `SHALE_INVALID_ARGUMENT`).
+// Background threads for flushes and compactions (default 2; 0 or more than
+// 256 is `SHALE_INVALID_ARGUMENT`).
 //
 // # Safety
 //

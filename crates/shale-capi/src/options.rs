@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use parking_lot::Mutex;
 use shale::{
     FilterKind, FilterLevels, FilterPolicy, LevelSet, MetadataPlacement, Options,
-    MAX_COMPACTION_READAHEAD, MAX_SUBCOMPACTIONS,
+    MAX_BACKGROUND_JOBS, MAX_COMPACTION_READAHEAD, MAX_SUBCOMPACTIONS,
 };
 
 use crate::{handle, into_raw, need_out, run, shale_code_t, Failure, Handle, Kind};
@@ -235,8 +235,8 @@ pub unsafe extern "C" fn shale_options_set_max_open_files(
     }
 }
 
-/// Background threads for flushes and compactions (default 2; 0 is
-/// `SHALE_INVALID_ARGUMENT`).
+/// Background threads for flushes and compactions (default 2; 0 or more than
+/// 256 is `SHALE_INVALID_ARGUMENT`).
 ///
 /// # Safety
 ///
@@ -250,8 +250,10 @@ pub unsafe extern "C" fn shale_options_set_max_background_jobs(
     // SAFETY: as documented.
     unsafe {
         set(options, errmsg, |o| {
-            if jobs == 0 {
-                return Err(Failure::invalid("max background jobs must be positive"));
+            if !(1..=MAX_BACKGROUND_JOBS).contains(&jobs) {
+                return Err(Failure::invalid(format!(
+                    "max background jobs {jobs} is not within 1 to {MAX_BACKGROUND_JOBS}"
+                )));
             }
             o.engine.max_background_jobs = jobs;
             Ok(())

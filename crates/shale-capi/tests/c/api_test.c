@@ -136,6 +136,9 @@ static void test_options(void) {
     EXPECT(SHALE_INVALID_ARGUMENT, shale_options_set_max_open_files(o, 0, ERR));
     EXPECT(SHALE_OK, shale_options_set_max_background_jobs(o, 1, ERR));
     EXPECT(SHALE_INVALID_ARGUMENT, shale_options_set_max_background_jobs(o, 0, ERR));
+    EXPECT(SHALE_OK, shale_options_set_max_background_jobs(o, 256, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_options_set_max_background_jobs(o, 257, ERR));
+    EXPECT(SHALE_OK, shale_options_set_max_background_jobs(o, 1, ERR));
     EXPECT(SHALE_OK, shale_options_set_filter_policy(o, SHALE_FILTER_BLOOM, 10, SHALE_FILTER_LEVELS_ALL, ERR));
     EXPECT(SHALE_OK, shale_options_set_filter_policy(o, SHALE_FILTER_NONE, 0, SHALE_FILTER_LEVELS_ALL_BUT_LAST, ERR));
     EXPECT(SHALE_OK, shale_options_set_filter_policy(o, SHALE_FILTER_BINARY_FUSE, 9, SHALE_FILTER_LEVELS_ALL_BUT_LAST, ERR));
