@@ -156,15 +156,6 @@ const (
 	TableMetadataAll                             // every kind held at every level
 )
 
-// The engine's L0 triggers, used for those of Options.L0CompactionTrigger,
-// L0SlowdownWritesTrigger and L0StopWritesTrigger left 0 when another is set
-// (the C API sets the three together).
-const (
-	defaultL0CompactionTrigger     = 8
-	defaultL0SlowdownWritesTrigger = 20
-	defaultL0StopWritesTrigger     = 36
-)
-
 // Options of Open and OpenReadOnly. The zero value is the engine's defaults.
 type Options struct {
 	// ErrorIfMissing fails the open when there is no database (by default
@@ -200,10 +191,11 @@ type Options struct {
 	// TableMetadataNone, is the default: in the block cache).
 	TableMetadata TableMetadata
 	// L0CompactionTrigger, L0SlowdownWritesTrigger and L0StopWritesTrigger
-	// are the L0 table counts at which L0 is compacted (0: 8), writes are
-	// delayed to DelayedWriteRate (0: 20) and writes wait for compactions
-	// (0: 36). They must satisfy compaction <= slowdown <= stop, counting a
-	// 0 as its default.
+	// are the L0 table counts at which L0 is compacted (0: 8 when L0 tables
+	// carry filters, 4 when they do not), writes are delayed to
+	// DelayedWriteRate (0: 20) and writes wait for compactions (0: 36).
+	// They must satisfy compaction <= slowdown <= stop, counting a 0 as its
+	// default.
 	L0CompactionTrigger     int
 	L0SlowdownWritesTrigger int
 	L0StopWritesTrigger     int
@@ -388,15 +380,10 @@ func engineSteps(o *C.shale_options_t, opts *Options, msg **C.char) ([]func() C.
 		})
 	}
 	if opts.L0CompactionTrigger != 0 || opts.L0SlowdownWritesTrigger != 0 || opts.L0StopWritesTrigger != 0 {
-		orDefault := func(v, def int) C.size_t {
-			if v == 0 {
-				return C.size_t(def)
-			}
-			return C.size_t(v)
-		}
-		compaction := orDefault(opts.L0CompactionTrigger, defaultL0CompactionTrigger)
-		slowdown := orDefault(opts.L0SlowdownWritesTrigger, defaultL0SlowdownWritesTrigger)
-		stop := orDefault(opts.L0StopWritesTrigger, defaultL0StopWritesTrigger)
+		// A 0 is the engine's default (the C API's convention).
+		compaction := C.size_t(opts.L0CompactionTrigger)
+		slowdown := C.size_t(opts.L0SlowdownWritesTrigger)
+		stop := C.size_t(opts.L0StopWritesTrigger)
 		steps = append(steps, func() C.shale_code_t {
 			return C.shale_options_set_l0_triggers(o, compaction, slowdown, stop, msg)
 		})

@@ -892,7 +892,7 @@ func TestEngineOptions(t *testing.T) {
 		{Options{CompactionReadaheadBytes: 64<<20 + 1}, "compaction readahead 67108865 bytes"},
 		{Options{TableMetadata: TableMetadata(7)}, "unknown table metadata placement 7"},
 		{Options{L0CompactionTrigger: 30}, "L0 triggers 30, 20, 36 do not satisfy"},
-		{Options{L0SlowdownWritesTrigger: 8, L0StopWritesTrigger: 7}, "L0 triggers 8, 8, 7 do not satisfy"},
+		{Options{L0SlowdownWritesTrigger: 8, L0StopWritesTrigger: 7}, "L0 triggers 0, 8, 7 do not satisfy"},
 		{Options{L0StopWritesTrigger: -2}, "L0StopWritesTrigger -2 is negative"},
 	} {
 		_, err := Open(t.TempDir(), &c.opts)

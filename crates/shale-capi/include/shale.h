@@ -918,10 +918,14 @@ shale_code_t shale_options_set_table_metadata(struct shale_options_t *options,
                                               int32_t placement,
                                               char **errmsg);
 
-// The L0 table counts at which L0 is compacted (default 8), at which writes
-// are delayed to the delayed write rate (default 20) and at which writes wait
-// for compactions (default 36). A `compaction` of 0, or counts that do not
-// satisfy `compaction <= slowdown <= stop`, are `SHALE_INVALID_ARGUMENT`.
+// The L0 table counts at which L0 is compacted, at which writes are delayed
+// to the delayed write rate and at which writes wait for compactions. A 0
+// keeps the engine's default: for `compaction` 8 when L0 tables carry
+// filters and 4 when they do not (decided at open from the filter policy),
+// 20 for `slowdown`, 36 for `stop`. Counts that do not satisfy
+// `compaction <= slowdown <= stop` (a default `compaction` counted as 4
+// here; the open checks it against the filter policy) are
+// `SHALE_INVALID_ARGUMENT`.
 //
 // # Safety
 //

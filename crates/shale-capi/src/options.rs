@@ -484,10 +484,14 @@ pub unsafe extern "C" fn shale_options_set_table_metadata(
     }
 }
 
-/// The L0 table counts at which L0 is compacted (default 8), at which writes
-/// are delayed to the delayed write rate (default 20) and at which writes wait
-/// for compactions (default 36). A `compaction` of 0, or counts that do not
-/// satisfy `compaction <= slowdown <= stop`, are `SHALE_INVALID_ARGUMENT`.
+/// The L0 table counts at which L0 is compacted, at which writes are delayed
+/// to the delayed write rate and at which writes wait for compactions. A 0
+/// keeps the engine's default: for `compaction` 8 when L0 tables carry
+/// filters and 4 when they do not (decided at open from the filter policy),
+/// 20 for `slowdown`, 36 for `stop`. Counts that do not satisfy
+/// `compaction <= slowdown <= stop` (a default `compaction` counted as 4
+/// here; the open checks it against the filter policy) are
+/// `SHALE_INVALID_ARGUMENT`.
 ///
 /// # Safety
 ///
@@ -503,16 +507,18 @@ pub unsafe extern "C" fn shale_options_set_l0_triggers(
     // SAFETY: as documented.
     unsafe {
         set(options, errmsg, |o| {
-            if compaction == 0 {
-                return Err(Failure::invalid("L0 compaction trigger must be at least 1"));
-            }
-            if !(compaction <= slowdown && slowdown <= stop) {
+            let engine = shale::Options::default();
+            let or_default = |v: usize, d: usize| if v == 0 { d } else { v };
+            let slowdown = or_default(slowdown, engine.l0_slowdown_writes_trigger);
+            let stop = or_default(stop, engine.l0_stop_writes_trigger);
+            let least = or_default(compaction, shale::L0_COMPACTION_TRIGGER_WITHOUT_FILTERS);
+            if !(least <= slowdown && slowdown <= stop) {
                 return Err(Failure::invalid(format!(
                     "L0 triggers {compaction}, {slowdown}, {stop} do not satisfy \
-                     compaction <= slowdown <= stop"
+                     compaction <= slowdown <= stop (0: the default)"
                 )));
             }
-            o.engine.l0_compaction_trigger = compaction;
+            o.engine.l0_compaction_trigger = (compaction != 0).then_some(compaction);
             o.engine.l0_slowdown_writes_trigger = slowdown;
             o.engine.l0_stop_writes_trigger = stop;
             Ok(())
@@ -618,7 +624,7 @@ mod tests {
         compaction_rate_limit: Option<u64>,
         compaction_readahead_bytes: u64,
         table_metadata: MetadataPlacement,
-        l0: (usize, usize, usize),
+        l0: (Option<usize>, usize, usize),
     }
 
     impl Settings {
@@ -690,7 +696,7 @@ mod tests {
                 compaction_rate_limit: Some(8 << 20),
                 compaction_readahead_bytes: MAX_COMPACTION_READAHEAD,
                 table_metadata: MetadataPlacement::all_kinds_at(LevelSet::all_but_last()),
-                l0: (2, 2, 3),
+                l0: (Some(2), 2, 3),
             }
         );
         // The engine takes them: a database opens, writes and reads.
@@ -720,8 +726,38 @@ mod tests {
         assert_eq!(s.delayed_write_rate, 1);
         assert_eq!(s.compaction_rate_limit, None);
         assert_eq!(s.compaction_readahead_bytes, 0);
-        assert_eq!(s.l0, (1, 1, 1));
+        assert_eq!(s.l0, (Some(1), 1, 1));
         let db = shale::Db::open(dir.path().join("db"), o.spec().engine).expect("reopen");
+        db.close().expect("close");
+    }
+
+    #[test]
+    fn a_zero_l0_trigger_is_the_engine_s_default_for_the_filters() {
+        let o = Opts::new();
+        assert_eq!(call!(o, shale_options_set_l0_triggers(0, 0, 0)), OK);
+        assert_eq!(Settings::of(&o.spec()).l0, (None, 20, 36));
+        assert_eq!(o.spec().engine.effective_l0_compaction_trigger(), 8);
+        // Slowdown at 5 suits L0 without filters (trigger 4), not with them
+        // (8): the setter takes it, the open decides.
+        assert_eq!(call!(o, shale_options_set_l0_triggers(0, 5, 6)), OK);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let refused = shale::Db::open(dir.path().join("db"), o.spec().engine);
+        assert!(
+            matches!(refused, Err(shale::Error::InvalidArgument(m)) if m.contains("L0 triggers"))
+        );
+        assert_eq!(
+            call!(
+                o,
+                shale_options_set_filter_policy(
+                    SHALE_FILTER_NONE,
+                    0,
+                    SHALE_FILTER_LEVELS_ALL_BUT_LAST
+                )
+            ),
+            OK
+        );
+        assert_eq!(o.spec().engine.effective_l0_compaction_trigger(), 4);
+        let db = shale::Db::open(dir.path().join("db"), o.spec().engine).expect("open");
         db.close().expect("close");
     }
 
@@ -777,8 +813,8 @@ mod tests {
                 call!(o, shale_options_set_table_metadata(bad))
             });
         }
-        o.refuses(&["L0 compaction trigger"], |o| {
-            call!(o, shale_options_set_l0_triggers(0, 20, 36))
+        o.refuses(&["L0 triggers", "0, 3, 36"], |o| {
+            call!(o, shale_options_set_l0_triggers(0, 3, 0))
         });
         o.refuses(&["L0 triggers", "9, 8, 36"], |o| {
             call!(o, shale_options_set_l0_triggers(9, 8, 36))
@@ -786,8 +822,8 @@ mod tests {
         o.refuses(&["L0 triggers", "8, 20, 19"], |o| {
             call!(o, shale_options_set_l0_triggers(8, 20, 19))
         });
-        o.refuses(&["L0 triggers", "8, 0, 0"], |o| {
-            call!(o, shale_options_set_l0_triggers(8, 0, 0))
+        o.refuses(&["L0 triggers", "21, 20, 36"], |o| {
+            call!(o, shale_options_set_l0_triggers(21, 0, 0))
         });
         // A NULL handle is refused too, not dereferenced.
         let mut msg: *mut c_char = std::ptr::null_mut();

@@ -19,7 +19,7 @@ fn engine_trace(keys: u64, passes: u64) -> Vec<TraceEvent> {
         write_buffer_size: 64 << 10,
         target_file_size_base: 64 << 10,
         base_level_bytes: 256 << 10,
-        l0_compaction_trigger: 4,
+        l0_compaction_trigger: Some(4),
         block_cache_bytes: 1 << 20,
         ..Options::default()
     };

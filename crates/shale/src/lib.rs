@@ -52,7 +52,8 @@ pub use events::{Event, EventListener};
 pub use metrics::{BlockKind, BlockMetrics, LevelMetrics, MetadataKind, Metrics};
 pub use options::{
     fuse_fingerprint_bits, Compression, FilterKind, FilterLevels, FilterPolicy, LevelSet,
-    MetadataPlacement, Options, WalRecoveryMode, WriteOptions, MAX_BACKGROUND_JOBS,
+    MetadataPlacement, Options, WalRecoveryMode, WriteOptions,
+    L0_COMPACTION_TRIGGER_WITHOUT_FILTERS, L0_COMPACTION_TRIGGER_WITH_FILTERS, MAX_BACKGROUND_JOBS,
     MAX_COMPACTION_READAHEAD, MAX_READ_THREADS, MAX_SUBCOMPACTIONS, MIN_DELAYED_WRITE_RATE,
     NUM_LEVELS,
 };

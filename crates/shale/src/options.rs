@@ -295,10 +295,16 @@ pub struct Options {
     /// for flushes is idle most of the time, so a second range uses the
     /// second core; more ranges than cores only contend for them.
     pub max_subcompactions: usize,
-    /// L0 tables that make L0 eligible for compaction (score 1; default 8:
-    /// about 340 MB of flushes from 64 MiB memtables, so that each rewrite of
-    /// the base level takes down several times its size; see the picker).
-    pub l0_compaction_trigger: usize,
+    /// L0 tables that make L0 eligible for compaction (score 1; at least
+    /// 1). `None`, the default, lets the filter policy decide:
+    /// [`L0_COMPACTION_TRIGGER_WITH_FILTERS`] (8) when L0 tables carry
+    /// filters, so that each rewrite of the base level takes down several
+    /// times its size (a Get pays an L0 table a filter probe, about 1% of
+    /// a read), and [`L0_COMPACTION_TRIGGER_WITHOUT_FILTERS`] (4, RocksDB's,
+    /// Pebble's and LevelDB's default) when they do not, as every L0 table
+    /// then costs a Get a data-block read. See
+    /// [`Options::effective_l0_compaction_trigger`].
+    pub l0_compaction_trigger: Option<usize>,
     /// L0 tables at which writes are delayed to
     /// [`Options::delayed_write_rate`] (default 20).
     pub l0_slowdown_writes_trigger: usize,
@@ -392,7 +398,7 @@ impl Default for Options {
             verify_checksums: true,
             max_background_jobs: 2,
             max_subcompactions: 2,
-            l0_compaction_trigger: 8,
+            l0_compaction_trigger: None,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
             base_level_bytes: 64 << 20,
@@ -430,7 +436,26 @@ pub const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
 /// The most threads [`Options::read_threads`] may ask for.
 pub const MAX_READ_THREADS: usize = 1024;
 
+/// L0's compaction trigger by default when L0 tables carry filters.
+pub const L0_COMPACTION_TRIGGER_WITH_FILTERS: usize = 8;
+
+/// L0's compaction trigger by default when L0 tables carry no filter.
+pub const L0_COMPACTION_TRIGGER_WITHOUT_FILTERS: usize = 4;
+
 impl Options {
+    /// The L0 table count that makes L0 eligible for compaction:
+    /// [`Options::l0_compaction_trigger`] when set, else the default for
+    /// whether the filter policy gives L0 tables a filter.
+    pub fn effective_l0_compaction_trigger(&self) -> usize {
+        self.l0_compaction_trigger.unwrap_or(
+            if self.filter_policy.applies_to(0) && self.filter_policy.bits_per_key_at(0) > 0 {
+                L0_COMPACTION_TRIGGER_WITH_FILTERS
+            } else {
+                L0_COMPACTION_TRIGGER_WITHOUT_FILTERS
+            },
+        )
+    }
+
     /// Bytes of each live memtable's key filter (0: none); see
     /// [`Options::memtable_filter`].
     pub(crate) fn memtable_filter_bytes(&self) -> usize {
@@ -449,10 +474,10 @@ impl Options {
         {
             return bad("table_format_version must be 1, 2, 3 or 4");
         }
-        if self.l0_compaction_trigger == 0 {
+        if self.l0_compaction_trigger == Some(0) {
             return bad("l0_compaction_trigger must be at least 1");
         }
-        if self.l0_slowdown_writes_trigger < self.l0_compaction_trigger
+        if self.l0_slowdown_writes_trigger < self.effective_l0_compaction_trigger()
             || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
         {
             return bad("L0 triggers must satisfy compaction <= slowdown <= stop");
@@ -535,6 +560,46 @@ mod tests {
         assert_eq!(bloom.bits_per_key_at(4), 10);
         assert_eq!(bloom.bits_per_key_at(99), 10);
         assert!(bloom.applies_to(5) && !bloom.applies_to(6));
+    }
+
+    #[test]
+    fn l0_compacts_sooner_without_filters_unless_told() {
+        let with = Options::default();
+        assert_eq!(with.effective_l0_compaction_trigger(), 8);
+        let without = Options {
+            filter_policy: FilterPolicy {
+                levels: FilterLevels::None,
+                ..FilterPolicy::default()
+            },
+            ..Options::default()
+        };
+        assert_eq!(without.effective_l0_compaction_trigger(), 4);
+        let mut zero_bits_at_l0 = FilterPolicy::bloom(10);
+        zero_bits_at_l0.level_bits_per_key[0] = Some(0);
+        let o = Options {
+            filter_policy: zero_bits_at_l0,
+            ..Options::default()
+        };
+        assert_eq!(o.effective_l0_compaction_trigger(), 4);
+        let told = Options {
+            l0_compaction_trigger: Some(12),
+            ..without.clone()
+        };
+        assert_eq!(told.effective_l0_compaction_trigger(), 12);
+        assert!(told.validate().is_ok());
+        // The slowdown trigger is checked against the trigger in effect.
+        let slow5 = |o: &Options| Options {
+            l0_slowdown_writes_trigger: 5,
+            ..o.clone()
+        };
+        assert!(slow5(&without).validate().is_ok());
+        assert!(slow5(&with).validate().is_err());
+        assert!(Options {
+            l0_compaction_trigger: Some(0),
+            ..Options::default()
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]

@@ -161,7 +161,7 @@ fn an_automatic_compaction_pairs_its_begin_and_end() {
     let recorder = Arc::new(Recorder::default());
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let opts = Options {
-        l0_compaction_trigger: 2,
+        l0_compaction_trigger: Some(2),
         ..options(fs, &recorder)
     };
     let db = Db::open("/db", opts).expect("open");

@@ -445,7 +445,7 @@ fn a_failed_subcompaction_fails_the_whole_compaction() {
     let ends = Arc::new(CompactionEnds::default());
     let opts = Options {
         // No automatic compaction: L0 waits for the manual one.
-        l0_compaction_trigger: 100,
+        l0_compaction_trigger: Some(100),
         l0_slowdown_writes_trigger: 100,
         l0_stop_writes_trigger: 100,
         max_subcompactions: 4,

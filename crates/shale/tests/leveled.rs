@@ -44,7 +44,7 @@ fn small_levels(fs: Arc<dyn FileSystem>) -> Options {
         base_level_bytes: 32 << 10,
         level_size_multiplier: 4.0,
         target_file_size_base: 4 << 10,
-        l0_compaction_trigger: 2,
+        l0_compaction_trigger: Some(2),
         l0_slowdown_writes_trigger: 16,
         l0_stop_writes_trigger: 24,
         ..Options::default()
@@ -132,7 +132,7 @@ fn compactions_spread_data_over_levels_and_lose_nothing() {
 #[test]
 fn settle_drains_l0_below_its_trigger() {
     let opts = Options {
-        l0_compaction_trigger: 4,
+        l0_compaction_trigger: Some(4),
         ..small_levels(Arc::new(MemFs::new()))
     };
     let db = Db::open("/db", opts).expect("open");
@@ -391,7 +391,7 @@ fn a_full_disk_during_compactions_poisons_and_reopens_intact() {
 #[test]
 fn writes_stall_when_l0_fills() {
     let opts = Options {
-        l0_compaction_trigger: 1,
+        l0_compaction_trigger: Some(1),
         l0_slowdown_writes_trigger: 1,
         l0_stop_writes_trigger: 2,
         compaction_rate_limit: Some(4 << 20),
@@ -718,7 +718,7 @@ fn delayed_writes_slow_down_and_never_stop_below_the_stop_trigger() {
     let opts = Options {
         // Flushes only when asked.
         write_buffer_size: 1 << 20,
-        l0_compaction_trigger: 2,
+        l0_compaction_trigger: Some(2),
         l0_slowdown_writes_trigger: 3,
         l0_stop_writes_trigger: 9,
         delayed_write_rate: rate,

@@ -648,7 +648,7 @@ fn option_sets() -> Vec<(&'static str, Options)> {
                 base_level_bytes: 4 << 10,
                 level_size_multiplier: 2.0,
                 target_file_size_base: 512,
-                l0_compaction_trigger: 2,
+                l0_compaction_trigger: Some(2),
                 l0_slowdown_writes_trigger: 8,
                 l0_stop_writes_trigger: 12,
                 // Compactions of a few KiB over 512-byte tables: most split.
@@ -691,7 +691,7 @@ fn random_options(seed: u64) -> Options {
         target_file_size_base: [512, 4 << 10, 2 << 20][r.below(3) as usize],
         max_background_jobs: pick(&mut r, &[1, 2, 3]),
         max_subcompactions: pick(&mut r, &[1, 2, 4]),
-        l0_compaction_trigger: l0_trigger,
+        l0_compaction_trigger: Some(l0_trigger),
         l0_slowdown_writes_trigger: l0_trigger * 4,
         l0_stop_writes_trigger: l0_trigger * 6,
         base_level_bytes: [2 << 10, 16 << 10, 64 << 20][r.below(3) as usize],

@@ -150,7 +150,7 @@ fn answers_as_gets(batching: bool) {
     let pool = |n: usize| if batching { 0 } else { n };
     // L0 keeps its tables until a manual compaction takes them down.
     let opts = Options {
-        l0_compaction_trigger: 1000,
+        l0_compaction_trigger: Some(1000),
         l0_slowdown_writes_trigger: 1000,
         l0_stop_writes_trigger: 1000,
         ..options(mem.clone(), 4)

@@ -22,7 +22,7 @@ fn options(fs: Arc<MemFs>) -> Options {
         fs,
         write_buffer_size: 256 << 10,
         block_cache_bytes: 64 << 20,
-        l0_compaction_trigger: 1000,
+        l0_compaction_trigger: Some(1000),
         l0_slowdown_writes_trigger: 1000,
         l0_stop_writes_trigger: 1000,
         ..Options::default()

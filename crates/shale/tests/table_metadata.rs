@@ -35,7 +35,7 @@ fn options(fs: Arc<MemFs>, placement: MetadataPlacement) -> Options {
             levels: FilterLevels::All,
             ..FilterPolicy::default()
         },
-        l0_compaction_trigger: 1000,
+        l0_compaction_trigger: Some(1000),
         l0_slowdown_writes_trigger: 1000,
         l0_stop_writes_trigger: 1000,
         table_metadata: placement,

@@ -59,7 +59,7 @@ fn l0_tables(tables: u64, max_open_files: usize) -> (Db, Arc<AtomicUsize>) {
         Options {
             fs,
             max_open_files,
-            l0_compaction_trigger: 1000,
+            l0_compaction_trigger: Some(1000),
             l0_slowdown_writes_trigger: 1000,
             l0_stop_writes_trigger: 1000,
             ..Options::default()
@@ -177,7 +177,7 @@ fn a_compaction_reads_its_inputs_ahead_through_handles_of_its_own() {
             Options {
                 fs,
                 compaction_readahead_bytes: readahead as u64,
-                l0_compaction_trigger: 1000,
+                l0_compaction_trigger: Some(1000),
                 l0_slowdown_writes_trigger: 1000,
                 l0_stop_writes_trigger: 1000,
                 ..Options::default()

@@ -197,10 +197,11 @@ static void test_engine_options(const char *dir) {
 
     EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 1, 1, 1, ERR));
     EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 2, 3, 4, ERR));
-    EXPECT_REFUSED("L0 compaction trigger must be at least 1", shale_options_set_l0_triggers(o, 0, 20, 36, ERR));
+    EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 0, 0, 0, ERR)); /* the defaults */
+    EXPECT_REFUSED("L0 triggers 0, 3, 36", shale_options_set_l0_triggers(o, 0, 3, 0, ERR));
     EXPECT_REFUSED("L0 triggers 9, 8, 36", shale_options_set_l0_triggers(o, 9, 8, 36, ERR));
     EXPECT_REFUSED("L0 triggers 8, 20, 19", shale_options_set_l0_triggers(o, 8, 20, 19, ERR));
-    EXPECT_REFUSED("L0 triggers 8, 0, 0", shale_options_set_l0_triggers(o, 8, 0, 0, ERR));
+    EXPECT_REFUSED("L0 triggers 21, 20, 36", shale_options_set_l0_triggers(o, 21, 0, 0, ERR));
 
     /* NULL and the wrong kind of handle. */
     EXPECT(SHALE_INVALID_ARGUMENT, shale_options_set_max_subcompactions(NULL, 2, ERR));

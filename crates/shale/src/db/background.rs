@@ -194,7 +194,7 @@ fn next_job(db: &DbInner) -> Option<Job> {
 /// The picker's options, from the database's.
 pub(crate) fn picker_options(opts: &Options) -> PickerOptions {
     PickerOptions {
-        l0_compaction_trigger: opts.l0_compaction_trigger,
+        l0_compaction_trigger: opts.effective_l0_compaction_trigger(),
         base_level_bytes: opts.base_level_bytes,
         level_size_multiplier: opts.level_size_multiplier,
         filter_at: std::array::from_fn(|l| opts.filter_policy.applies_to(l)),
