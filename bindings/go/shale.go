@@ -177,6 +177,10 @@ type Options struct {
 	// MaxSubcompactions is the most key ranges one compaction is split into,
 	// each merged on a thread of its own (0: 2; at most 64).
 	MaxSubcompactions int
+	// CompactionNice is the CPU nice value of the threads that merge
+	// compactions (0: the process's priority; 1 to 19 let Gets and writes
+	// run first when every core is busy; flushes keep the process's).
+	CompactionNice int
 	// DelayedWriteRate is the bytes per second writes are let through while
 	// L0 or the compaction debt delays them (0: 16 MiB/s).
 	DelayedWriteRate uint64
@@ -339,6 +343,11 @@ func engineSteps(o *C.shale_options_t, opts *Options, msg **C.char) ([]func() C.
 	if opts.MaxSubcompactions > 0 {
 		steps = append(steps, func() C.shale_code_t {
 			return C.shale_options_set_max_subcompactions(o, C.size_t(opts.MaxSubcompactions), msg)
+		})
+	}
+	if opts.CompactionNice != 0 {
+		steps = append(steps, func() C.shale_code_t {
+			return C.shale_options_set_compaction_nice(o, C.int32_t(opts.CompactionNice), msg)
 		})
 	}
 	if opts.DelayedWriteRate > 0 {

@@ -871,6 +871,20 @@ shale_code_t shale_options_set_max_subcompactions(struct shale_options_t *option
                                                   size_t n,
                                                   char **errmsg);
 
+// CPU nice value of the threads that merge compactions: 0, the default, runs
+// them at the process's priority; 1 to 19 lower them (and their I/O to the
+// lowest best-effort level), so that Gets and writes run first on a machine
+// whose cores are busy; flushes keep the process's priority. Outside 0 to
+// 19 is `SHALE_INVALID_ARGUMENT` (the open refuses anything but 0 outside
+// Linux).
+//
+// # Safety
+//
+// As for `shale_options_set_create_if_missing`.
+shale_code_t shale_options_set_compaction_nice(struct shale_options_t *options,
+                                               int32_t nice,
+                                               char **errmsg);
+
 // Bytes per second writes are let through while they are delayed (L0 at the
 // slowdown trigger, or too much compaction debt): default 16 MiB/s; 0 is
 // `SHALE_INVALID_ARGUMENT`. While a delay lasts the rate adapts to the debt

@@ -366,6 +366,36 @@ pub unsafe extern "C" fn shale_options_set_max_subcompactions(
     }
 }
 
+/// CPU nice value of the threads that merge compactions: 0, the default, runs
+/// them at the process's priority; 1 to 19 lower them (and their I/O to the
+/// lowest best-effort level), so that Gets and writes run first on a machine
+/// whose cores are busy; flushes keep the process's priority. Outside 0 to
+/// 19 is `SHALE_INVALID_ARGUMENT` (the open refuses anything but 0 outside
+/// Linux).
+///
+/// # Safety
+///
+/// As for `shale_options_set_create_if_missing`.
+#[no_mangle]
+pub unsafe extern "C" fn shale_options_set_compaction_nice(
+    options: *mut shale_options_t,
+    nice: i32,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented.
+    unsafe {
+        set(options, errmsg, |o| {
+            if !(0..=shale::env::priority::MAX_NICE).contains(&nice) {
+                return Err(Failure::invalid(format!(
+                    "compaction nice value {nice} is not within 0 to 19"
+                )));
+            }
+            o.engine.compaction_nice = nice;
+            Ok(())
+        })
+    }
+}
+
 /// Bytes per second writes are let through while they are delayed (L0 at the
 /// slowdown trigger, or too much compaction debt): default 16 MiB/s; 0 is
 /// `SHALE_INVALID_ARGUMENT`. While a delay lasts the rate adapts to the debt
@@ -718,6 +748,9 @@ mod tests {
         ] {
             assert_eq!(c, OK);
         }
+        assert_eq!(o.spec().engine.compaction_nice, 0);
+        assert_eq!(call!(o, shale_options_set_compaction_nice(19)), OK);
+        assert_eq!(o.spec().engine.compaction_nice, 19);
         assert!(o.spec().engine.memtable_filter, "on by default");
         assert_eq!(call!(o, shale_options_set_memtable_filter(false)), OK);
         assert!(!o.spec().engine.memtable_filter);
@@ -815,6 +848,12 @@ mod tests {
         }
         o.refuses(&["L0 triggers", "0, 3, 36"], |o| {
             call!(o, shale_options_set_l0_triggers(0, 3, 0))
+        });
+        o.refuses(&["compaction nice value 20"], |o| {
+            call!(o, shale_options_set_compaction_nice(20))
+        });
+        o.refuses(&["compaction nice value -1"], |o| {
+            call!(o, shale_options_set_compaction_nice(-1))
         });
         o.refuses(&["L0 triggers", "9, 8, 36"], |o| {
             call!(o, shale_options_set_l0_triggers(9, 8, 36))

@@ -268,6 +268,11 @@ pub struct BenchYcsbArgs {
     /// as RocksDB reads by default).
     #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
     pub direct_io: bool,
+    /// CPU nice value of shale's compaction threads (0 to 19; default 0,
+    /// the engine's default: the process's priority). shale only.
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(i32).range(0..=19))]
+    pub compaction_nice: i32,
     /// Engines, comma-separated: shale, rocksdb (RocksDB through its harness,
     /// `scripts/peers.sh rocksdb`; with --preset or --presets only). Each
     /// configuration runs on every engine in turn.

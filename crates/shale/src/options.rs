@@ -295,6 +295,17 @@ pub struct Options {
     /// for flushes is idle most of the time, so a second range uses the
     /// second core; more ranges than cores only contend for them.
     pub max_subcompactions: usize,
+    /// CPU nice value of the threads that merge compactions (default 0: the
+    /// process's priority). 1 to 19 lower them (and put their I/O in the
+    /// lowest level of the best-effort class, which priority-aware I/O
+    /// schedulers serve after Gets' reads), so that on a machine whose cores
+    /// are all busy, Gets and writes run first and compactions take what is
+    /// left, as with RocksDB's `LowerThreadPoolCPUPriority`. Every range of
+    /// a compaction then runs on a thread of its own that lowers itself
+    /// (a thread cannot raise its priority back without privilege); flushes
+    /// keep the process's priority. Above 19, or any but 0 where thread
+    /// priorities are not supported (outside Linux), is `InvalidArgument`.
+    pub compaction_nice: i32,
     /// L0 tables that make L0 eligible for compaction (score 1; at least
     /// 1). `None`, the default, lets the filter policy decide:
     /// [`L0_COMPACTION_TRIGGER_WITH_FILTERS`] (8) when L0 tables carry
@@ -398,6 +409,7 @@ impl Default for Options {
             verify_checksums: true,
             max_background_jobs: 2,
             max_subcompactions: 2,
+            compaction_nice: 0,
             l0_compaction_trigger: None,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
@@ -473,6 +485,12 @@ impl Options {
             .contains(&self.table_format_version)
         {
             return bad("table_format_version must be 1, 2, 3 or 4");
+        }
+        if !(0..=shale_env::priority::MAX_NICE).contains(&self.compaction_nice) {
+            return bad("compaction_nice must be within 0 to 19");
+        }
+        if self.compaction_nice != 0 && !cfg!(target_os = "linux") {
+            return bad("compaction_nice needs thread priorities, which are set on Linux only");
         }
         if self.l0_compaction_trigger == Some(0) {
             return bad("l0_compaction_trigger must be at least 1");
@@ -651,6 +669,12 @@ mod tests {
     #[test]
     fn a_zero_rate_limit_and_absurd_thread_counts_are_refused() {
         assert!(Options::default().validate().is_ok());
+        assert!(Options {
+            compaction_nice: 19,
+            ..Options::default()
+        }
+        .validate()
+        .is_ok());
         for opts in [
             Options {
                 compaction_rate_limit: Some(0),
@@ -668,12 +692,21 @@ mod tests {
                 compaction_readahead_bytes: MAX_COMPACTION_READAHEAD + 1,
                 ..Options::default()
             },
+            Options {
+                compaction_nice: 20,
+                ..Options::default()
+            },
+            Options {
+                compaction_nice: -1,
+                ..Options::default()
+            },
         ] {
             let err = opts.validate().expect_err("refused");
             assert!(
                 matches!(err, crate::error::Error::InvalidArgument(ref m)
                     if m.contains("compaction_rate_limit") || m.contains("max_background_jobs")
-                        || m.contains("compaction_readahead_bytes")),
+                        || m.contains("compaction_readahead_bytes")
+                        || m.contains("compaction_nice")),
                 "{err}"
             );
         }

@@ -620,6 +620,9 @@ struct GateFs {
     opened: parking_lot::Condvar,
     /// Compaction outputs that waited at the gate.
     held: AtomicU64,
+    /// The hint of every table created and the nice value of the thread
+    /// that created it.
+    creators: parking_lot::Mutex<Vec<(WriteLifetime, i32)>>,
 }
 
 impl GateFs {
@@ -629,6 +632,7 @@ impl GateFs {
             shut: parking_lot::Mutex::new(false),
             opened: parking_lot::Condvar::new(),
             held: AtomicU64::new(0),
+            creators: parking_lot::Mutex::new(Vec::new()),
         }
     }
     fn set_shut(&self, shut: bool) {
@@ -650,6 +654,8 @@ impl FileSystem for GateFs {
         path: &Path,
         hint: WriteLifetime,
     ) -> std::io::Result<Box<dyn ObjectWriter>> {
+        let nice = shale::env::priority::current_thread_nice()?;
+        self.creators.lock().push((hint, nice));
         if hint != WriteLifetime::Medium {
             let mut shut = self.shut.lock();
             if *shut {
@@ -782,4 +788,60 @@ fn delayed_writes_slow_down_and_never_stop_below_the_stop_trigger() {
         seen.iter().all(|(c, _)| *c != StallCondition::Stopped),
         "a stop below the stop trigger: {seen:?}"
     );
+}
+
+/// With `compaction_nice`, every compaction output is written by a thread at
+/// that nice value, whether the compaction is split into subcompactions or
+/// not, automatic or manual; flushes keep the process's priority. Without
+/// it, compactions run at the process's priority too.
+#[test]
+fn compactions_run_at_their_nice_value_and_flushes_do_not() {
+    let base = shale::env::priority::current_thread_nice().expect("nice");
+    let nice = (base + 7).min(shale::env::priority::MAX_NICE);
+    for (compaction_nice, subcompactions) in [(nice, 1), (nice, 4), (0, 4)] {
+        let fs = Arc::new(GateFs::new());
+        let opts = Options {
+            fs: fs.clone(),
+            create_if_missing: true,
+            write_buffer_size: 64 << 10,
+            target_file_size_base: 32 << 10,
+            l0_compaction_trigger: Some(2),
+            max_subcompactions: subcompactions,
+            compaction_nice,
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts).expect("open");
+        let mut rng = Rng::new(7);
+        for i in 0..6_000u32 {
+            let key = rng.next_u64().to_be_bytes();
+            db.put(&key, &i.to_le_bytes().repeat(20)).expect("put");
+        }
+        db.flush().expect("flush");
+        db.compact_range(None, None).expect("manual compaction");
+        db.close().expect("close");
+        let creators = fs.creators.lock().clone();
+        let flushes: Vec<i32> = creators
+            .iter()
+            .filter(|(h, _)| *h == WriteLifetime::Medium)
+            .map(|&(_, n)| n)
+            .collect();
+        // Compaction outputs are hinted by their level (L1 and below: long
+        // or extreme); other objects (CURRENT, NotSet) are neither.
+        let compactions: Vec<i32> = creators
+            .iter()
+            .filter(|(h, _)| matches!(h, WriteLifetime::Long | WriteLifetime::Extreme))
+            .map(|&(_, n)| n)
+            .collect();
+        assert!(flushes.len() >= 2 && compactions.len() >= 2, "{creators:?}");
+        assert!(flushes.iter().all(|&n| n == base), "{creators:?}");
+        let want = if compaction_nice == 0 {
+            base
+        } else {
+            nice.max(base)
+        };
+        assert!(
+            compactions.iter().all(|&n| n == want),
+            "{compaction_nice}: {creators:?}"
+        );
+    }
 }

@@ -195,6 +195,10 @@ static void test_engine_options(const char *dir) {
     EXPECT_REFUSED("unknown table metadata placement 4", shale_options_set_table_metadata(o, 4, ERR));
     EXPECT_REFUSED("unknown table metadata placement -1", shale_options_set_table_metadata(o, -1, ERR));
 
+    EXPECT(SHALE_OK, shale_options_set_compaction_nice(o, 19, ERR));
+    EXPECT(SHALE_OK, shale_options_set_compaction_nice(o, 0, ERR));
+    EXPECT_REFUSED("compaction nice value 20", shale_options_set_compaction_nice(o, 20, ERR));
+
     EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 1, 1, 1, ERR));
     EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 2, 3, 4, ERR));
     EXPECT(SHALE_OK, shale_options_set_l0_triggers(o, 0, 0, 0, ERR)); /* the defaults */

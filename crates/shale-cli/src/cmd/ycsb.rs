@@ -123,6 +123,9 @@ pub struct Settings {
     pub max_background_jobs: usize,
     /// Flush and compaction bytes per second, if limited.
     pub compaction_rate_limit: Option<u64>,
+    /// shale's `compaction_nice` (0: the process's priority).
+    #[serde(default)]
+    pub compaction_nice: i32,
 }
 
 fn preset_name(p: Option<YcsbPreset>) -> &'static str {
@@ -175,6 +178,7 @@ pub fn settings(preset: Option<YcsbPreset>, data_bytes: u64, rate_limit: Option<
         target_file_size_base: d.target_file_size_base,
         max_background_jobs: d.max_background_jobs,
         compaction_rate_limit: None,
+        compaction_nice: 0,
     };
     match preset {
         None => {}
@@ -503,7 +507,10 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
                 if stopped() {
                     break 'runs;
                 }
-                let s = settings(preset, data_bytes, a.rate_limit);
+                let mut s = settings(preset, data_bytes, a.rate_limit);
+                if engine == YcsbEngine::Shale {
+                    s.compaction_nice = a.compaction_nice;
+                }
                 let dir = db_dir(&base, engine, filters_of(preset));
                 let label = format!(
                     "run {}/{total}: {} {} workload {}",
@@ -896,6 +903,7 @@ fn run_options(a: &BenchYcsbArgs, storage: &Storage, s: &Settings, filters: Filt
         target_file_size_base: s.target_file_size_base,
         max_background_jobs: s.max_background_jobs,
         compaction_rate_limit: s.compaction_rate_limit,
+        compaction_nice: s.compaction_nice,
         max_open_files: usize::try_from(open_files.saturating_sub(256).clamp(64, 1_000_000))
             .unwrap_or(1_000_000),
         ..Options::default()

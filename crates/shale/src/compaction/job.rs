@@ -130,7 +130,8 @@ pub(crate) struct Outputs<'a> {
 /// keys, see [`subcompact`](super::subcompact)) split the merge into
 /// `cuts.len() + 1` subcompactions, each merging the user keys of its range
 /// `[cut[i-1], cut[i])` on a thread of its own (the calling thread takes the
-/// first) into tables of its own; the tables come back in key order, to be
+/// first, unless [`Options::compaction_nice`](crate::Options::compaction_nice)
+/// puts every range on a lowered thread) into tables of its own; the tables come back in key order, to be
 /// installed together. Fails with [`Error::Closed`] if the database starts
 /// closing meanwhile. A subcompaction that fails stops the others and fails
 /// the merge with its error; no output of any of them is returned (the
@@ -174,7 +175,8 @@ pub(crate) fn merge(
     };
     let ranges = cuts.len() + 1;
     let cancel = AtomicBool::new(false);
-    let results: Vec<Result<Vec<NewFile>>> = if ranges == 1 {
+    let nice = db.opts().compaction_nice;
+    let results: Vec<Result<Vec<NewFile>>> = if ranges == 1 && nice == 0 {
         vec![merge_range(
             db,
             inputs,
@@ -186,26 +188,34 @@ pub(crate) fn merge(
     } else {
         std::thread::scope(|s| {
             let (plan, cancel) = (&plan, &cancel);
-            let run = move |bounds| {
-                let r = merge_range(db, inputs, plan, output, bounds, cancel);
+            let run = move |bounds, spawned: bool| {
+                let r = lower_priority(db, if spawned { nice } else { 0 })
+                    .and_then(|()| merge_range(db, inputs, plan, output, bounds, cancel));
                 if r.is_err() {
                     cancel.store(true, Ordering::Relaxed);
                 }
                 r
             };
-            let handles: Vec<_> = (1..ranges)
+            // With a nice value every range runs on a thread that lowers
+            // itself: the calling thread may run a flush next, and could
+            // not raise its priority back.
+            let first = usize::from(nice == 0);
+            let handles: Vec<_> = (first..ranges)
                 .map(|i| {
                     let bounds = subcompact::range_of(cuts, i);
                     let spawned = std::thread::Builder::new()
-                        .name("shale-subcompaction".into())
-                        .spawn_scoped(s, move || run(bounds));
+                        .name("shale-compaction".into())
+                        .spawn_scoped(s, move || run(bounds, true));
                     if spawned.is_err() {
                         cancel.store(true, Ordering::Relaxed);
                     }
                     spawned
                 })
                 .collect();
-            let mut results = vec![run(subcompact::range_of(cuts, 0))];
+            let mut results = Vec::with_capacity(ranges);
+            if first == 1 {
+                results.push(run(subcompact::range_of(cuts, 0), false));
+            }
             for h in handles {
                 results.push(match h {
                     Ok(h) => h.join().unwrap_or_else(|_| {
@@ -246,6 +256,15 @@ pub(crate) fn merge(
         tables,
         subcompactions: ranges,
     })
+}
+
+/// Lowers the calling thread to CPU nice value `nice` (0: leaves it).
+fn lower_priority(db: &dyn JobHost, nice: i32) -> Result<()> {
+    if nice == 0 {
+        return Ok(());
+    }
+    shale_env::priority::lower_current_thread(nice)
+        .map_err(|e| Error::io("lower a compaction thread's priority", db.dir(), e))
 }
 
 /// What every subcompaction of one merge shares.
