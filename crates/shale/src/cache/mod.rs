@@ -156,9 +156,9 @@ impl<K: CacheKey, V: Clone + Send> LruCache<K, V> {
     /// (a Low entry's first hit promotes it from probation to protected).
     pub(crate) fn get(&self, key: &K) -> Option<V> {
         let (key, i, shard) = self.shard_of(key);
-        let mut s = shard.lock();
-        let budget = self.budget(i);
-        s.get(&key, budget)
+        // The budget (two atomic loads and a division) is needed only when
+        // a hit promotes an entry out of probation.
+        shard.lock().get(&key, || self.budget(i))
     }
 
     /// Inserts `value` under `key` with `charge` and `priority`, replacing (value,
@@ -330,7 +330,7 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
     /// probation entry moves to protected, which then gives its least
     /// recently used entries back to probation until it is within its share
     /// of `budget`.
-    fn get(&mut self, key: &Hashed<K>, budget: u64) -> Option<V> {
+    fn get(&mut self, key: &Hashed<K>, budget: impl FnOnce() -> u64) -> Option<V> {
         let i = *self.map.get(key)?;
         let entry = self.slots.get_mut(i)?.entry.as_mut()?;
         let value = entry.value.clone();
@@ -338,7 +338,7 @@ impl<K: CacheKey, V: Clone> Shard<K, V> {
         self.unlink(i);
         if pool == PROBATION {
             self.move_to(i, PROBATION, PROTECTED, charge);
-            self.demote(budget);
+            self.demote(budget());
         } else {
             self.push_mru(i, pool);
         }
