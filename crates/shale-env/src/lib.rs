@@ -34,7 +34,8 @@
 //! `Ok`. [`CrashFs`] enforces exactly this contract and nothing more.
 
 // The system calls of `PosixFs` (O_DIRECT buffers, fadvise, write-life hints,
-// flock) and of thread priorities are the engine's only unsafe code; every block states why it is sound.
+// flock) and of thread priorities are the engine's only unsafe code; every
+// block states why it is sound.
 #![allow(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
