@@ -199,6 +199,8 @@ pub(crate) struct Stats {
     pub(crate) gets_memtable_hits: Counter,
     /// Per level: Gets a table of that level answered.
     pub(crate) gets_table_hits: [Counter; NUM_LEVELS],
+    /// Per level: tables searched past their filter without the key.
+    pub(crate) gets_table_misses: [Counter; NUM_LEVELS],
     pub(crate) table_cache_hits: Counter,
     pub(crate) table_cache_misses: Counter,
     pub(crate) filter_negatives: Counter,
@@ -325,6 +327,7 @@ impl Stats {
             gets_found: self.gets_found.get(),
             gets_memtable_hits: self.gets_memtable_hits.get(),
             gets_table_hits: std::array::from_fn(|l| self.gets_table_hits[l].get()),
+            gets_table_misses: std::array::from_fn(|l| self.gets_table_misses[l].get()),
             blocks,
             table_cache_hits: self.table_cache_hits.get(),
             table_cache_misses: self.table_cache_misses.get(),
@@ -449,6 +452,15 @@ pub struct Metrics {
     /// Gets end, which with the shape of the tree sets how many tables a Get
     /// searches: RocksDB's `rocksdb.l0.hit`, `l1.hit`, `l2andup.hit`.
     pub gets_table_hits: [u64; NUM_LEVELS],
+    /// Per level: tables a Get searched without finding its key there, past
+    /// the table's filter (a filter that passed a key the table lacks) or
+    /// with none. Each cost the Get an index lookup and a data block (from
+    /// the cache or the device): with the hits, the data blocks Gets looked
+    /// at per level, which tells where a Get's reads go when filters are
+    /// off or too small. A batched `multi_get` looks a key up again in the
+    /// round after a deferred read, so its keys may count a table more
+    /// than once.
+    pub gets_table_misses: [u64; NUM_LEVELS],
     blocks: [BlockMetrics; 6],
     /// Table readers found open in the table cache.
     pub table_cache_hits: u64,
@@ -622,6 +634,9 @@ impl Metrics {
             gets_memtable_hits: d(self.gets_memtable_hits, earlier.gets_memtable_hits),
             gets_table_hits: std::array::from_fn(|l| {
                 d(self.gets_table_hits[l], earlier.gets_table_hits[l])
+            }),
+            gets_table_misses: std::array::from_fn(|l| {
+                d(self.gets_table_misses[l], earlier.gets_table_misses[l])
             }),
             blocks,
             table_cache_hits: d(self.table_cache_hits, earlier.table_cache_hits),

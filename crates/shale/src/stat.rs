@@ -195,6 +195,10 @@ pub fn stat_text(summary: &DbSummary, m: &Metrics) -> String {
         .map(|l| format!("L{l} {}", m.gets_table_hits[l]))
         .collect();
     let _ = writeln!(s, "gets answered by tables: {}", hits.join(", "));
+    let misses: Vec<String> = (0..NUM_LEVELS)
+        .map(|l| format!("L{l} {}", m.gets_table_misses[l]))
+        .collect();
+    let _ = writeln!(s, "tables searched without the key: {}", misses.join(", "));
     let _ = writeln!(
         s,
         "{:<11} {:>12} {:>12} {:>9} {:>15} {:>11}",

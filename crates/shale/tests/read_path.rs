@@ -480,8 +480,28 @@ fn gets_are_counted_where_they_end() {
     assert_eq!(db.get(&key(2)).expect("get"), Some(b"new".to_vec()));
     assert!(db.get(&key(3)).expect("get").is_some(), "in L6");
     assert_eq!(db.get(&key(9_999_999)).expect("get"), None, "nowhere");
+    // A key next to one in L6, so within the L6 table's range: the table
+    // (which has no filter) is searched and lacks it.
+    let mut beside = key(3);
+    if let Some(last) = beside.last_mut() {
+        *last ^= 1;
+    }
+    assert_eq!(
+        db.get(&beside).expect("get"),
+        None,
+        "nowhere, inside L6's range"
+    );
     let d = db.metrics().delta(&before);
-    assert_eq!(d.gets, 4);
+    assert_eq!(d.gets, 5);
     assert_eq!(d.gets_memtable_hits, 1);
     assert_eq!(d.gets_table_hits, [1, 0, 0, 0, 0, 0, 1]);
+    // key(9_999_999) may fall outside L6's range (no table is searched) or
+    // inside it (one miss); `beside` is always one.
+    let l6 = d.gets_table_misses[6];
+    assert!((1..=2).contains(&l6), "{l6}");
+    assert_eq!(
+        d.gets_table_misses[..6],
+        [0; 6],
+        "the L0 table holds key(1) only"
+    );
 }

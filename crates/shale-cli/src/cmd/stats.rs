@@ -151,6 +151,7 @@ pub fn metrics_json(m: &Metrics) -> Value {
         "gets_not_found": m.gets_not_found(),
         "gets_memtable_hits": m.gets_memtable_hits,
         "gets_table_hits": m.gets_table_hits,
+        "gets_table_misses": m.gets_table_misses,
         "io_per_get": m.cache_misses_per_get(),
         "physical_reads_per_get": m.physical_reads_per_get(),
         "cache_hits": m.cache_hits(),

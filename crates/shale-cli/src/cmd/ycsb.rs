@@ -284,6 +284,14 @@ pub struct RunResult {
     /// `None` without Gets or from a harness that does not count them.
     #[serde(default)]
     pub block_reads_per_get: Option<f64>,
+    /// shale only: per level (L0 to L6), the tables a Get searched past
+    /// their filters, found or not (each an index lookup and a data block
+    /// from the cache or the device), per Get.
+    #[serde(default)]
+    pub tables_searched_per_get: Option<Vec<f64>>,
+    /// shale only: the share of data-block lookups the block cache answered.
+    #[serde(default)]
+    pub data_hit_rate: Option<f64>,
     /// Stopped by Ctrl-C before its operations were done.
     pub interrupted: bool,
     /// CPU user time during the operations, percent of all CPUs (the time
@@ -702,6 +710,8 @@ fn run_peer(
             (Some(reads), Some(gets)) if gets > 0 => Some(reads as f64 / gets as f64),
             _ => None,
         },
+        tables_searched_per_get: None,
+        data_hit_rate: None,
         cpu_user: machine.cpu_user,
         cpu_system: machine.cpu_system,
         cpu_iowait: machine.cpu_iowait,
@@ -1027,6 +1037,7 @@ fn run_one(
     close?;
     let totals = live.totals();
     let operations: u64 = totals.values().map(|s| s.count).sum();
+    let delta = after.delta(&before);
     Ok(RunResult {
         engine: YcsbEngine::Shale.name().to_string(),
         engine_version: format!("shale {}", env!("CARGO_PKG_VERSION")),
@@ -1042,12 +1053,28 @@ fn run_one(
         pending_compaction_bytes_max: pending_max.load(Ordering::Relaxed),
         stall_count: after.stall_count.saturating_sub(before.stall_count),
         stall_micros: after.stall_micros.saturating_sub(before.stall_micros),
-        block_reads_per_get: block_reads_per_get(&after.delta(&before)),
+        block_reads_per_get: block_reads_per_get(&delta),
+        tables_searched_per_get: tables_searched_per_get(&delta),
+        data_hit_rate: {
+            let data = delta.block(BlockKind::Data);
+            let lookups = data.cache_hits + data.cache_misses;
+            (lookups > 0).then(|| data.cache_hits as f64 / lookups as f64)
+        },
         interrupted: operations < a.operations,
         cpu_user: machine.cpu_user,
         cpu_system: machine.cpu_system,
         cpu_iowait: machine.cpu_iowait,
         device_util: machine.device_util,
+    })
+}
+
+/// Tables searched per Get at each level over `d` (see
+/// [`RunResult::tables_searched_per_get`]).
+fn tables_searched_per_get(d: &shale::Metrics) -> Option<Vec<f64>> {
+    (d.gets > 0).then(|| {
+        (0..shale::NUM_LEVELS)
+            .map(|l| (d.gets_table_hits[l] + d.gets_table_misses[l]) as f64 / d.gets as f64)
+            .collect()
     })
 }
 
@@ -1256,7 +1283,26 @@ fn write_run(out: &mut dyn Write, label: &str, r: &RunResult) -> std::io::Result
         r.pending_compaction_bytes_max as f64 / (1 << 20) as f64,
         r.stall_count,
         r.stall_micros as f64 / 1e6
-    )
+    )?;
+    if let (Some(levels), Some(hit)) = (&r.tables_searched_per_get, r.data_hit_rate) {
+        let searched: Vec<String> = levels
+            .iter()
+            .enumerate()
+            .filter(|(_, &x)| x > 0.0)
+            .map(|(l, x)| format!("L{l} {x:.3}"))
+            .collect();
+        writeln!(
+            out,
+            "  tables searched per Get: {}; data-block cache hit rate {:.1}%",
+            if searched.is_empty() {
+                "none".to_string()
+            } else {
+                searched.join(", ")
+            },
+            hit * 100.0
+        )?;
+    }
+    Ok(())
 }
 
 /// `mean (min-max)`, or `mean` alone for one run; `-` when absent.

@@ -212,7 +212,8 @@ impl DbInner {
                         self.stats.gets_table_hits[level].incr();
                         return Ok(Some(None));
                     }
-                    TableGet::FilteredOut | TableGet::Absent => {}
+                    TableGet::Absent => self.stats.gets_table_misses[level].incr(),
+                    TableGet::FilteredOut => {}
                     TableGet::Deferred => return Ok(None),
                 }
             }
