@@ -188,8 +188,9 @@ pub(crate) fn merge(
     } else {
         std::thread::scope(|s| {
             let (plan, cancel) = (&plan, &cancel);
-            let run = move |bounds, spawned: bool| {
-                let r = lower_priority(db, if spawned { nice } else { 0 })
+            // With a nice value, only spawned threads run ranges (below).
+            let run = move |bounds| {
+                let r = lower_priority(db, nice)
                     .and_then(|()| merge_range(db, inputs, plan, output, bounds, cancel));
                 if r.is_err() {
                     cancel.store(true, Ordering::Relaxed);
@@ -205,7 +206,7 @@ pub(crate) fn merge(
                     let bounds = subcompact::range_of(cuts, i);
                     let spawned = std::thread::Builder::new()
                         .name("shale-compaction".into())
-                        .spawn_scoped(s, move || run(bounds, true));
+                        .spawn_scoped(s, move || run(bounds));
                     if spawned.is_err() {
                         cancel.store(true, Ordering::Relaxed);
                     }
@@ -214,7 +215,7 @@ pub(crate) fn merge(
                 .collect();
             let mut results = Vec::with_capacity(ranges);
             if first == 1 {
-                results.push(run(subcompact::range_of(cuts, 0), false));
+                results.push(run(subcompact::range_of(cuts, 0)));
             }
             for h in handles {
                 results.push(match h {
