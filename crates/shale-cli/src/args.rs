@@ -527,6 +527,13 @@ pub struct BenchKvdbArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=65536).map(|v| v as usize))]
     pub batch: usize,
+    /// With --batch N: each reader thread reads all its keys in one
+    /// `multi_get_each`, which keeps N device reads in flight and draws the
+    /// next key as each read completes, rather than one `multi_get` of N
+    /// keys after the other (each waiting for its slowest read). A Get's
+    /// latency is then from the drawing of its key to its answer.
+    #[arg(long)]
+    pub stream: bool,
     /// shale's read threads for `multi_get` (`Options::read_threads`;
     /// default: the engine's, 32; 0 looks a batch's keys up one after the
     /// other on the reader thread).

@@ -180,7 +180,9 @@ fn inflection_points(results: &BenchResults) -> (Vec<Marker>, Vec<Band>) {
 }
 
 fn subject(results: &BenchResults) -> String {
-    let batch = if results.batch > 1 {
+    let batch = if results.batch > 1 && results.stream {
+        format!(", multi_get_each, {} reads in flight", results.batch)
+    } else if results.batch > 1 {
         format!(", multi_get of {} keys", results.batch)
     } else {
         String::new()
@@ -416,7 +418,13 @@ fn html_report(results: &BenchResults, io_svg: &str, hit_svg: &str) -> String {
         ),
         (
             "reader threads",
-            if r.batch > 1 {
+            if r.batch > 1 && r.stream {
+                format!(
+                    "{}, each with one multi_get_each keeping {} reads in flight \
+                     (a Get's latency from the drawing of its key to its answer)",
+                    r.threads, r.batch
+                )
+            } else if r.batch > 1 {
                 format!(
                     "{}, each reading {} keys per multi_get (a Get's latency is its call's)",
                     r.threads, r.batch
@@ -640,6 +648,7 @@ mod tests {
             missing: 0.0,
             threads: 2,
             batch: 1,
+            stream: false,
             reads: 100_000,
             warmup: 0.0005,
             direct_io: true,

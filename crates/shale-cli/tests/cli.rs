@@ -762,6 +762,41 @@ fn bench_kvdb_path_scheme_zipf_and_missing_keys() {
     let found = first["found"].as_u64().expect("found");
     // A quarter of the Gets ask for keys never loaded (binomial, 4000 draws).
     assert!((2800..=3200).contains(&found), "found {found}");
+    // The same reads through one multi_get_each per thread, 16 reads in
+    // flight (each value checked against the dataset by the bench).
+    let v: serde_json::Value = serde_json::from_str(&ok(&[
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--keys",
+        "5000",
+        "--reads",
+        "4000",
+        "--scheme",
+        "path",
+        "--distribution",
+        "zipf",
+        "--missing",
+        "0.25",
+        "--cache",
+        "1MiB",
+        "--threads",
+        "2",
+        "--batch",
+        "16",
+        "--stream",
+        "--out",
+        &out,
+        "--json",
+    ]))
+    .expect("json");
+    assert_eq!(v["stream"], true);
+    assert_eq!(v["batch"], 16);
+    let streamed = &v["runs"][0];
+    assert_eq!(streamed["gets"], 4000);
+    let found = streamed["found"].as_u64().expect("found");
+    assert!((2800..=3200).contains(&found), "found {found}");
     // The same directory is not a hash-scheme dataset.
     let o = run(&[
         "bench",

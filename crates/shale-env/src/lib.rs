@@ -127,20 +127,114 @@ pub trait RandomAccessFile: Send + Sync {
     /// Size of the file in bytes.
     fn size(&self) -> u64;
     /// The file as `Any`, for a file system that recognizes its own files in
-    /// [`FileSystem::read_batch`]. None by default.
+    /// [`FileSystem::read_queue`]. None by default.
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
 }
 
-/// One positioned read of a batch (see [`FileSystem::read_batch`]).
-pub struct BatchRead<'a> {
-    /// The file to read.
-    pub file: &'a dyn RandomAccessFile,
-    /// Where in the file the read starts.
-    pub offset: u64,
-    /// Filled with the bytes at `offset..offset + buf.len()`.
-    pub buf: &'a mut [u8],
+/// A read of a [`ReadQueue`] that completed.
+#[derive(Debug)]
+pub struct CompletedRead {
+    /// The tag the read was submitted with.
+    pub tag: u64,
+    /// The bytes read (all that were asked for), or why they could not be
+    /// read: the error [`RandomAccessFile::read_exact_at`] would give.
+    pub result: io::Result<Vec<u8>>,
+}
+
+/// Positioned reads in flight from one thread ([`FileSystem::read_queue`]):
+/// the thread submits reads as it finds it needs them and takes their
+/// answers as they come, so that it keeps many device reads in flight while
+/// it goes on working. Each read is one physical read request.
+///
+/// Dropping a queue waits for the reads still in flight (their answers are
+/// dropped).
+pub trait ReadQueue {
+    /// The most reads the queue keeps in flight at once; submitting more
+    /// holds them back until earlier ones complete.
+    fn capacity(&self) -> usize;
+    /// Reads submitted whose answers [`ReadQueue::complete`] has not yet
+    /// returned.
+    fn pending(&self) -> usize;
+    /// Starts reading `len` bytes of `file` at `offset`; `tag` names the read
+    /// in its answer. Never fails: a read that cannot start is answered with
+    /// its error.
+    fn submit(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize, tag: u64);
+    /// Waits until at least one pending read has completed and returns every
+    /// read that has, in the order they completed; empty only when none is
+    /// pending.
+    fn complete(&mut self) -> Vec<CompletedRead>;
+}
+
+/// A [`ReadQueue`] that runs its reads one after the other, each when
+/// [`ReadQueue::complete`] is called (the default of
+/// [`FileSystem::read_queue`]).
+pub struct SerialReadQueue {
+    waiting: std::collections::VecDeque<(Arc<dyn RandomAccessFile>, u64, usize, u64)>,
+    newest_first: bool,
+}
+
+impl SerialReadQueue {
+    /// Reads the oldest submitted read first.
+    pub fn new() -> SerialReadQueue {
+        SerialReadQueue {
+            waiting: std::collections::VecDeque::new(),
+            newest_first: false,
+        }
+    }
+
+    /// Reads the newest submitted read first, so that answers come back in
+    /// another order than the reads were submitted (for tests of callers
+    /// that must not depend on it).
+    pub fn newest_first() -> SerialReadQueue {
+        SerialReadQueue {
+            newest_first: true,
+            ..SerialReadQueue::new()
+        }
+    }
+}
+
+impl Default for SerialReadQueue {
+    fn default() -> Self {
+        SerialReadQueue::new()
+    }
+}
+
+/// How many reads a [`SerialReadQueue`] takes before the caller must take
+/// answers: what a caller sizes its work by, not a limit of its own.
+const SERIAL_QUEUE_CAPACITY: usize = 64;
+
+impl ReadQueue for SerialReadQueue {
+    fn capacity(&self) -> usize {
+        SERIAL_QUEUE_CAPACITY
+    }
+    fn pending(&self) -> usize {
+        self.waiting.len()
+    }
+    fn submit(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize, tag: u64) {
+        self.waiting.push_back((file.clone(), offset, len, tag));
+    }
+    fn complete(&mut self) -> Vec<CompletedRead> {
+        let next = if self.newest_first {
+            self.waiting.pop_back()
+        } else {
+            self.waiting.pop_front()
+        };
+        next.map(|(file, offset, len, tag)| CompletedRead {
+            tag,
+            result: read_at(file.as_ref(), offset, len),
+        })
+        .into_iter()
+        .collect()
+    }
+}
+
+/// `len` bytes of `file` at `offset`, read with one request.
+pub(crate) fn read_at(file: &dyn RandomAccessFile, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(offset, &mut buf)?;
+    Ok(buf)
 }
 
 /// A lock on a database directory (exclusive or shared), released when dropped.
@@ -161,20 +255,16 @@ pub trait FileSystem: Send + Sync + 'static {
     fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.open_random(path)
     }
-    /// True if [`FileSystem::read_batch`] keeps many reads in flight at once
-    /// (false by default: it reads them one after the other).
+    /// True if [`FileSystem::read_queue`] keeps many reads in flight at
+    /// once (false by default: it reads them one after the other).
     fn batches_reads(&self) -> bool {
         false
     }
-    /// Reads every request of `reads`, as many in flight at once as the file
-    /// system can keep; one result per request, in order, each as
-    /// [`RandomAccessFile::read_exact_at`] would give it (one physical read
-    /// request each). By default one after the other.
-    fn read_batch(&self, reads: &mut [BatchRead<'_>]) -> Vec<io::Result<()>> {
-        reads
-            .iter_mut()
-            .map(|r| r.file.read_exact_at(r.offset, r.buf))
-            .collect()
+    /// A queue of reads for the calling thread (see [`ReadQueue`]), with as
+    /// many in flight at once as the file system can keep. By default one
+    /// after the other ([`SerialReadQueue`]).
+    fn read_queue(&self) -> Box<dyn ReadQueue> {
+        Box::new(SerialReadQueue::new())
     }
     /// Reads a whole (small) file: `CURRENT`, options, a manifest during recovery.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {

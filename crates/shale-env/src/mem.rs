@@ -52,7 +52,7 @@ pub(crate) struct Core {
     pub(crate) epoch: AtomicU64,
     /// Whether `batches_reads` says yes (see [`MemFs::set_batches_reads`]).
     batches: AtomicBool,
-    /// Reads served through `read_batch`.
+    /// Reads submitted to a `read_queue`.
     batched: AtomicU64,
 }
 
@@ -80,6 +80,28 @@ fn not_found(path: &Path) -> io::Error {
 
 fn parent(path: &Path) -> PathBuf {
     path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// [`MemFs::read_queue`]: a [`crate::SerialReadQueue`] that counts its reads.
+struct MemQueue {
+    inner: crate::SerialReadQueue,
+    core: Arc<Core>,
+}
+
+impl crate::ReadQueue for MemQueue {
+    fn capacity(&self) -> usize {
+        self.inner.capacity()
+    }
+    fn pending(&self) -> usize {
+        self.inner.pending()
+    }
+    fn submit(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize, tag: u64) {
+        self.core.batched.fetch_add(1, Ordering::AcqRel);
+        self.inner.submit(file, offset, len, tag);
+    }
+    fn complete(&mut self) -> Vec<crate::CompletedRead> {
+        self.inner.complete()
+    }
 }
 
 /// An in-memory [`FileSystem`]. Cheap to create; share it with `Arc`.
@@ -111,12 +133,12 @@ impl MemFs {
 
     /// Makes [`FileSystem::batches_reads`] answer `on`, so that what the
     /// engine does on a file system that batches reads (io_uring) runs on
-    /// memory too; `read_batch` still reads one request after the other.
+    /// memory too; a `read_queue` still reads one request after the other.
     pub fn set_batches_reads(&self, on: bool) {
         self.core.batches.store(on, Ordering::Release);
     }
 
-    /// Reads served through [`FileSystem::read_batch`] so far.
+    /// Reads submitted to a [`FileSystem::read_queue`] so far.
     pub fn batched_reads(&self) -> u64 {
         self.core.batched.load(Ordering::Acquire)
     }
@@ -351,14 +373,13 @@ impl FileSystem for MemFs {
         self.core.batches.load(Ordering::Acquire)
     }
 
-    fn read_batch(&self, reads: &mut [crate::BatchRead<'_>]) -> Vec<io::Result<()>> {
-        self.core
-            .batched
-            .fetch_add(reads.len() as u64, Ordering::AcqRel);
-        reads
-            .iter_mut()
-            .map(|r| r.file.read_exact_at(r.offset, r.buf))
-            .collect()
+    /// One read after the other, the newest first (so that callers meet
+    /// answers in another order than they asked), each counted.
+    fn read_queue(&self) -> Box<dyn crate::ReadQueue> {
+        Box::new(MemQueue {
+            inner: crate::SerialReadQueue::newest_first(),
+            core: self.core.clone(),
+        })
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

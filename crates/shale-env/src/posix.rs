@@ -33,9 +33,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::{
-    AppendFile, BatchRead, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime,
-};
+use crate::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
 
 /// Alignment of `O_DIRECT` buffers in memory, and of offsets where the file
 /// system does not report its own (a safe bound for logical block sizes).
@@ -53,7 +51,7 @@ pub struct PosixOptions {
     pub direct_io: bool,
     /// Advise the kernel that reads are random (no read-ahead). Default: true.
     pub fadvise_random: bool,
-    /// Issue the reads of [`FileSystem::read_batch`] together through
+    /// Keep the reads of [`FileSystem::read_queue`] in flight together through
     /// io_uring where the kernel offers it. False reads them one after the
     /// other and answers false to [`FileSystem::batches_reads`] (the engine's
     /// `multi_get` then uses its read threads). Default: true.
@@ -355,75 +353,231 @@ impl RandomAccessFile for PosixRandom {
     }
 }
 
-/// Reads a batch with io_uring: the requests on files of this file system
-/// (direct ones through aligned windows) go to the ring together; a read the
-/// ring did not run or ran short is read again alone, which gives the
-/// precise answer (the rest of the bytes, or the end of the file).
+/// [`PosixFs::read_queue`] with io_uring: the reads of this file system's
+/// files (direct ones through aligned windows) go to the thread's ring as
+/// they are submitted; a read on another file, one the ring could not start
+/// or ran short, and every read after the ring failed, is read alone, which
+/// gives the precise answer (the rest of the bytes, or the end of the file).
 #[cfg(target_os = "linux")]
-fn read_batch_uring(reads: &mut [BatchRead<'_>]) -> Vec<io::Result<()>> {
-    use std::os::unix::io::AsRawFd;
-    let mut out: Vec<Option<io::Result<()>>> = (0..reads.len()).map(|_| None).collect();
-    // (request index, file, its direct window) of each read for the ring.
-    let mut ring: Vec<(usize, &PosixRandom, Option<DirectWindow>)> = Vec::new();
-    for (i, r) in reads.iter().enumerate() {
-        let file = r
-            .file
-            .as_any()
-            .and_then(|a| a.downcast_ref::<PosixRandom>());
-        match file {
-            Some(f) if f.direct => match DirectWindow::new(r.offset, r.buf.len(), f.align) {
-                Ok(w) => ring.push((i, f, Some(w))),
-                Err(e) => out[i] = Some(Err(f.with_context(r.offset, e))),
-            },
-            Some(f) => ring.push((i, f, None)),
-            None => {}
+struct UringQueue {
+    /// `None` once the ring failed: reads then run one after the other.
+    ring: Option<crate::uring::Ring>,
+    /// The reads in the ring, by their `user_data`.
+    slots: Vec<Option<InRing>>,
+    free: Vec<usize>,
+    /// Submitted while the ring was full.
+    held: std::collections::VecDeque<(Arc<dyn RandomAccessFile>, u64, usize, u64)>,
+    /// Answered without the ring, returned by the next `complete`.
+    ready: Vec<crate::CompletedRead>,
+}
+
+/// A read in the ring and the buffer the kernel writes into.
+#[cfg(target_os = "linux")]
+struct InRing {
+    tag: u64,
+    file: Arc<dyn RandomAccessFile>,
+    offset: u64,
+    len: usize,
+    buf: RingBuf,
+}
+
+#[cfg(target_os = "linux")]
+enum RingBuf {
+    Plain(Vec<u8>),
+    Direct(DirectWindow),
+}
+
+#[cfg(target_os = "linux")]
+impl UringQueue {
+    fn new() -> UringQueue {
+        UringQueue {
+            ring: crate::uring::Ring::take(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            held: std::collections::VecDeque::new(),
+            ready: Vec::new(),
         }
     }
-    let raw: Vec<crate::uring::RawRead> = ring
-        .iter_mut()
-        .map(|(i, f, w)| match w {
-            Some(w) => {
-                let (start, window) = (w.start, w.window());
-                crate::uring::RawRead {
-                    fd: f.file.as_raw_fd(),
-                    offset: start,
-                    ptr: window.as_mut_ptr(),
-                    len: window.len(),
-                }
-            }
-            None => {
-                let buf = &mut *reads[*i].buf;
-                crate::uring::RawRead {
-                    fd: f.file.as_raw_fd(),
-                    offset: reads[*i].offset,
-                    ptr: buf.as_mut_ptr(),
-                    len: buf.len(),
-                }
-            }
-        })
-        .collect();
-    // SAFETY: each pointer is a distinct live buffer (a request's own, or a
-    // window owned by `ring`), neither moved nor touched until the call
-    // returns.
-    let done = unsafe { crate::uring::read_all(&raw) };
-    for ((i, f, w), got) in ring.into_iter().zip(done) {
-        let r = &mut reads[i];
-        let answer = match (got, w) {
-            (Some(Ok(n)), Some(w)) if n >= w.len => w
-                .copy_out(n, r.offset, r.buf, &f.path)
-                .map_err(|e| f.with_context(r.offset, e)),
-            (Some(Ok(n)), None) if n == r.buf.len() => Ok(()),
-            (Some(Err(e)), _) => Err(f.with_context(r.offset, e)),
-            // Short or not run: read it alone.
-            _ => f.read_exact_at(r.offset, r.buf),
+
+    /// Puts the read in the ring if it has room (else holds it back); a
+    /// read the ring cannot take is read alone.
+    fn start(&mut self, file: Arc<dyn RandomAccessFile>, offset: u64, len: usize, tag: u64) {
+        use std::os::unix::io::AsRawFd;
+        let Some(ring) = self.ring.as_mut() else {
+            return self.read_alone(&file, offset, len, tag);
         };
-        out[i] = Some(answer);
+        let Some(f) = posix_file(&file) else {
+            return self.read_alone(&file, offset, len, tag);
+        };
+        if ring.in_flight() >= crate::uring::RING_ENTRIES {
+            self.held.push_back((file, offset, len, tag));
+            return;
+        }
+        let (mut buf, at) = if f.direct {
+            match DirectWindow::new(offset, len, f.align) {
+                Ok(w) => {
+                    let start = w.start;
+                    (RingBuf::Direct(w), start)
+                }
+                Err(e) => {
+                    let result = Err(f.with_context(offset, e));
+                    self.ready.push(crate::CompletedRead { tag, result });
+                    return;
+                }
+            }
+        } else {
+            (RingBuf::Plain(vec![0u8; len]), offset)
+        };
+        let window = match &mut buf {
+            RingBuf::Plain(v) => &mut v[..],
+            RingBuf::Direct(w) => w.window(),
+        };
+        let (ptr, window_len) = (window.as_mut_ptr(), window.len());
+        let fd = f.file.as_raw_fd();
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        // SAFETY: the buffer's heap memory is owned by the slot below, which
+        // is neither dropped nor reused until the ring returns this read's
+        // completion (or is leaked if the ring fails).
+        match unsafe { ring.start(fd, at, ptr, window_len, slot as u64) } {
+            Ok(()) => {
+                self.slots[slot] = Some(InRing {
+                    tag,
+                    file,
+                    offset,
+                    len,
+                    buf,
+                })
+            }
+            Err(_) => {
+                self.free.push(slot);
+                self.read_alone(&file, offset, len, tag);
+            }
+        }
     }
-    reads
-        .iter_mut()
-        .zip(out)
-        .map(|(r, o)| o.unwrap_or_else(|| r.file.read_exact_at(r.offset, r.buf)))
-        .collect()
+
+    fn read_alone(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize, tag: u64) {
+        let result = crate::read_at(file.as_ref(), offset, len);
+        self.ready.push(crate::CompletedRead { tag, result });
+    }
+
+    /// The answer of a read the ring completed with `got`.
+    fn finish(r: InRing, got: io::Result<usize>) -> crate::CompletedRead {
+        let result = match (posix_file(&r.file), got, r.buf) {
+            (Some(f), Err(e), _) => Err(f.with_context(r.offset, e)),
+            (Some(f), Ok(n), RingBuf::Direct(w)) if n >= w.len => {
+                let mut buf = vec![0u8; r.len];
+                w.copy_out(n, r.offset, &mut buf, &f.path)
+                    .map(|()| buf)
+                    .map_err(|e| f.with_context(r.offset, e))
+            }
+            (_, Ok(n), RingBuf::Plain(buf)) if n == r.len => Ok(buf),
+            // Short: read it alone.
+            _ => crate::read_at(r.file.as_ref(), r.offset, r.len),
+        };
+        crate::CompletedRead { tag: r.tag, result }
+    }
+
+    /// After a failed wait: leaks every buffer still in the ring (the kernel
+    /// may write into it yet), drops the ring, and reads what was in it
+    /// alone.
+    fn abandon_ring(&mut self) {
+        self.ring = None;
+        for slot in std::mem::take(&mut self.slots).into_iter().flatten() {
+            let InRing {
+                tag,
+                file,
+                offset,
+                len,
+                buf,
+            } = slot;
+            std::mem::forget(buf);
+            self.read_alone(&file, offset, len, tag);
+        }
+        self.free.clear();
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl crate::ReadQueue for UringQueue {
+    fn capacity(&self) -> usize {
+        crate::uring::RING_ENTRIES
+    }
+    fn pending(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.in_flight()) + self.held.len() + self.ready.len()
+    }
+    fn submit(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize, tag: u64) {
+        self.start(file.clone(), offset, len, tag);
+    }
+    fn complete(&mut self) -> Vec<crate::CompletedRead> {
+        let mut out = std::mem::take(&mut self.ready);
+        let in_flight = self.ring.as_ref().map_or(0, |r| r.in_flight());
+        if !out.is_empty() || (in_flight == 0 && self.held.is_empty()) {
+            return out;
+        }
+        if in_flight > 0 {
+            match self.ring.as_mut().map(|r| r.wait()) {
+                Some(Ok(done)) => {
+                    for (slot, got) in done {
+                        let r = self.slots.get_mut(slot as usize).and_then(Option::take);
+                        if let Some(r) = r {
+                            self.free.push(slot as usize);
+                            out.push(Self::finish(r, got));
+                        }
+                    }
+                }
+                Some(Err(_)) | None => self.abandon_ring(),
+            }
+        }
+        // Reads held back take the room the completed ones left.
+        while !self.held.is_empty()
+            && self
+                .ring
+                .as_ref()
+                .is_none_or(|r| r.in_flight() < crate::uring::RING_ENTRIES)
+        {
+            if let Some((file, offset, len, tag)) = self.held.pop_front() {
+                self.start(file, offset, len, tag);
+            }
+        }
+        out.append(&mut self.ready);
+        out
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for UringQueue {
+    /// Waits for the reads in the ring: their buffers are freed only after.
+    fn drop(&mut self) {
+        while let Some(ring) = self.ring.as_mut() {
+            if ring.in_flight() == 0 {
+                break;
+            }
+            match ring.wait() {
+                Ok(done) => {
+                    for (slot, _) in done {
+                        if let Some(s) = self.slots.get_mut(slot as usize) {
+                            *s = None;
+                        }
+                    }
+                }
+                Err(_) => {
+                    for slot in std::mem::take(&mut self.slots).into_iter().flatten() {
+                        std::mem::forget(slot.buf);
+                    }
+                    self.ring = None;
+                }
+            }
+        }
+    }
+}
+
+/// `file` as one of this file system's files.
+#[cfg(target_os = "linux")]
+fn posix_file(file: &Arc<dyn RandomAccessFile>) -> Option<&PosixRandom> {
+    file.as_any().and_then(|a| a.downcast_ref::<PosixRandom>())
 }
 
 /// What a read-only open tells the kernel about the reads to come.
@@ -540,15 +694,12 @@ impl FileSystem for PosixFs {
 
     /// With io_uring where the kernel offers it (see `uring`) and
     /// [`PosixOptions::io_uring`] allows it, else one read after the other.
-    fn read_batch(&self, reads: &mut [BatchRead<'_>]) -> Vec<io::Result<()>> {
+    fn read_queue(&self) -> Box<dyn crate::ReadQueue> {
         #[cfg(target_os = "linux")]
         if self.batches_reads() {
-            return read_batch_uring(reads);
+            return Box::new(UringQueue::new());
         }
-        reads
-            .iter_mut()
-            .map(|r| r.file.read_exact_at(r.offset, r.buf))
-            .collect()
+        Box::new(crate::SerialReadQueue::new())
     }
 
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -678,39 +829,53 @@ mod tests {
             .read_exact_at(19_990, &mut buf)
             .expect_err("past the end");
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
-        // A batch of more reads than one ring round, over both handles, one
-        // past the end: each answer is what `read_exact_at` gives.
+        // More reads than the ring holds, over both handles, one past the
+        // end, answers taken while more are submitted: each answer is what
+        // `read_exact_at` gives, under its own tag.
         let mut wanted: Vec<(u64, usize)> = (0..150u64)
             .map(|i| ((i * 4099) % 19_000, 1 + (i as usize * 37) % 900))
             .collect();
         wanted.push((19_990, 20));
-        let mut bufs: Vec<Vec<u8>> = wanted.iter().map(|&(_, n)| vec![0u8; n]).collect();
-        let mut batch: Vec<BatchRead<'_>> = bufs
-            .iter_mut()
-            .zip(&wanted)
-            .enumerate()
-            .map(|(i, (buf, &(offset, _)))| BatchRead {
-                file: if i % 2 == 0 {
-                    r.as_ref()
-                } else {
-                    scan.as_ref()
-                },
-                offset,
-                buf,
-            })
-            .collect();
-        let results = fs.read_batch(&mut batch);
-        drop(batch);
-        assert_eq!(results.len(), wanted.len());
-        for ((res, buf), &(off, len)) in results.iter().zip(&bufs).zip(&wanted) {
+        let mut queue = fs.read_queue();
+        let mut answers: Vec<Option<io::Result<Vec<u8>>>> = wanted.iter().map(|_| None).collect();
+        let mut take = |done: Vec<crate::CompletedRead>| {
+            for d in done {
+                let slot = &mut answers[d.tag as usize];
+                assert!(slot.is_none(), "read {} answered twice", d.tag);
+                *slot = Some(d.result);
+            }
+        };
+        for (i, &(offset, len)) in wanted.iter().enumerate() {
+            let file = if i % 2 == 0 { &r } else { &scan };
+            queue.submit(file, offset, len, i as u64);
+            if i % 40 == 39 {
+                take(queue.complete());
+            }
+        }
+        while queue.pending() > 0 {
+            let done = queue.complete();
+            assert!(
+                !done.is_empty(),
+                "complete returned nothing with reads pending"
+            );
+            take(done);
+        }
+        for (res, &(off, len)) in answers.iter().zip(&wanted) {
+            let res = res.as_ref().expect("every read answered");
             if off as usize + len > data.len() {
                 let err = res.as_ref().expect_err("past the end");
                 assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
             } else {
-                res.as_ref().expect("batched read");
+                let buf = res.as_ref().expect("queued read");
                 assert_eq!(buf, &data[off as usize..off as usize + len]);
             }
         }
+        // A queue dropped with reads in flight waits for them.
+        let mut queue = fs.read_queue();
+        for i in 0..10u64 {
+            queue.submit(&r, i * 100, 100, i);
+        }
+        drop(queue);
     }
 
     #[test]

@@ -247,8 +247,8 @@ impl FileSystem for TraceFs {
     fn batches_reads(&self) -> bool {
         self.inner.batches_reads()
     }
-    fn read_batch(&self, reads: &mut [crate::BatchRead<'_>]) -> Vec<io::Result<()>> {
-        self.inner.read_batch(reads)
+    fn read_queue(&self) -> Box<dyn crate::ReadQueue> {
+        self.inner.read_queue()
     }
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.inner.read_all(path)

@@ -12,6 +12,7 @@
 //! An opened [`KvEngine`] is shared by the bench's reader threads (`Send +
 //! Sync`); `get` may be called from all of them at once.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -175,6 +176,30 @@ pub trait KvEngine: Send + Sync {
     /// other; an engine with a batched read overrides it).
     fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
         keys.iter().map(|k| self.get(k)).collect()
+    }
+    /// `answer(i, value)` for each key `i` drawn from `keys`, with up to
+    /// `in_flight` reads in flight, in the order the answers come;
+    /// `answer` returning `Break` ends the call. By default one
+    /// [`KvEngine::multi_get`] of `in_flight` keys after the other.
+    fn multi_get_each(
+        &self,
+        keys: &mut dyn Iterator<Item = Vec<u8>>,
+        in_flight: usize,
+        answer: &mut dyn FnMut(usize, Option<Vec<u8>>) -> ControlFlow<()>,
+    ) -> Result<(), String> {
+        let mut first = 0;
+        loop {
+            let group: Vec<Vec<u8>> = (&mut *keys).take(in_flight.max(1)).collect();
+            if group.is_empty() {
+                return Ok(());
+            }
+            for (i, v) in self.multi_get(&group)?.into_iter().enumerate() {
+                if answer(first + i, v).is_break() {
+                    return Ok(());
+                }
+            }
+            first += group.len();
+        }
     }
     /// Read counters since the database was opened.
     fn counters(&self) -> ReadCounters;
@@ -377,6 +402,17 @@ impl KvEngine for ShaleEngine {
 
     fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, String> {
         self.db.multi_get(keys).map_err(|e| e.to_string())
+    }
+
+    fn multi_get_each(
+        &self,
+        keys: &mut dyn Iterator<Item = Vec<u8>>,
+        in_flight: usize,
+        answer: &mut dyn FnMut(usize, Option<Vec<u8>>) -> ControlFlow<()>,
+    ) -> Result<(), String> {
+        self.db
+            .multi_get_each(keys, in_flight, answer)
+            .map_err(|e| e.to_string())
     }
 
     fn counters(&self) -> ReadCounters {

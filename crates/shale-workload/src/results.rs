@@ -119,6 +119,12 @@ pub struct BenchResults {
     /// its call's latency). Results from before the field read as 1.
     #[serde(default = "one_key")]
     pub batch: usize,
+    /// With `batch` above 1: each reader thread read all its keys in one
+    /// `multi_get_each` with `batch` reads in flight (each Get recorded
+    /// from the drawing of its key to its answer). False in results from
+    /// before the field.
+    #[serde(default)]
+    pub stream: bool,
     /// Gets measured per cache size.
     pub reads: u64,
     /// Warm-up Gets per cache size, as a fraction of `keys`.

@@ -3,7 +3,7 @@
 //! answers as one Get per key, from memtables and tables, for absent,
 //! deleted and range-deleted keys, duplicates and empty batches, under a
 //! snapshot; the first error when a read fails, counted as one-by-one Gets
-//! would be; the pool's threads start with the first call and are joined
+//! would be; `multi_get_each`'s answers as reads complete; the pool's threads start with the first call and are joined
 //! when the database closes, even while a call runs.
 
 mod common;
@@ -196,7 +196,7 @@ fn answers_as_gets(batching: bool) {
     );
     expect_read_threads(pool(4), "after the first multi_gets");
     if batching {
-        assert!(mem.batched_reads() > 0, "no read went through read_batch");
+        assert!(mem.batched_reads() > 0, "no read went through a read queue");
     }
 
     // The snapshot reads its state, through flushes and compactions since.
@@ -429,5 +429,115 @@ fn batched_reads_on_the_operating_systems_file_system() {
             "direct_io {direct_io}: a batch reads the data blocks the Gets read"
         );
         db.close().expect("close");
+        // Eight reads in flight at a time, answers as they come.
+        let db = Db::open(dir.path(), opts()).expect("reopen");
+        let mut each: Vec<Option<Option<Vec<u8>>>> = vec![None; keys.len()];
+        db.multi_get_each(&keys, 8, |i, v| {
+            each[i] = Some(v);
+            std::ops::ControlFlow::Continue(())
+        })
+        .expect("multi_get_each");
+        let each: Vec<Option<Vec<u8>>> = each.into_iter().map(|v| v.expect("answered")).collect();
+        assert_eq!(each, one_by_one, "direct_io {direct_io}: multi_get_each");
+        assert_eq!(batch_reads, data(&db), "direct_io {direct_io}: its reads");
+        db.close().expect("close");
+    }
+}
+
+/// `multi_get_each` draws keys as reads free room and answers each key
+/// once, as its reads complete (`MemFs`'s queue answers the newest read
+/// first, so out of key order), with the answers of one Get per key and
+/// one data-block read per queued read; with a block cache too small to
+/// keep a block between two keys every key still ends. Without batched
+/// reads it answers in groups, in key order. `Break` ends the call; no
+/// read in flight is refused.
+#[test]
+fn multi_get_each_answers_every_key_once_as_its_reads_complete() {
+    use shale::BlockKind;
+    use std::ops::ControlFlow;
+    let _serial = serial();
+    let mem = Arc::new(MemFs::new());
+    let model = tables_only(&mem);
+    let mut keys: Vec<Vec<u8>> = vec![b"in the memtable".to_vec()];
+    keys.extend((0..3300).step_by(7).map(key));
+    keys.extend((0..3000).step_by(301).map(key));
+    for batching in [true, false] {
+        mem.set_batches_reads(batching);
+        for cache in [8 << 20, 4 << 10] {
+            let what = format!("batching {batching}, cache {cache}");
+            let opts = Options {
+                block_cache_bytes: cache,
+                ..options(mem.clone(), 4)
+            };
+            let db = Db::open("/db", opts).expect("open");
+            db.put(b"in the memtable", b"yes").expect("put");
+            let data = |db: &Db| db.metrics().block(BlockKind::Data).physical_reads;
+            let (before, data_before, queued_before) =
+                (db.metrics(), data(&db), mem.batched_reads());
+            let mut got: Vec<Option<Option<Vec<u8>>>> = vec![None; keys.len()];
+            let mut order = Vec::new();
+            let mut nested = 0u64;
+            db.multi_get_each(&keys, 16, |i, v| {
+                assert!(got[i].is_none(), "{what}: key {i} answered twice");
+                // The callback may read the database, with a Get or a batch.
+                if i % 50 == 1 {
+                    assert_eq!(db.get(&keys[i]).expect("a Get inside"), v, "{what}");
+                    let two = [keys[i].clone(), keys[i - 1].clone()];
+                    let inner = db.multi_get(&two).expect("a multi_get inside");
+                    assert_eq!(inner[0], v, "{what}");
+                    nested += 3;
+                }
+                got[i] = Some(v);
+                order.push(i);
+                ControlFlow::Continue(())
+            })
+            .expect("multi_get_each");
+            let after = db.metrics();
+            let gets = keys.len() as u64 + nested;
+            assert_eq!(after.gets - before.gets, gets, "{what}: gets");
+            assert_eq!(got[0], Some(Some(b"yes".to_vec())), "{what}: memtable");
+            for (k, v) in keys.iter().zip(&got).skip(1) {
+                let v = v.as_ref().expect("every key answered");
+                assert_eq!(v.as_ref(), model.get(k), "{what}: {k:?}");
+            }
+            let sorted = order.windows(2).all(|w| w[0] < w[1]);
+            if batching {
+                assert!(!sorted, "{what}: answers come as their reads complete");
+                let queued = mem.batched_reads() - queued_before;
+                assert!(queued > 0, "{what}: no read queued");
+                // One read per queued read, and the nested Gets' own.
+                let data_reads = data(&db) - data_before;
+                assert!(data_reads >= queued, "{what}: {data_reads} < {queued}");
+                assert!(
+                    data_reads <= queued + nested,
+                    "{what}: {data_reads} reads for {queued} queued"
+                );
+            } else {
+                assert!(sorted, "{what}: groups answer in key order");
+            }
+
+            // Break after ten answers: ten answers, ten Gets (the two
+            // groups of eight looked up without batched reads).
+            let before = db.metrics();
+            let mut answered = 0;
+            db.multi_get_each(keys.iter().rev(), 8, |_, _| {
+                answered += 1;
+                if answered == 10 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .expect("multi_get_each with a break");
+            assert_eq!(answered, 10, "{what}");
+            let looked_up = if batching { 10 } else { 16 };
+            assert_eq!(db.metrics().gets - before.gets, looked_up, "{what}: gets");
+
+            let err = db
+                .multi_get_each(&keys, 0, |_, _| ControlFlow::Continue(()))
+                .expect_err("no read in flight");
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+            db.close().expect("close");
+        }
     }
 }

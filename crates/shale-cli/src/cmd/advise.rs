@@ -726,6 +726,7 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
             device_limit_seconds: 0.0,
             device_limit_depth: None,
             batch: 1,
+            stream: false,
             read_threads: None,
             io_uring: true,
             sample: crate::args::SampleArgs {

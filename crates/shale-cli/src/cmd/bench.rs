@@ -8,6 +8,7 @@
 //! Get) and physical reads per Get; `/proc/self/io` gives the device's view.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -437,6 +438,7 @@ fn header(
         missing: a.workload.missing,
         threads,
         batch: a.batch,
+        stream: a.stream && a.batch > 1,
         reads: a.workload.reads,
         warmup: a.workload.warmup,
         direct_io: a.workload.direct_io,
@@ -570,7 +572,10 @@ pub(super) fn run_one(
     let e = opener.open_read_only(dir, cache).map_err(err)?;
     let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
     let pb = bar(warm + a.workload.reads, label.to_string());
-    let batch = a.batch.max(1);
+    let batch = Batch {
+        keys: a.batch.max(1),
+        stream: a.stream,
+    };
     // Warm-up: not measured.
     reads(&*e, w, threads, batch, warm, WARMUP_SEED, &pb, live)?;
     let before = e.counters();
@@ -620,17 +625,25 @@ pub(super) fn run_one(
     })
 }
 
-/// `n` Gets over `threads` threads, `batch` keys per call (one `multi_get`
-/// when above 1); checks every value read against the dataset and returns
-/// the latency histogram in nanoseconds (each Get is also recorded in
-/// `live`, for the sampler). A Get of a batch is recorded with its call's
-/// latency.
+/// How each reader thread reads: `keys` per call (one `multi_get` when
+/// above 1), or with `stream` one `multi_get_each` keeping `keys` reads in
+/// flight.
+#[derive(Clone, Copy)]
+struct Batch {
+    keys: usize,
+    stream: bool,
+}
+
+/// `n` Gets over `threads` threads, read as `batch` says; checks every
+/// value read against the dataset and returns the latency histogram in
+/// nanoseconds (each Get is also recorded in `live`, for the sampler). A
+/// Get of a `multi_get` is recorded with its call's latency.
 #[allow(clippy::too_many_arguments)]
 fn reads(
     e: &dyn KvEngine,
     w: &Workload,
     threads: usize,
-    batch: usize,
+    batch: Batch,
     n: u64,
     seed: u64,
     pb: &ProgressBar,
@@ -651,8 +664,12 @@ fn reads(
                         .map_err(|e| format!("histogram: {e}"))?;
                     let mut c = chooser.for_thread(t);
                     let mut scratch = Vec::new();
-                    if batch > 1 {
-                        read_batches(e, w, &mut c, share, batch, &mut h, t, pb, live)?;
+                    if batch.keys > 1 && batch.stream {
+                        read_stream(e, w, &mut c, share, batch.keys, &mut h, t, pb, live)?;
+                        return Ok(h);
+                    }
+                    if batch.keys > 1 {
+                        read_batches(e, w, &mut c, share, batch.keys, &mut h, t, pb, live)?;
                         return Ok(h);
                     }
                     let mut key = Vec::new();
@@ -745,6 +762,79 @@ fn read_batches(
         if crate::interrupt::requested() {
             break;
         }
+    }
+    Ok(())
+}
+
+/// One reader thread's `share` Gets in one `multi_get_each` with
+/// `in_flight` reads in flight, checked against the dataset; each Get is
+/// recorded from the drawing of its key to its answer.
+#[allow(clippy::too_many_arguments)]
+fn read_stream(
+    e: &dyn KvEngine,
+    w: &Workload,
+    chooser: &mut KeyChooser,
+    share: u64,
+    in_flight: usize,
+    h: &mut Histogram<u64>,
+    t: u64,
+    pb: &ProgressBar,
+    live: &LiveStats,
+) -> Result<(), String> {
+    // The keys drawn and not yet answered, from the `first`-th on: their
+    // dataset index and when they were drawn (`None` once answered).
+    let drawn: std::cell::RefCell<std::collections::VecDeque<Option<(u64, Instant)>>> =
+        Default::default();
+    let mut first = 0usize;
+    let mut left = share;
+    let mut keys = std::iter::from_fn(|| {
+        if left == 0 {
+            return None;
+        }
+        left -= 1;
+        // Missing reads draw indices from `keys` on.
+        let (i, _) = chooser.next();
+        drawn.borrow_mut().push_back(Some((i, Instant::now())));
+        Some(w.keygen.key_vec(i))
+    });
+    let (mut scratch, mut answered, mut failed) = (Vec::new(), 0u64, None);
+    e.multi_get_each(&mut keys, in_flight, &mut |n, value| {
+        let mut d = drawn.borrow_mut();
+        let Some((i, at)) = d.get_mut(n.wrapping_sub(first)).and_then(Option::take) else {
+            failed = Some(format!("multi_get_each answered key {n} twice or unasked"));
+            return ControlFlow::Break(());
+        };
+        let ns = at.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+        h.saturating_record(ns.max(1));
+        live.record(t as usize, "get", ns);
+        if let Err(m) = w
+            .dataset
+            .check_get(i, w.keys, value.as_deref(), &mut scratch)
+        {
+            failed = Some(m);
+            return ControlFlow::Break(());
+        }
+        while d.front().is_some_and(Option::is_none) {
+            d.pop_front();
+            first += 1;
+        }
+        answered += 1;
+        if answered % 512 == 0 {
+            pb.inc(512);
+            if crate::interrupt::requested() {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    if let Some(m) = failed {
+        return Err(m);
+    }
+    pb.inc(answered % 512);
+    if answered < share && !crate::interrupt::requested() {
+        return Err(format!(
+            "multi_get_each answered {answered} of {share} keys"
+        ));
     }
     Ok(())
 }

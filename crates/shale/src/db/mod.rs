@@ -399,6 +399,38 @@ impl Db {
             .multi_get(keys, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
+    /// Reads each key of `keys` and calls `answer(i, value)` with the key's
+    /// index in `keys` and its value, in the order the answers come rather
+    /// than the keys' order: with up to `reads_in_flight` device reads in
+    /// flight from this thread (at most 64), a key the block cache cannot
+    /// answer waits for its read while the next keys start, and answers as
+    /// soon as its read completes. The keys are drawn from `keys` as room
+    /// frees up, so a long or endless iterator keeps the device busy at
+    /// that depth. All are read in one state (the one current when the call
+    /// starts; it stays pinned, with its tables, until the call returns).
+    /// `answer` returning [`ControlFlow::Break`] ends the call; the first
+    /// error ends it too (the keys answered before it stay answered).
+    /// Counted as one Get per key looked up: per answered key, or per key
+    /// of the groups below.
+    ///
+    /// On a file system that does not batch reads (or with
+    /// [`Options::read_threads`] 0) the keys go in groups of
+    /// `reads_in_flight`, each one [`Db::multi_get`], answered in order.
+    /// [`Error::InvalidArgument`] if `reads_in_flight` is 0.
+    pub fn multi_get_each<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        reads_in_flight: usize,
+        mut answer: impl FnMut(usize, Option<Vec<u8>>) -> std::ops::ControlFlow<()>,
+    ) -> Result<()> {
+        self.inner.multi_get_each(
+            keys,
+            self.inner.visible_seq.load(Ordering::Acquire),
+            reads_in_flight,
+            &mut answer,
+        )
+    }
+
     /// Like [`Db::get`], as of `opts.snapshot` when set.
     pub fn get_with(&self, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         let seq = opts.seq_for(&self.inner, self.inner.visible_seq.load(Ordering::Acquire))?;

@@ -8,8 +8,12 @@
 //! index partition and one data block. The first entry found (a value or a
 //! deletion) ends the search.
 
+use std::collections::{HashMap, VecDeque};
+use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+use shale_env::ReadQueue;
 
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
@@ -20,7 +24,8 @@ use crate::metrics::thread_physical_reads;
 use crate::options::NUM_LEVELS;
 use crate::pinned::PinnedValue;
 use crate::rangedel::Fragments;
-use crate::table::reader::BatchScope;
+use crate::table::reader::{BatchScope, Planned};
+use crate::table::BlockCacheKey;
 use crate::table::TableGet;
 use crate::version::FileMeta;
 
@@ -42,16 +47,15 @@ impl DbInner {
     }
 
     /// The values of `keys` read in one state (the super version current
-    /// now, at `seq`), in their order; the first error (in key order) ends
-    /// the call, and only the keys before it are counted as Gets, as if they
-    /// were looked up one after the other. With a read pool
-    /// (`Options::read_threads`) and more than one key, the keys a memtable
-    /// answers are answered here and the others are looked up in the tables:
-    /// on a file system that batches reads, by this thread in rounds whose
-    /// data-block reads are issued together ([`Self::multi_get_batched`]);
+    /// now, at `seq`), in their order; an error ends the call. With a read
+    /// pool (`Options::read_threads`) and more than one key, the keys a
+    /// memtable answers are answered here and the others are looked up in
+    /// the tables: on a file system that batches reads, by this thread with
+    /// their data-block reads in flight together ([`Self::multi_get_queued`]);
     /// elsewhere by this thread alone until one lookup reads the device, then
     /// by this thread and the pool's at once, so that their device reads are
-    /// in flight together (see [`super::read_pool`]).
+    /// in flight together (see [`super::read_pool`]). Only the keys answered
+    /// before an error are counted as Gets.
     pub(crate) fn multi_get<K: AsRef<[u8]>>(
         self: &Arc<Self>,
         keys: &[K],
@@ -62,35 +66,59 @@ impl DbInner {
         }
         // One super version for all: the keys are read in one state.
         let sv = self.sv.load_full();
+        self.multi_get_in(&sv, keys, seq)
+    }
+
+    /// [`Self::multi_get`] in the state `sv`.
+    fn multi_get_in<K: AsRef<[u8]>>(
+        self: &Arc<Self>,
+        sv: &Arc<SuperVersion>,
+        keys: &[K],
+        seq: SeqNo,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
         if keys.len() < 2 || self.read_pool.size() == 0 {
             return keys
                 .iter()
                 .map(|key| {
-                    let result = self.get_in(&sv, key.as_ref(), seq);
+                    let result = self.get_in(sv, key.as_ref(), seq);
                     self.count_get(&result);
                     result.map(|v| v.map(PinnedValue::into_vec))
                 })
+                .collect();
+        }
+        if self.opts.fs.batches_reads() {
+            let mut out: Vec<Option<Option<Vec<u8>>>> = vec![None; keys.len()];
+            let mut failed = None;
+            self.multi_get_queued(sv, keys.iter(), seq, usize::MAX, &mut |i, answer| {
+                match answer {
+                    Ok(v) => match out.get_mut(i) {
+                        Some(slot) => *slot = Some(v),
+                        None => {
+                            failed = Some(Error::Internal(format!("multi_get: no key {i}")));
+                            return ControlFlow::Break(());
+                        }
+                    },
+                    Err(e) => {
+                        failed = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
+                ControlFlow::Continue(())
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            return out
+                .into_iter()
+                .map(|v| v.ok_or_else(|| Error::Internal("multi_get: a key has no answer".into())))
                 .collect();
         }
         // `Some(answer)` for the keys a memtable answers; the rest go to the
         // tables.
         let from_mem: Vec<Option<Option<Vec<u8>>>> = keys
             .iter()
-            .map(|key| self.get_mem(&sv, key.as_ref(), seq))
+            .map(|key| self.get_mem(sv, key.as_ref(), seq))
             .collect();
-        if self.opts.fs.batches_reads() {
-            let mem_hits: Vec<bool> = from_mem.iter().map(Option::is_some).collect();
-            let answers = self.multi_get_batched(&sv, keys, from_mem, seq)?;
-            let mut out = Vec::with_capacity(keys.len());
-            for (answer, mem_hit) in answers.into_iter().zip(mem_hits) {
-                if mem_hit {
-                    self.stats.gets_memtable_hits.incr();
-                }
-                self.count_get(&answer);
-                out.push(answer?);
-            }
-            return Ok(out);
-        }
         let mut rest = keys
             .iter()
             .zip(&from_mem)
@@ -104,7 +132,7 @@ impl DbInner {
         for key in rest.by_ref() {
             let reads = thread_physical_reads();
             let result = self
-                .get_tables(&sv, key, seq)
+                .get_tables(sv, key, seq)
                 .map(|v| v.map(PinnedValue::into_vec));
             let stop = result.is_err() || thread_physical_reads() != reads;
             from_tables.push(result);
@@ -114,7 +142,7 @@ impl DbInner {
         }
         let rest: Arc<Vec<Vec<u8>>> = Arc::new(rest.map(<[u8]>::to_vec).collect());
         if !rest.is_empty() && from_tables.last().is_some_and(|r| r.is_ok()) {
-            let (db, lookup_keys) = (self.clone(), rest.clone());
+            let (db, lookup_keys, sv) = (self.clone(), rest.clone(), sv.clone());
             let pooled = self
                 .read_pool
                 .run(rest.len(), self.read_pool.size(), move |i| {
@@ -221,63 +249,245 @@ impl DbInner {
         Ok(Some(None))
     }
 
-    /// [`DbInner::multi_get`] on a file system that batches reads: the keys
-    /// are looked up on this thread in rounds; a round defers every data
-    /// block the cache lacks, and the deferred blocks are then read together
-    /// (see [`BatchScope`]) for the next round. `from_mem` holds the
-    /// memtables' answers.
-    fn multi_get_batched<K: AsRef<[u8]>>(
-        &self,
-        sv: &SuperVersion,
-        keys: &[K],
-        from_mem: Vec<Option<Option<Vec<u8>>>>,
+    /// `answer(i, value)` for each key `i` of `keys`, all read in one state
+    /// (the super version current now, at `seq`), in the order the answers
+    /// come, with up to `reads_in_flight` device reads in flight (see
+    /// [`crate::Db::multi_get_each`]). `answer` returning
+    /// [`ControlFlow::Break`] ends the call; an error ends it too.
+    pub(crate) fn multi_get_each<K: AsRef<[u8]>>(
+        self: &Arc<Self>,
+        keys: impl IntoIterator<Item = K>,
         seq: SeqNo,
-    ) -> Result<Vec<Result<Option<Vec<u8>>>>> {
-        let scope = BatchScope::begin()?;
-        let mut answers: Vec<Option<Result<Option<Vec<u8>>>>> =
-            from_mem.into_iter().map(|m| m.map(Ok)).collect();
-        let mut pending: Vec<usize> = (0..keys.len()).filter(|&i| answers[i].is_none()).collect();
-        while !pending.is_empty() {
-            let mut deferred = Vec::new();
-            // In key order; a failure ends the lookups of the keys after it,
-            // as one Get after the other would (the keys before it go on).
-            for i in pending {
-                match self.look_in_tables(sv, keys[i].as_ref(), seq) {
-                    Ok(Some(v)) => answers[i] = Some(Ok(v.map(PinnedValue::into_vec))),
-                    Ok(None) => deferred.push(i),
+        reads_in_flight: usize,
+        answer: &mut dyn FnMut(usize, Option<Vec<u8>>) -> ControlFlow<()>,
+    ) -> Result<()> {
+        if reads_in_flight == 0 {
+            return Err(Error::InvalidArgument(
+                "multi_get_each: reads_in_flight must be at least 1".into(),
+            ));
+        }
+        if self.closing.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let sv = self.sv.load_full();
+        if self.opts.fs.batches_reads() && self.read_pool.size() > 0 {
+            let mut failed = None;
+            self.multi_get_queued(
+                &sv,
+                keys.into_iter(),
+                seq,
+                reads_in_flight,
+                &mut |i, r| match r {
+                    Ok(v) => answer(i, v),
                     Err(e) => {
-                        answers[i] = Some(Err(e));
-                        break;
+                        failed = Some(e);
+                        ControlFlow::Break(())
                     }
+                },
+            )?;
+            return failed.map_or(Ok(()), Err);
+        }
+        // Elsewhere: groups of `reads_in_flight` keys, each one multi_get.
+        let mut keys = keys.into_iter();
+        let mut first = 0;
+        loop {
+            let group: Vec<K> = keys.by_ref().take(reads_in_flight).collect();
+            if group.is_empty() {
+                return Ok(());
+            }
+            for (i, v) in self.multi_get_in(&sv, &group, seq)?.into_iter().enumerate() {
+                if answer(first + i, v).is_break() {
+                    return Ok(());
                 }
             }
-            if !deferred.is_empty()
-                && scope.read_planned(
-                    self.opts.fs.as_ref(),
-                    &self.block_cache,
-                    &self.stats,
-                    self.opts.verify_checksums,
-                ) == 0
-            {
-                return Err(Error::Internal(
-                    "multi_get: lookups deferred reads that were not planned".into(),
-                ));
-            }
-            pending = deferred;
+            first += group.len();
         }
-        // Up to the first error, which ends the call; the keys after it
-        // were not looked up.
-        let mut out = Vec::with_capacity(answers.len());
-        for answer in answers {
-            let answer =
-                answer.ok_or_else(|| Error::Internal("multi_get: a key has no answer".into()))?;
-            let failed = answer.is_err();
-            out.push(answer);
-            if failed {
+    }
+
+    /// The keys of `keys` looked up on this thread, on a file system that
+    /// batches reads, with up to `window` data-block reads in flight (at
+    /// most the file system's queue holds): a key the block cache cannot
+    /// answer defers its read (see [`BatchScope`]) and the next key starts;
+    /// when a read completes, the keys that wait for it go on, and answer
+    /// or defer their next read. `answer(i, result)` gets each key's answer
+    /// (memtables' included) as it comes, counted as a Get; it ends the
+    /// call with [`ControlFlow::Break`]. The error returned is the engine's
+    /// own (a key's error goes to `answer`).
+    fn multi_get_queued<K: AsRef<[u8]>>(
+        &self,
+        sv: &SuperVersion,
+        keys: impl Iterator<Item = K>,
+        seq: SeqNo,
+        window: usize,
+        answer: &mut dyn FnMut(usize, Result<Option<Vec<u8>>>) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let mut p = Pipeline {
+            db: self,
+            sv,
+            seq,
+            scope: BatchScope::begin()?,
+            queue: self.opts.fs.read_queue(),
+            waiting: HashMap::new(),
+            waiters: HashMap::new(),
+            reads: HashMap::new(),
+            unread: Vec::new(),
+            next_tag: 0,
+        };
+        let window = window.clamp(1, p.queue.capacity());
+        let mut keys = keys.enumerate();
+        let mut exhausted = false;
+        // Reads completed and not yet gone on with: not in flight any more,
+        // so new keys take their room before they are gone through.
+        let mut completed = VecDeque::new();
+        loop {
+            // New keys while there is room for their reads.
+            while !exhausted && p.in_flight() < window {
+                let Some((i, key)) = keys.next() else {
+                    exhausted = true;
+                    break;
+                };
+                if let Some(v) = self.get_mem(sv, key.as_ref(), seq) {
+                    self.stats.gets_memtable_hits.incr();
+                    if p.deliver(i, Ok(v), answer).is_break() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                if p.look_up(i, key, Vec::new(), answer)?.is_break() {
+                    return Ok(());
+                }
+            }
+            // One completed read: the keys that waited for it go on.
+            if let Some((tag, got)) = completed.pop_front() {
+                if p.finished(tag, got, answer)?.is_break() {
+                    return Ok(());
+                }
+                continue;
+            }
+            if p.in_flight() == 0 {
                 break;
             }
+            completed.extend(p.unread.drain(..).map(|tag| (tag, None)));
+            if completed.is_empty() {
+                let reads = p.queue.complete().into_iter();
+                completed.extend(reads.map(|c| (c.tag, Some(c.result))));
+            }
         }
-        Ok(out)
+        if p.waiting.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Internal(format!(
+                "multi_get: {} keys wait for no read",
+                p.waiting.len()
+            )))
+        }
+    }
+}
+
+/// One [`DbInner::multi_get_queued`] under way.
+struct Pipeline<'a, K> {
+    db: &'a DbInner,
+    sv: &'a SuperVersion,
+    seq: SeqNo,
+    scope: BatchScope,
+    queue: Box<dyn ReadQueue>,
+    /// Keys waiting for a read, with the blocks they hold (by index).
+    waiting: HashMap<usize, (K, Vec<BlockCacheKey>)>,
+    /// The keys each block being read is waited for by.
+    waiters: HashMap<BlockCacheKey, Vec<usize>>,
+    /// The reads in flight, by tag.
+    reads: HashMap<u64, Planned>,
+    /// Reads that cannot be submitted (too large for memory), answered by
+    /// the next round without a read.
+    unread: Vec<u64>,
+    next_tag: u64,
+}
+
+impl<K: AsRef<[u8]>> Pipeline<'_, K> {
+    fn in_flight(&self) -> usize {
+        self.queue.pending() + self.unread.len()
+    }
+
+    /// Looks key `i` up in the tables, holding the blocks `held`: its
+    /// answer, or it waits for the read it deferred.
+    fn look_up(
+        &mut self,
+        i: usize,
+        key: K,
+        held: Vec<BlockCacheKey>,
+        answer: &mut dyn FnMut(usize, Result<Option<Vec<u8>>>) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>> {
+        let got = self.db.look_in_tables(self.sv, key.as_ref(), self.seq);
+        if let Ok(None) = got {
+            let block = self
+                .scope
+                .take_waited()
+                .ok_or_else(|| Error::Internal("multi_get: a Get deferred no read".into()))?;
+            self.waiters.entry(block).or_default().push(i);
+            self.waiting.insert(i, (key, held));
+            for x in self.scope.take_planned() {
+                let tag = self.next_tag;
+                self.next_tag += 1;
+                match x.read() {
+                    (file, offset, Some(len)) => self.queue.submit(file, offset, len, tag),
+                    (_, _, None) => self.unread.push(tag),
+                }
+                self.reads.insert(tag, x);
+            }
+            return Ok(ControlFlow::Continue(()));
+        }
+        for b in held {
+            self.scope.release(b);
+        }
+        let got = got.map(|v| v.flatten().map(PinnedValue::into_vec));
+        Ok(self.deliver(i, got, answer))
+    }
+
+    /// The read `tag` completed with `got`: the keys that waited for it go
+    /// on.
+    fn finished(
+        &mut self,
+        tag: u64,
+        got: Option<std::io::Result<Vec<u8>>>,
+        answer: &mut dyn FnMut(usize, Result<Option<Vec<u8>>>) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>> {
+        let x = self
+            .reads
+            .remove(&tag)
+            .ok_or_else(|| Error::Internal(format!("multi_get: read {tag} completed twice")))?;
+        let waiting = self.waiters.remove(&x.block()).unwrap_or_default();
+        let opts = &self.db.opts;
+        let block = self.scope.finish_read(
+            x,
+            got,
+            waiting.len(),
+            &self.db.block_cache,
+            &self.db.stats,
+            opts.verify_checksums,
+        );
+        for i in waiting {
+            let (key, mut held) = self
+                .waiting
+                .remove(&i)
+                .ok_or_else(|| Error::Internal(format!("multi_get: key {i} waits twice")))?;
+            held.push(block);
+            if self.look_up(i, key, held, answer)?.is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// Counts key `i`'s answer as a Get and gives it to `answer`.
+    fn deliver(
+        &self,
+        i: usize,
+        got: Result<Option<Vec<u8>>>,
+        answer: &mut dyn FnMut(usize, Result<Option<Vec<u8>>>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.db.count_get(&got);
+        // The callback may read the database itself.
+        self.scope.outside(|| answer(i, got))
     }
 }
 
@@ -377,6 +587,17 @@ impl Snapshot {
     /// [`crate::Db::multi_get`].
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
         self.db.multi_get(keys, self.seq)
+    }
+
+    /// [`crate::Db::multi_get_each`] as of the snapshot.
+    pub fn multi_get_each<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        reads_in_flight: usize,
+        mut answer: impl FnMut(usize, Option<Vec<u8>>) -> ControlFlow<()>,
+    ) -> Result<()> {
+        self.db
+            .multi_get_each(keys, self.seq, reads_in_flight, &mut answer)
     }
 
     /// An iterator over the snapshot's state within the bounds of `opts`

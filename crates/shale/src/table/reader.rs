@@ -46,7 +46,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::RwLock;
 
 mod batch;
-pub(crate) use batch::BatchScope;
+pub(crate) use batch::{BatchScope, Planned};
 
 use shale_env::RandomAccessFile;
 

@@ -1,20 +1,26 @@
-//! Deferred data-block reads: how a `multi_get` puts the device reads of many
-//! Gets in flight together from one thread.
+//! Deferred data-block reads: how a `multi_get` keeps the device reads of
+//! many Gets in flight together from one thread.
 //!
 //! While a [`BatchScope`] is open on a thread, a Get on that thread that
 //! needs a data block the block cache lacks does not read it: the table
 //! records the read ([`defer`]) and answers [`TableGet::Deferred`], and the
-//! Get stops there. The caller then issues every recorded read at once with
-//! [`FileSystem::read_batch`] ([`BatchScope::read_planned`]: io_uring on
-//! Linux), puts the blocks in the block cache and keeps them in the scope
-//! too, and runs the deferred Gets again; they find their blocks
-//! ([`fetched`]) and either answer or defer the next block they need (a
-//! filter's false positive, a key whose versions continue in the next
-//! block). Every round reads blocks no earlier round read, so a batch ends.
+//! Get stops there. The caller takes the recorded reads
+//! ([`BatchScope::take_planned`]) and the block the Get waits for
+//! ([`BatchScope::take_waited`]), submits the reads to a
+//! [`ReadQueue`](shale_env::ReadQueue), and goes on with other keys. As each
+//! read completes ([`BatchScope::finish_read`]: counted, decoded, put in the
+//! block cache and held in the scope for the Gets that wait for it), the
+//! caller runs those Gets again; they find their block ([`fetched`]) and
+//! either answer or defer the next block they need (a filter's false
+//! positive, a key whose versions continue in the next block). A Get keeps
+//! every block it was given until it answers ([`BatchScope::release`]), so
+//! that running it again never defers a block it already waited for: each
+//! Get ends.
 //!
 //! The count of each kind's reads stays exact: a deferred block is one
-//! cache miss when it is first deferred and one physical read when the batch
-//! reads it; finding it in the scope counts nothing more.
+//! cache miss when it is first deferred and one physical read when it is
+//! read; a Get that waits for a block already deferred, or finds it in the
+//! scope, counts nothing more.
 //!
 //! [`TableGet::Deferred`]: crate::table::TableGet::Deferred
 
@@ -23,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use shale_env::{BatchRead, FileSystem, RandomAccessFile};
+use shale_env::RandomAccessFile;
 
 use super::{decode_data_block, unwrap_ref, BlockRef, Meta};
 use crate::cache::Priority;
@@ -32,7 +38,7 @@ use crate::metrics::{BlockKind, Stats};
 use crate::table::{BlockCache, BlockCacheKey, CachedBlock};
 
 /// A data-block read a Get deferred.
-struct Planned {
+pub(crate) struct Planned {
     key: BlockCacheKey,
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
@@ -41,14 +47,34 @@ struct Planned {
     paged_data: bool,
 }
 
+impl Planned {
+    /// The read to submit: the file, the offset and the length (`None` if
+    /// the block is too large for memory: [`BatchScope::finish_read`] then
+    /// answers it without a read).
+    pub(crate) fn read(&self) -> (&Arc<dyn RandomAccessFile>, u64, Option<usize>) {
+        (
+            &self.file,
+            self.r.offset,
+            usize::try_from(self.r.read_len()).ok(),
+        )
+    }
+
+    /// The block read.
+    pub(crate) fn block(&self) -> BlockCacheKey {
+        self.key
+    }
+}
+
 #[derive(Default)]
 struct Planner {
     planned: Vec<Planned>,
-    /// The blocks of `planned`, so that a block many keys need is planned
-    /// once without a scan of the list.
-    planned_keys: HashSet<BlockCacheKey>,
-    /// Blocks read by this scope's batches (or why they could not be).
-    fetched: HashMap<BlockCacheKey, Result<Arc<CachedBlock>>>,
+    /// The blocks planned or being read, so that a block many Gets need is
+    /// read once.
+    in_flight: HashSet<BlockCacheKey>,
+    /// The block the last deferred Get waits for.
+    waited: Option<BlockCacheKey>,
+    /// Blocks read (or why they could not be), with how many Gets hold each.
+    fetched: HashMap<BlockCacheKey, (Result<Arc<CachedBlock>>, usize)>,
 }
 
 thread_local! {
@@ -63,13 +89,14 @@ pub(crate) fn planning() -> bool {
     OPEN.with(Cell::get)
 }
 
-/// The block this scope read for `key`, if it did.
+/// The block this scope read for `key`, if a Get holds it.
 pub(super) fn fetched(key: BlockCacheKey) -> Option<Result<Arc<CachedBlock>>> {
-    PLANNER.with(|p| p.borrow().fetched.get(&key).cloned())
+    PLANNER.with(|p| p.borrow().fetched.get(&key).map(|(b, _)| b.clone()))
 }
 
-/// Records the read of data block `r` of the table described by `meta`;
-/// false if this batch already has it.
+/// Records that the Get waits for data block `r` of the table described by
+/// `meta`, and plans its read unless it is planned or being read already;
+/// true if it planned it.
 pub(super) fn defer(
     key: BlockCacheKey,
     file: &Arc<dyn RandomAccessFile>,
@@ -79,7 +106,8 @@ pub(super) fn defer(
 ) -> bool {
     PLANNER.with(|p| {
         let mut p = p.borrow_mut();
-        if !p.planned_keys.insert(key) {
+        p.waited = Some(key);
+        if !p.in_flight.insert(key) {
             return false;
         }
         p.planned.push(Planned {
@@ -112,67 +140,82 @@ impl BatchScope {
         })
     }
 
-    /// Reads every deferred block at once through `fs`, counts each read in
-    /// `stats`, and keeps the blocks in `cache` and in the scope. Returns the
-    /// number of reads; a read that fails is kept as its Get's error.
-    pub(crate) fn read_planned(
+    /// The reads planned since the last call.
+    pub(crate) fn take_planned(&self) -> Vec<Planned> {
+        PLANNER.with(|p| std::mem::take(&mut p.borrow_mut().planned))
+    }
+
+    /// The block the last deferred Get waits for (taken: `None` until a Get
+    /// defers again).
+    pub(crate) fn take_waited(&self) -> Option<BlockCacheKey> {
+        PLANNER.with(|p| p.borrow_mut().waited.take())
+    }
+
+    /// Ends the read of `x`, which gave `got`: counts it in `stats`,
+    /// decodes the block, puts it in `cache`, and holds it in the scope for
+    /// `holders` Gets (each releases it with [`BatchScope::release`]).
+    /// Returns the block's key; a read that failed is kept as the error of
+    /// the Gets that wait for it.
+    pub(crate) fn finish_read(
         &self,
-        fs: &dyn FileSystem,
+        x: Planned,
+        got: Option<std::io::Result<Vec<u8>>>,
+        holders: usize,
         cache: &BlockCache,
         stats: &Stats,
         verify: bool,
-    ) -> usize {
-        let planned = PLANNER.with(|p| {
-            let mut p = p.borrow_mut();
-            p.planned_keys.clear();
-            std::mem::take(&mut p.planned)
-        });
-        let mut bufs: Vec<Vec<u8>> = Vec::with_capacity(planned.len());
-        let mut lens = Vec::with_capacity(planned.len());
-        for x in &planned {
-            // Out of memory range: answered below as corruption, not read.
-            let len = usize::try_from(x.r.read_len()).ok();
-            lens.push(len);
-            bufs.push(vec![0u8; len.unwrap_or(0)]);
-        }
-        let mut reads: Vec<BatchRead<'_>> = planned
-            .iter()
-            .zip(bufs.iter_mut())
-            .zip(&lens)
-            .filter(|(_, len)| len.is_some())
-            .map(|((x, buf), _)| BatchRead {
-                file: x.file.as_ref(),
-                offset: x.r.offset,
-                buf,
-            })
-            .collect();
-        let mut results = fs.read_batch(&mut reads).into_iter();
-        drop(reads);
-        let mut done = Vec::with_capacity(planned.len());
-        for ((x, buf), len) in planned.into_iter().zip(bufs).zip(lens) {
-            let block = match len {
-                None => Err(Error::corruption(
-                    &x.path,
-                    x.r.offset,
-                    "block too large for memory",
-                )),
-                Some(n) => {
-                    stats.physical_read(BlockKind::Data, n as u64);
-                    match results.next() {
-                        Some(Ok(())) => decode_data(&x, buf, verify),
-                        Some(Err(e)) => Err(Error::io("read table block", &x.path, e)),
-                        None => Err(Error::Internal("a batched read has no answer".into())),
-                    }
+    ) -> BlockCacheKey {
+        let block = match got {
+            None => Err(Error::corruption(
+                &x.path,
+                x.r.offset,
+                "block too large for memory",
+            )),
+            Some(got) => {
+                stats.physical_read(BlockKind::Data, x.r.read_len());
+                match got {
+                    Ok(buf) => decode_data(&x, buf, verify),
+                    Err(e) => Err(Error::io("read table block", &x.path, e)),
                 }
-            };
-            if let Ok(b) = &block {
-                cache.insert(x.key, b.clone(), b.charge(), Priority::Low);
             }
-            done.push((x.key, block));
+        };
+        if let Ok(b) = &block {
+            cache.insert(x.key, b.clone(), b.charge(), Priority::Low);
         }
-        let n = done.len();
-        PLANNER.with(|p| p.borrow_mut().fetched.extend(done));
-        n
+        PLANNER.with(|p| {
+            let mut p = p.borrow_mut();
+            p.in_flight.remove(&x.key);
+            if holders > 0 {
+                p.fetched.insert(x.key, (block, holders));
+            }
+        });
+        x.key
+    }
+
+    /// Runs `f` as if no scope were open on this thread, so that a caller's
+    /// code run in the middle of a batch (an answer's callback) may read the
+    /// database, even with a batch of its own; the scope's state is put
+    /// back afterwards.
+    pub(crate) fn outside<R>(&self, f: impl FnOnce() -> R) -> R {
+        let saved = PLANNER.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        OPEN.with(|o| o.set(false));
+        let r = f();
+        PLANNER.with(|p| *p.borrow_mut() = saved);
+        OPEN.with(|o| o.set(true));
+        r
+    }
+
+    /// One Get that held `key` no longer needs it.
+    pub(crate) fn release(&self, key: BlockCacheKey) {
+        PLANNER.with(|p| {
+            let mut p = p.borrow_mut();
+            if let Some((_, holders)) = p.fetched.get_mut(&key) {
+                *holders -= 1;
+                if *holders == 0 {
+                    p.fetched.remove(&key);
+                }
+            }
+        });
     }
 }
 
@@ -189,7 +232,8 @@ impl Drop for BatchScope {
         PLANNER.with(|p| {
             let mut p = p.borrow_mut();
             p.planned.clear();
-            p.planned_keys.clear();
+            p.in_flight.clear();
+            p.waited = None;
             p.fetched.clear();
         });
         OPEN.with(|o| o.set(false));
