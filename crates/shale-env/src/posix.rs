@@ -466,7 +466,15 @@ impl UringQueue {
     /// The answer of a read the ring completed with `got`.
     fn finish(r: InRing, got: io::Result<usize>) -> crate::CompletedRead {
         let result = match (posix_file(&r.file), got, r.buf) {
-            (Some(f), Err(e), _) => Err(f.with_context(r.offset, e)),
+            // Interrupted or refused for now: read it alone below.
+            (Some(f), Err(e), _)
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) =>
+            {
+                Err(f.with_context(r.offset, e))
+            }
             (Some(f), Ok(n), RingBuf::Direct(w)) if n >= w.len => {
                 let mut buf = vec![0u8; r.len];
                 w.copy_out(n, r.offset, &mut buf, &f.path)
@@ -474,7 +482,7 @@ impl UringQueue {
                     .map_err(|e| f.with_context(r.offset, e))
             }
             (_, Ok(n), RingBuf::Plain(buf)) if n == r.len => Ok(buf),
-            // Short: read it alone.
+            // Short (or interrupted): read it alone.
             _ => crate::read_at(r.file.as_ref(), r.offset, r.len),
         };
         crate::CompletedRead { tag: r.tag, result }

@@ -541,3 +541,121 @@ fn multi_get_each_answers_every_key_once_as_its_reads_complete() {
         }
     }
 }
+
+/// A key that waited for a read goes on from the table that deferred it:
+/// the filter and index blocks its lookups visit are counted once each,
+/// as one Get per key counts them, and so are the tables searched without
+/// the key; data blocks are counted at most as often (a key that waits for
+/// a block another key already asked for counts nothing).
+#[test]
+fn resumed_lookups_count_each_block_once() {
+    use shale::BlockKind;
+    use std::ops::ControlFlow;
+    let _serial = serial();
+    let mem = Arc::new(MemFs::new());
+    let model = tables_only(&mem);
+    // L0 tables over the settled levels (kept there), so that lookups pass
+    // several tables before the one that holds the key.
+    let opts = |read_threads| Options {
+        l0_compaction_trigger: Some(1000),
+        l0_slowdown_writes_trigger: 1000,
+        l0_stop_writes_trigger: 1000,
+        ..options(mem.clone(), read_threads)
+    };
+    {
+        let db = Db::open("/db", opts(0)).expect("open");
+        for round in 0..3u64 {
+            for i in (round..3000).step_by(9) {
+                db.put(&key(i), format!("value {i}").as_bytes())
+                    .expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        db.close().expect("close");
+    }
+    mem.set_batches_reads(true);
+    let keys: Vec<Vec<u8>> = (0..3300).step_by(5).map(key).collect();
+    let lookups = |db: &Db, kind: BlockKind| {
+        let b = db.metrics().block(kind);
+        b.cache_hits + b.cache_misses
+    };
+    let counts = |each: bool| {
+        let db = Db::open("/db", opts(4)).expect("open");
+        assert!(
+            db.tables().expect("tables").iter().any(|t| t.level == 0),
+            "tables in L0"
+        );
+        if each {
+            db.multi_get_each(&keys, 16, |i, v| {
+                assert_eq!(v.as_ref(), model.get(&keys[i]), "key {i}");
+                ControlFlow::Continue(())
+            })
+            .expect("multi_get_each");
+        } else {
+            for k in &keys {
+                db.get(k).expect("get");
+            }
+        }
+        let m = db.metrics();
+        let out = (
+            lookups(&db, BlockKind::Filter),
+            lookups(&db, BlockKind::TopIndex),
+            lookups(&db, BlockKind::IndexPartition),
+            lookups(&db, BlockKind::Data),
+            m.gets_table_misses,
+        );
+        db.close().expect("close");
+        out
+    };
+    let (one, each) = (counts(false), counts(true));
+    assert!(one.3 > 0 && one.1 > 0, "blocks were looked up: {one:?}");
+    assert_eq!(each.0, one.0, "filter lookups");
+    assert_eq!(each.1, one.1, "top-level index lookups");
+    assert_eq!(each.2, one.2, "index partition lookups");
+    assert!(each.3 <= one.3, "data lookups: {} > {}", each.3, one.3);
+    assert_eq!(each.4, one.4, "tables searched without the key");
+}
+
+/// A `multi_get_each` over an endless stream of keys, through a snapshot
+/// (which outlives the handle), ends with `Closed` when the database
+/// closes, on a file system that batches reads and on one that does not.
+#[test]
+fn an_endless_multi_get_each_ends_when_the_database_closes() {
+    use std::ops::ControlFlow;
+    let _serial = serial();
+    let mem = Arc::new(MemFs::new());
+    let model = tables_only(&mem);
+    for batching in [true, false] {
+        mem.set_batches_reads(batching);
+        let opts = Options {
+            block_cache_bytes: 16 << 10,
+            ..options(mem.clone(), 2)
+        };
+        let db = Db::open("/db", opts).expect("open");
+        let snap = db.snapshot();
+        let answered = Arc::new(AtomicUsize::new(0));
+        let reader = {
+            let (answered, model) = (answered.clone(), model.clone());
+            std::thread::spawn(move || {
+                let keys = (0..3000u64).cycle().map(key);
+                snap.multi_get_each(keys, 8, |i, v| {
+                    assert_eq!(v.as_ref(), model.get(&key(i as u64 % 3000)), "key {i}");
+                    answered.fetch_add(1, Ordering::AcqRel);
+                    ControlFlow::Continue(())
+                })
+            })
+        };
+        while answered.load(Ordering::Acquire) < 5000 {
+            std::thread::yield_now();
+        }
+        match db.close() {
+            Ok(()) | Err(Error::LiveHandles { .. }) => {}
+            Err(e) => panic!("close: {e}"),
+        }
+        let ended = reader.join().expect("the reader panicked");
+        assert!(
+            matches!(ended, Err(Error::Closed)),
+            "batching {batching}: {ended:?}"
+        );
+    }
+}

@@ -208,7 +208,7 @@ impl DbInner {
 
     /// The answer of the tables, level by level.
     fn get_tables(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
-        match self.look_in_tables(sv, key, seq)? {
+        match self.look_in_tables(sv, key, seq, &mut None)? {
             Some(answer) => Ok(answer),
             None => Err(Error::Internal(
                 "a Get deferred a read outside a batch".into(),
@@ -217,19 +217,40 @@ impl DbInner {
     }
 
     /// The answer of the tables, level by level; `None` if a batch plans its
-    /// reads on this thread and the lookup deferred one (see [`BatchScope`]).
+    /// reads on this thread and the lookup deferred one (see [`BatchScope`]),
+    /// with `resume` set to the table that deferred it. A lookup given a
+    /// `resume` point goes on from that table: the tables before it, in the
+    /// same state, answered nothing the first time, and are neither searched
+    /// nor counted again; the table's own lookups of blocks it already
+    /// looked up are not counted again either ([`BatchScope::resuming`]).
     fn look_in_tables(
         &self,
         sv: &SuperVersion,
         key: &[u8],
         seq: SeqNo,
+        resume: &mut Option<Resume>,
     ) -> Result<Option<Option<PinnedValue>>> {
         let policy = self.opts.filter_policy;
-        for level in 0..NUM_LEVELS {
+        let from = resume.take();
+        for level in from.map_or(0, |r| r.level)..NUM_LEVELS {
+            let mut skip_to = from.filter(|r| r.level == level).map(|r| r.table);
             for f in sv.version.candidates(level, key) {
-                let got = self.table_cache.with(f, level, |table| {
+                let again = match skip_to {
+                    Some(table) if f.number != table => continue,
+                    Some(_) => {
+                        skip_to = None;
+                        true
+                    }
+                    None => false,
+                };
+                let get = |table: &crate::table::TableReader| {
                     table.get(key, seq, policy.applies_to(level))
-                })?;
+                };
+                let got = if again {
+                    BatchScope::resuming(|| self.table_cache.with(f, level, get))?
+                } else {
+                    self.table_cache.with(f, level, get)?
+                };
                 match got {
                     TableGet::Found(ValueKind::Value, v) => {
                         self.stats.gets_table_hits[level].incr();
@@ -242,8 +263,19 @@ impl DbInner {
                     }
                     TableGet::Absent => self.stats.gets_table_misses[level].incr(),
                     TableGet::FilteredOut => {}
-                    TableGet::Deferred => return Ok(None),
+                    TableGet::Deferred => {
+                        *resume = Some(Resume {
+                            level,
+                            table: f.number,
+                        });
+                        return Ok(None);
+                    }
                 }
+            }
+            if let Some(table) = skip_to {
+                return Err(Error::Internal(format!(
+                    "a Get resumed at table {table} of L{level}, which no longer holds its key"
+                )));
             }
         }
         Ok(Some(None))
@@ -291,6 +323,9 @@ impl DbInner {
         let mut keys = keys.into_iter();
         let mut first = 0;
         loop {
+            if self.closing.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
             let group: Vec<K> = keys.by_ref().take(reads_in_flight).collect();
             if group.is_empty() {
                 return Ok(());
@@ -312,7 +347,8 @@ impl DbInner {
     /// or defer their next read. `answer(i, result)` gets each key's answer
     /// (memtables' included) as it comes, counted as a Get; it ends the
     /// call with [`ControlFlow::Break`]. The error returned is the engine's
-    /// own (a key's error goes to `answer`).
+    /// own, or [`Error::Closed`] once the database closes (a key's error
+    /// goes to `answer`).
     fn multi_get_queued<K: AsRef<[u8]>>(
         &self,
         sv: &SuperVersion,
@@ -342,6 +378,11 @@ impl DbInner {
         loop {
             // New keys while there is room for their reads.
             while !exhausted && p.in_flight() < window {
+                // A close (through a snapshot, which outlives the handle)
+                // ends a long stream of keys.
+                if self.closing.load(Ordering::Acquire) {
+                    return Err(Error::Closed);
+                }
                 let Some((i, key)) = keys.next() else {
                     exhausted = true;
                     break;
@@ -353,7 +394,12 @@ impl DbInner {
                     }
                     continue;
                 }
-                if p.look_up(i, key, Vec::new(), answer)?.is_break() {
+                let w = Waiting {
+                    key,
+                    held: Vec::new(),
+                    resume: None,
+                };
+                if p.look_up(i, w, answer)?.is_break() {
                     return Ok(());
                 }
             }
@@ -384,6 +430,15 @@ impl DbInner {
     }
 }
 
+/// Where a lookup that deferred a read goes on (see
+/// [`DbInner::look_in_tables`]).
+#[derive(Clone, Copy, Debug)]
+struct Resume {
+    level: usize,
+    /// The file number of the table that deferred the read.
+    table: u64,
+}
+
 /// One [`DbInner::multi_get_queued`] under way.
 struct Pipeline<'a, K> {
     db: &'a DbInner,
@@ -391,8 +446,9 @@ struct Pipeline<'a, K> {
     seq: SeqNo,
     scope: BatchScope,
     queue: Box<dyn ReadQueue>,
-    /// Keys waiting for a read, with the blocks they hold (by index).
-    waiting: HashMap<usize, (K, Vec<BlockCacheKey>)>,
+    /// Keys waiting for a read (by index), with the blocks they hold and
+    /// where their lookup goes on.
+    waiting: HashMap<usize, Waiting<K>>,
     /// The keys each block being read is waited for by.
     waiters: HashMap<BlockCacheKey, Vec<usize>>,
     /// The reads in flight, by tag.
@@ -403,28 +459,37 @@ struct Pipeline<'a, K> {
     next_tag: u64,
 }
 
+/// A key of a [`Pipeline`] waiting for a read.
+struct Waiting<K> {
+    key: K,
+    /// The blocks read for it so far, held until it answers.
+    held: Vec<BlockCacheKey>,
+    resume: Option<Resume>,
+}
+
 impl<K: AsRef<[u8]>> Pipeline<'_, K> {
     fn in_flight(&self) -> usize {
         self.queue.pending() + self.unread.len()
     }
 
-    /// Looks key `i` up in the tables, holding the blocks `held`: its
-    /// answer, or it waits for the read it deferred.
+    /// Looks key `i` up in the tables (from where it stopped, for a key
+    /// that waited): its answer, or it waits for the read it deferred.
     fn look_up(
         &mut self,
         i: usize,
-        key: K,
-        held: Vec<BlockCacheKey>,
+        mut w: Waiting<K>,
         answer: &mut dyn FnMut(usize, Result<Option<Vec<u8>>>) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>> {
-        let got = self.db.look_in_tables(self.sv, key.as_ref(), self.seq);
+        let got = self
+            .db
+            .look_in_tables(self.sv, w.key.as_ref(), self.seq, &mut w.resume);
         if let Ok(None) = got {
             let block = self
                 .scope
                 .take_waited()
                 .ok_or_else(|| Error::Internal("multi_get: a Get deferred no read".into()))?;
             self.waiters.entry(block).or_default().push(i);
-            self.waiting.insert(i, (key, held));
+            self.waiting.insert(i, w);
             for x in self.scope.take_planned() {
                 let tag = self.next_tag;
                 self.next_tag += 1;
@@ -436,7 +501,7 @@ impl<K: AsRef<[u8]>> Pipeline<'_, K> {
             }
             return Ok(ControlFlow::Continue(()));
         }
-        for b in held {
+        for b in w.held {
             self.scope.release(b);
         }
         let got = got.map(|v| v.flatten().map(PinnedValue::into_vec));
@@ -466,12 +531,12 @@ impl<K: AsRef<[u8]>> Pipeline<'_, K> {
             opts.verify_checksums,
         );
         for i in waiting {
-            let (key, mut held) = self
+            let mut w = self
                 .waiting
                 .remove(&i)
                 .ok_or_else(|| Error::Internal(format!("multi_get: key {i} waits twice")))?;
-            held.push(block);
-            if self.look_up(i, key, held, answer)?.is_break() {
+            w.held.push(block);
+            if self.look_up(i, w, answer)?.is_break() {
                 return Ok(ControlFlow::Break(()));
             }
         }

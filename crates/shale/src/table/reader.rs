@@ -702,7 +702,9 @@ impl TableReader {
         let key = (self.file_number, r.offset);
         let stats = &self.ctx.stats;
         if let Some(b) = self.ctx.cache.get(&key) {
-            stats.cache_hit(kind);
+            if !batch::resuming() {
+                stats.cache_hit(kind);
+            }
             if !b.is_kind(kind) {
                 return Err(Error::corruption(
                     &self.path,
@@ -733,6 +735,9 @@ impl TableReader {
         self.check_handle(BlockKind::Data, r, referrer)?;
         let key = (self.file_number, r.offset);
         if let Some(b) = batch::fetched(key) {
+            // A resumed Get is back where it stopped: what it looks up from
+            // here on is new, and counts.
+            batch::resumed();
             return b.map(Some);
         }
         if let Some(b) = self.ctx.cache.get(&key) {

@@ -10,17 +10,19 @@
 //! [`ReadQueue`](shale_env::ReadQueue), and goes on with other keys. As each
 //! read completes ([`BatchScope::finish_read`]: counted, decoded, put in the
 //! block cache and held in the scope for the Gets that wait for it), the
-//! caller runs those Gets again; they find their block ([`fetched`]) and
-//! either answer or defer the next block they need (a filter's false
-//! positive, a key whose versions continue in the next block). A Get keeps
-//! every block it was given until it answers ([`BatchScope::release`]), so
-//! that running it again never defers a block it already waited for: each
-//! Get ends.
+//! caller has those Gets go on from the table that deferred the read; they
+//! find their block ([`fetched`]) and either answer or defer the next block
+//! they need (a filter's false positive, a key whose versions continue in
+//! the next block, a deeper level). A Get keeps every block it was given
+//! until it answers ([`BatchScope::release`]), so that going on never
+//! defers a block it already waited for: each Get ends.
 //!
 //! The count of each kind's reads stays exact: a deferred block is one
 //! cache miss when it is first deferred and one physical read when it is
 //! read; a Get that waits for a block already deferred, or finds it in the
-//! scope, counts nothing more.
+//! scope, counts nothing more; and a Get that goes on in the table that
+//! deferred its read does not count again the filter and index blocks it
+//! looked up the first time ([`BatchScope::resuming`]).
 //!
 //! [`TableGet::Deferred`]: crate::table::TableGet::Deferred
 
@@ -82,6 +84,21 @@ thread_local! {
     /// Get, so a plain flag apart from the planner.
     static OPEN: Cell<bool> = const { Cell::new(false) };
     static PLANNER: RefCell<Planner> = RefCell::new(Planner::default());
+    /// Set while a Get goes on in the table that deferred its read, until
+    /// it reaches a block read for it.
+    static RESUMING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True while a Get goes on in the table that deferred its read, until it
+/// reaches the block it waited for: the cache hits on the way were counted
+/// the first time.
+pub(super) fn resuming() -> bool {
+    RESUMING.with(Cell::get)
+}
+
+/// The resumed Get reached a block it waited for (see [`resuming`]).
+pub(super) fn resumed() {
+    RESUMING.with(|r| r.set(false));
 }
 
 /// True while a [`BatchScope`] is open on this thread.
@@ -203,6 +220,17 @@ impl BatchScope {
         PLANNER.with(|p| *p.borrow_mut() = saved);
         OPEN.with(|o| o.set(true));
         r
+    }
+
+    /// Runs `f`, a Get going on in the table that deferred its read, with
+    /// its cache hits not counted until it reaches a block read for it: it
+    /// looked those blocks up (and counted them) the first time. A miss is
+    /// a new read and counts.
+    pub(crate) fn resuming<R>(f: impl FnOnce() -> R) -> R {
+        RESUMING.with(|r| r.set(true));
+        let out = f();
+        RESUMING.with(|r| r.set(false));
+        out
     }
 
     /// One Get that held `key` no longer needs it.
