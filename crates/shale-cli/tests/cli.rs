@@ -731,30 +731,32 @@ fn bench_kvdb_path_scheme_zipf_and_missing_keys() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_arg(dir.path());
     let out = dir.path().join("report").to_string_lossy().into_owned();
-    let v: serde_json::Value = serde_json::from_str(&ok(&[
-        "bench",
-        "kvdb",
-        "--db",
-        &db,
-        "--keys",
-        "5000",
-        "--reads",
-        "4000",
-        "--scheme",
-        "path",
-        "--distribution",
-        "zipf",
-        "--missing",
-        "0.25",
-        "--cache",
-        "1MiB",
-        "--direct-io",
-        "false",
-        "--out",
-        &out,
-        "--json",
-    ]))
-    .expect("json");
+    let reads = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "bench",
+            "kvdb",
+            "--db",
+            &db,
+            "--keys",
+            "5000",
+            "--reads",
+            "4000",
+            "--scheme",
+            "path",
+            "--distribution",
+            "zipf",
+            "--missing",
+            "0.25",
+            "--cache",
+            "1MiB",
+            "--out",
+            &out,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ok(&args)).expect("json")
+    };
+    let v = reads(&["--direct-io", "false"]);
     assert_eq!(v["scheme"], "path");
     assert_eq!(v["distribution"], "zipf:0.99");
     let first = &v["runs"][0];
@@ -764,33 +766,7 @@ fn bench_kvdb_path_scheme_zipf_and_missing_keys() {
     assert!((2800..=3200).contains(&found), "found {found}");
     // The same reads through one multi_get_each per thread, 16 reads in
     // flight (each value checked against the dataset by the bench).
-    let v: serde_json::Value = serde_json::from_str(&ok(&[
-        "bench",
-        "kvdb",
-        "--db",
-        &db,
-        "--keys",
-        "5000",
-        "--reads",
-        "4000",
-        "--scheme",
-        "path",
-        "--distribution",
-        "zipf",
-        "--missing",
-        "0.25",
-        "--cache",
-        "1MiB",
-        "--threads",
-        "2",
-        "--batch",
-        "16",
-        "--stream",
-        "--out",
-        &out,
-        "--json",
-    ]))
-    .expect("json");
+    let v = reads(&["--threads", "2", "--batch", "16", "--stream"]);
     assert_eq!(v["stream"], true);
     assert_eq!(v["batch"], 16);
     let streamed = &v["runs"][0];
