@@ -457,9 +457,9 @@ pub struct Metrics {
     /// with none. Each cost the Get an index lookup and a data block (from
     /// the cache or the device): with the hits, the data blocks Gets looked
     /// at per level, which tells where a Get's reads go when filters are
-    /// off or too small. A batched `multi_get` looks a key up again in the
-    /// round after a deferred read, so its keys may count a table more
-    /// than once.
+    /// off or too small. A batched `multi_get` counts each table once per
+    /// key too: a key that waited for a read goes on from the table that
+    /// deferred it.
     pub gets_table_misses: [u64; NUM_LEVELS],
     blocks: [BlockMetrics; 6],
     /// Table readers found open in the table cache.

@@ -132,11 +132,12 @@ pub(crate) struct Outputs<'a> {
 /// `[cut[i-1], cut[i])` on a thread of its own (the calling thread takes the
 /// first, unless [`Options::compaction_nice`](crate::Options::compaction_nice)
 /// puts every range on a lowered thread) into tables of its own; the tables
-/// come back in key order, to be installed together. Fails with [`Error::Closed`] if the database starts
-/// closing meanwhile. A subcompaction that fails stops the others and fails
-/// the merge with its error; no output of any of them is returned (the
-/// unfinished ones are removed, the finished ones left to the next open, as
-/// for an unsplit merge).
+/// come back in key order, to be installed together. Fails with
+/// [`Error::Closed`] if the database starts closing meanwhile. A
+/// subcompaction that fails stops the others and fails the merge with its
+/// error; no output of any of them is returned (the unfinished ones are
+/// removed, the finished ones left to the next open, as for an unsplit
+/// merge).
 pub(crate) fn merge(
     db: &dyn JobHost,
     inputs: &[(usize, Arc<FileMeta>)],
