@@ -67,6 +67,8 @@ struct Settings {
   uint64_t max_background_jobs = 2;
   bool pin_table_metadata = false;
   std::optional<uint64_t> rate_limit;
+  // max_bytes_for_level_base; RocksDB's default when the request has none.
+  std::optional<uint64_t> base_level_bytes;
 };
 
 Settings parse_settings(const json& s) {
@@ -84,6 +86,7 @@ Settings parse_settings(const json& s) {
   r.max_background_jobs = u64(s, "max_background_jobs");
   const json& rl = need(s, "compaction_rate_limit");
   if (!rl.is_null()) r.rate_limit = u64(s, "compaction_rate_limit");
+  if (s.contains("base_level_bytes")) r.base_level_bytes = u64(s, "base_level_bytes");
   return r;
 }
 
@@ -91,7 +94,9 @@ Settings parse_settings(const json& s) {
 // defaults with the cache; the read-optimized presets add 10-bit Bloom
 // filters, partitioned index and filters, index and filter blocks in the
 // cache with the top level pinned; mild-pressure adds the small memtables
-// and tables, the background jobs and a rate limiter.
+// and tables, the background jobs and a rate limiter. Every preset sends
+// max_bytes_for_level_base (RocksDB's default, so that shale runs with the
+// same); levels stay static (7.8's default).
 rocksdb::Options options_for(const Settings& s, bool create, bool direct_io,
                              std::shared_ptr<rocksdb::Statistics> stats) {
   rocksdb::Options o;
@@ -109,6 +114,7 @@ rocksdb::Options options_for(const Settings& s, bool create, bool direct_io,
   }
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   if (s.write_buffer_size > 0) o.write_buffer_size = s.write_buffer_size;
+  if (s.base_level_bytes) o.max_bytes_for_level_base = *s.base_level_bytes;
   if (s.preset == "mild-pressure") {
     o.target_file_size_base = s.target_file_size_base;
     o.max_background_jobs = static_cast<int>(s.max_background_jobs);

@@ -51,6 +51,12 @@ const STUDY_DATA_BYTES: f64 = 1e10;
 const STUDY_RATE_LIMIT: u64 = 200_000_000;
 /// Upper bound of keys: every record key starts with `user` and a digit.
 const KEY_END: &[u8] = b"user:";
+/// The presets' base level target: RocksDB's `max_bytes_for_level_base`
+/// default (256 MiB, in 7.8 as in the study's 10.8), which the peer runs with.
+/// Not scaled with the data: the peer's is not either, and without filters
+/// every level above the last costs a Get a data-block probe, so both engines
+/// must have the same number of levels.
+const PRESET_BASE_LEVEL_BYTES: u64 = 256 << 20;
 
 /// True once Ctrl-C was pressed ([`crate::interrupt`]): the runs stop and
 /// report what they measured.
@@ -79,6 +85,18 @@ impl Filters {
             Filters::Fuse9 => "fuse9",
             Filters::NoFilter => "nofilter",
             Filters::Bloom10 => "bloom10",
+        }
+    }
+
+    /// The base level target of databases of this layout, from their load
+    /// on: the base level moves up as a database grows but never back down,
+    /// so the load sets the number of levels the runs see. The presets'
+    /// layouts take RocksDB's (see [`PRESET_BASE_LEVEL_BYTES`]); shale's
+    /// default layout, shale's.
+    fn base_level_bytes(self) -> u64 {
+        match self {
+            Filters::Fuse9 => Options::default().base_level_bytes,
+            Filters::NoFilter | Filters::Bloom10 => PRESET_BASE_LEVEL_BYTES,
         }
     }
 
@@ -119,6 +137,11 @@ pub struct Settings {
     pub write_buffer_size: usize,
     /// Compaction output target at L0 (doubling per level).
     pub target_file_size_base: u64,
+    /// Target size of the base level (the level L0 compacts into): shale's
+    /// `base_level_bytes`, RocksDB's `max_bytes_for_level_base`. Fixed by the
+    /// database's layout (see [`Filters::base_level_bytes`]).
+    #[serde(default = "default_base_level_bytes")]
+    pub base_level_bytes: u64,
     /// Background threads (one flushes, the others compact).
     pub max_background_jobs: usize,
     /// Flush and compaction bytes per second, if limited.
@@ -126,6 +149,10 @@ pub struct Settings {
     /// shale's `compaction_nice` (0: the process's priority).
     #[serde(default)]
     pub compaction_nice: i32,
+}
+
+fn default_base_level_bytes() -> u64 {
+    Options::default().base_level_bytes
 }
 
 fn preset_name(p: Option<YcsbPreset>) -> &'static str {
@@ -176,6 +203,7 @@ pub fn settings(preset: Option<YcsbPreset>, data_bytes: u64, rate_limit: Option<
         metadata_with_tables: false,
         write_buffer_size: d.write_buffer_size,
         target_file_size_base: d.target_file_size_base,
+        base_level_bytes: filters_of(preset).base_level_bytes(),
         max_background_jobs: d.max_background_jobs,
         compaction_rate_limit: None,
         compaction_nice: 0,
@@ -216,6 +244,10 @@ struct Marker {
     field_count: usize,
     field_length: usize,
     filters: Filters,
+    /// The base level target the load ran with (0 in markers written
+    /// before it was recorded: such databases are refused).
+    #[serde(default)]
+    base_level_bytes: u64,
 }
 
 /// Latencies of one operation kind in a run.
@@ -742,6 +774,7 @@ fn load_options(storage: &Storage, filters: Filters, create: bool) -> Options {
         create_if_missing: create,
         block_cache_bytes: LOAD_CACHE,
         filter_policy: filters.policy(),
+        base_level_bytes: filters.base_level_bytes(),
         ..Options::default()
     })
 }
@@ -789,20 +822,24 @@ fn prepare(
             && m.field_count == values.field_count
             && m.field_length == values.field_length
             && m.filters == filters
+            && m.base_level_bytes == filters.base_level_bytes()
             && first.is_some_and(|v| v.len() == values.record_len());
         if !same {
             return Err(CliError::msg(format!(
                 "{} holds a YCSB database of {} records of {} fields of {} bytes with {} \
-                 filters, not --records {records} --field-count {} --field-length {} with {}; \
-                 pass another --db or remove it",
+                 filters and a base level target of {} bytes (0: not recorded), not \
+                 --records {records} --field-count {} --field-length {} with {} filters and \
+                 {} bytes; pass another --db or remove it",
                 dir.display(),
                 m.records,
                 m.field_count,
                 m.field_length,
                 m.filters.name(),
+                m.base_level_bytes,
                 values.field_count,
                 values.field_length,
-                filters.name()
+                filters.name(),
+                filters.base_level_bytes()
             )));
         }
         return Ok(());
@@ -880,6 +917,7 @@ fn load(
             field_count: values.field_count,
             field_length: values.field_length,
             filters,
+            base_level_bytes: filters.base_level_bytes(),
         },
     )?;
     db.flush()?;
@@ -911,6 +949,7 @@ fn run_options(a: &BenchYcsbArgs, storage: &Storage, s: &Settings, filters: Filt
         },
         write_buffer_size: s.write_buffer_size,
         target_file_size_base: s.target_file_size_base,
+        base_level_bytes: s.base_level_bytes,
         max_background_jobs: s.max_background_jobs,
         compaction_rate_limit: s.compaction_rate_limit,
         compaction_nice: s.compaction_nice,
@@ -1386,6 +1425,16 @@ mod tests {
         assert!(!b.pin_table_metadata);
         assert!(b.metadata_with_tables, "as RocksDB's default");
         assert_eq!(b.write_buffer_size, 64 << 20);
+        for p in [
+            YcsbPreset::Baseline,
+            YcsbPreset::ReadOpt512Mb,
+            YcsbPreset::ReadOpt1Gb,
+            YcsbPreset::MildPressure,
+        ] {
+            let s = settings(Some(p), study, None);
+            assert_eq!(s.base_level_bytes, 256 << 20, "RocksDB's default, unscaled");
+            assert_eq!(s.base_level_bytes, filters_of(Some(p)).base_level_bytes());
+        }
         let r = settings(Some(YcsbPreset::ReadOpt512Mb), study, None);
         assert_eq!(
             (r.block_cache_bytes, r.filters.as_str()),
@@ -1413,6 +1462,7 @@ mod tests {
         assert_eq!(d.preset, "default");
         assert_eq!(d.block_cache_bytes, Options::default().block_cache_bytes);
         assert_eq!(filters_of_name(&d.filters), Filters::Fuse9);
+        assert_eq!(d.base_level_bytes, Options::default().base_level_bytes);
     }
 
     #[test]
