@@ -125,6 +125,81 @@ func TestMultiGet(t *testing.T) {
 	}
 }
 
+func TestMultiGetEach(t *testing.T) {
+	db := openTest(t)
+	const n = 2000
+	keys := make([][]byte, n)
+	for i := range n {
+		keys[i] = []byte(fmt.Sprintf("e%05d", i))
+		if i%3 == 0 {
+			continue // missing
+		}
+		if err := db.Put(keys[i], []byte(fmt.Sprintf("value-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Put([]byte("empty"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	seen := make([]int, n)
+	err := db.MultiGetEach(keys, 16, func(i int, v []byte) bool {
+		seen[i]++
+		want := fmt.Sprintf("value-%d", i)
+		if i%3 == 0 && v != nil || i%3 != 0 && string(v) != want {
+			t.Errorf("key %d: %q", i, v)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("key %d answered %d times", i, c)
+		}
+	}
+	// The empty value is empty and non-nil; false ends the call; fn may read
+	// the database.
+	calls := 0
+	err = db.MultiGetEach([][]byte{[]byte("empty"), keys[1], keys[2]}, 2, func(i int, v []byte) bool {
+		calls++
+		if i == 0 && (v == nil || len(v) != 0) {
+			t.Errorf("empty value: %#v", v)
+		}
+		if got, err := db.Get(keys[1]); err != nil || string(got) != "value-1" {
+			t.Errorf("Get inside the callback: %q, %v", got, err)
+		}
+		return false
+	})
+	if err != nil || calls != 1 {
+		t.Fatalf("stopped call: %d calls, %v", calls, err)
+	}
+	if err := db.MultiGetEach(keys, 0, func(int, []byte) bool { return true }); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("0 reads in flight: %v", err)
+	}
+	// A panic of fn comes back out of MultiGetEach.
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v, want the callback's panic", r)
+			}
+		}()
+		_ = db.MultiGetEach(keys, 4, func(int, []byte) bool { panic("boom") })
+		t.Fatal("no panic")
+	}()
+	// The database is still usable after that.
+	if v, err := db.Get(keys[2]); err != nil || string(v) != "value-2" {
+		t.Fatalf("Get after the panic: %q, %v", v, err)
+	}
+	db.Close()
+	if err := db.MultiGetEach(keys, 4, func(int, []byte) bool { return true }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
 // present returns the keys of want that db has, as one string.
 func present(t *testing.T, db *DB, keys ...string) string {
 	t.Helper()

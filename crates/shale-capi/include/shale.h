@@ -173,6 +173,17 @@ typedef struct shale_pinned_t shale_pinned_t;
 // may read through one snapshot at once.
 typedef struct shale_snapshot_t shale_snapshot_t;
 
+// The callback of `shale_multi_get_each`: called once per answered key with
+// `ctx`, the key's index in `keys`, and its value (`found` true; `value` is
+// valid for reading `value_len` bytes until the callback returns, NULL when
+// the value is empty) or no value (`found` false, `value` NULL, length 0).
+// Returns true to go on, false to end the call.
+typedef bool (*shale_multi_get_each_fn)(void *ctx,
+                                        size_t index,
+                                        const uint8_t *value,
+                                        size_t value_len,
+                                        bool found);
+
 // A few of the engine's counters (totals since open; write counters since the
 // database was created).
 typedef struct shale_metrics_t {
@@ -599,6 +610,37 @@ shale_code_t shale_multi_get(struct shale_db_t *db,
                              size_t *value_lens,
                              bool *found,
                              char **errmsg);
+
+// Reads `n` keys with up to `reads_in_flight` device reads in flight from
+// this thread (at most 64 are kept), and calls `callback` for each key as
+// soon as its value is known, in the order the answers come (not the keys'
+// order): a key whose block is not cached waits for its read while the next
+// keys start. All keys are read in one state of the database (the one
+// current when the call starts). On a file system that does not batch reads
+// the keys go in groups of `reads_in_flight`, each group answered in order.
+// `callback` returning false ends the call with `SHALE_OK`; the first error
+// ends it with that error (keys answered before it stay answered). The
+// callback may call other read functions of this library on the same
+// database; `shale_close` of this database from inside it is
+// `SHALE_INVALID_ARGUMENT` (from another thread it waits for this call).
+// `SHALE_INVALID_ARGUMENT` when `reads_in_flight` is 0 or `callback` is
+// NULL. Each answered key counts as one Get.
+//
+// # Safety
+//
+// `db` is a live database handle; `keys` and `key_lens` are valid for reading
+// `n` elements (NULL when `n` is 0) and each `keys[i]` is NULL (with length
+// 0) or valid for reading `key_lens[i]` bytes, and stay so until the call
+// returns; `callback` is safe to call with `ctx`; `errmsg` is NULL or valid
+// for writing a pointer.
+shale_code_t shale_multi_get_each(struct shale_db_t *db,
+                                  const uint8_t *const *keys,
+                                  const size_t *key_lens,
+                                  size_t n,
+                                  size_t reads_in_flight,
+                                  shale_multi_get_each_fn callback,
+                                  void *ctx,
+                                  char **errmsg);
 
 // Fills `*out` with the engine's counters.
 //

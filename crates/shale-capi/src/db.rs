@@ -714,6 +714,99 @@ pub unsafe extern "C" fn shale_multi_get(
     }
 }
 
+/// The callback of `shale_multi_get_each`: called once per answered key with
+/// `ctx`, the key's index in `keys`, and its value (`found` true; `value` is
+/// valid for reading `value_len` bytes until the callback returns, NULL when
+/// the value is empty) or no value (`found` false, `value` NULL, length 0).
+/// Returns true to go on, false to end the call.
+pub type shale_multi_get_each_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut std::ffi::c_void,
+        index: usize,
+        value: *const u8,
+        value_len: usize,
+        found: bool,
+    ) -> bool,
+>;
+
+/// Reads `n` keys with up to `reads_in_flight` device reads in flight from
+/// this thread (at most 64 are kept), and calls `callback` for each key as
+/// soon as its value is known, in the order the answers come (not the keys'
+/// order): a key whose block is not cached waits for its read while the next
+/// keys start. All keys are read in one state of the database (the one
+/// current when the call starts). On a file system that does not batch reads
+/// the keys go in groups of `reads_in_flight`, each group answered in order.
+/// `callback` returning false ends the call with `SHALE_OK`; the first error
+/// ends it with that error (keys answered before it stay answered). The
+/// callback may call other read functions of this library on the same
+/// database; `shale_close` of this database from inside it is
+/// `SHALE_INVALID_ARGUMENT` (from another thread it waits for this call).
+/// `SHALE_INVALID_ARGUMENT` when `reads_in_flight` is 0 or `callback` is
+/// NULL. Each answered key counts as one Get.
+///
+/// # Safety
+///
+/// `db` is a live database handle; `keys` and `key_lens` are valid for reading
+/// `n` elements (NULL when `n` is 0) and each `keys[i]` is NULL (with length
+/// 0) or valid for reading `key_lens[i]` bytes, and stay so until the call
+/// returns; `callback` is safe to call with `ctx`; `errmsg` is NULL or valid
+/// for writing a pointer.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shale_multi_get_each(
+    db: *mut shale_db_t,
+    keys: *const *const u8,
+    key_lens: *const usize,
+    n: usize,
+    reads_in_flight: usize,
+    callback: shale_multi_get_each_fn,
+    ctx: *mut std::ffi::c_void,
+    errmsg: *mut *mut c_char,
+) -> shale_code_t {
+    // SAFETY: as documented: the key arrays are checked non-NULL (when n > 0)
+    // before they are read, within their n elements; the callback gets a
+    // pointer into a value that lives until it returns.
+    unsafe {
+        run(errmsg, || {
+            let Some(callback) = callback else {
+                return Err(Failure::invalid("callback is NULL"));
+            };
+            if reads_in_flight == 0 {
+                return Err(Failure::invalid("reads_in_flight must be at least 1"));
+            }
+            if n > 0 && (keys.is_null() || key_lens.is_null()) {
+                return Err(Failure::invalid("keys or key_lens is NULL"));
+            }
+            if n > isize::MAX as usize / std::mem::size_of::<usize>() {
+                return Err(Failure::invalid(format!("n = {n} is too large")));
+            }
+            let mut list = Vec::with_capacity(n);
+            if n > 0 {
+                let ptrs = std::slice::from_raw_parts(keys, n);
+                let lens = std::slice::from_raw_parts(key_lens, n);
+                for (i, (p, l)) in ptrs.iter().zip(lens).enumerate() {
+                    list.push(bytes(*p, *l, &format!("keys[{i}]"))?);
+                }
+            }
+            with_value(db, |d| {
+                d.multi_get_each(&list, reads_in_flight, |i, value| {
+                    let (p, len, found) = match &value {
+                        Some(v) if v.is_empty() => (std::ptr::null(), 0, true),
+                        Some(v) => (v.as_ptr(), v.len(), true),
+                        None => (std::ptr::null(), 0, false),
+                    };
+                    if callback(ctx, i, p, len, found) {
+                        std::ops::ControlFlow::Continue(())
+                    } else {
+                        std::ops::ControlFlow::Break(())
+                    }
+                })?;
+                Ok(())
+            })
+        })
+    }
+}
+
 /// Fills `*out` with the engine's counters.
 ///
 /// # Safety

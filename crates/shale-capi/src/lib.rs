@@ -439,6 +439,12 @@ pub(crate) unsafe fn handle<'a, T: Handle>(ptr: *const T) -> Result<&'a T::Body,
     Ok(unsafe { &(*ptr.cast::<Tagged<T::Body>>()).value })
 }
 
+thread_local! {
+    /// The databases (their `Shared`'s address) whose read lock this thread
+    /// holds, innermost last: more than one only inside callbacks.
+    static HELD: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// What a database handle owns and its dependent handles share: the open
 /// database (None once closed) and the dependents to release at close.
 pub(crate) struct Shared {
@@ -479,15 +485,35 @@ impl Shared {
     }
 
     /// Runs `f` on the open database; `SHALE_CLOSED` after close.
+    ///
+    /// A call made from inside a callback of another call on this database
+    /// (`shale_multi_get_each`) takes the read lock recursively: a plain
+    /// read would queue behind a `shale_close` waiting for the outer call,
+    /// which waits for it.
     pub(crate) fn with_db<R>(
         &self,
         f: impl FnOnce(&shale::Db) -> Result<R, Failure>,
     ) -> Result<R, Failure> {
-        let guard = self.db.read();
-        match guard.as_ref() {
-            Some(db) => f(db),
-            None => Err(Failure::closed()),
+        let me = self as *const Shared as usize;
+        let nested = HELD.with(|h| h.borrow().contains(&me));
+        let guard = if nested {
+            self.db.read_recursive()
+        } else {
+            self.db.read()
+        };
+        let Some(db) = guard.as_ref() else {
+            return Err(Failure::closed());
+        };
+        HELD.with(|h| h.borrow_mut().push(me));
+        // Popped on the way out, a panic (caught by `run`) included.
+        struct Pop;
+        impl Drop for Pop {
+            fn drop(&mut self) {
+                HELD.with(|h| h.borrow_mut().pop());
+            }
         }
+        let _pop = Pop;
+        f(db)
     }
 
     /// Records a dependent; the caller holds the database's read lock, so the
@@ -507,6 +533,12 @@ impl Shared {
     /// closes the engine (which syncs the log). `SHALE_CLOSED` if closed
     /// already.
     pub(crate) fn close(&self) -> Outcome {
+        let me = self as *const Shared as usize;
+        if HELD.with(|h| h.borrow().contains(&me)) {
+            return Err(Failure::invalid(
+                "the database cannot be closed from inside a callback of a call on it",
+            ));
+        }
         let mut guard = self.db.write();
         let Some(db) = guard.take() else {
             return Err(Failure::closed());

@@ -573,6 +573,88 @@ static void test_maintenance(shale_db_t *db) {
     EXPECT(SHALE_INVALID_ARGUMENT, shale_compact_all(NULL, ERR));
 }
 
+/* shale_multi_get_each over the bulk keys of test_maintenance (odd ones
+ * present, even ones deleted). */
+struct each_state {
+    shale_db_t *db;
+    int calls;
+    int stop_after; /* 0: never */
+    int nested;     /* read another key inside the callback */
+    int close_inside;
+    int seen[3000];
+    int wrong;
+};
+
+static bool each_answer(void *ctx, size_t index, const uint8_t *value, size_t value_len, bool found) {
+    struct each_state *st = ctx;
+    st->calls++;
+    if (index >= 3000) {
+        st->wrong++;
+        return false;
+    }
+    st->seen[index]++;
+    char want[64];
+    snprintf(want, sizeof want, "value-%zu-padding-padding-padding", index);
+    bool should = index % 2 == 1;
+    if (found != should) st->wrong++;
+    if (found && (value_len != strlen(want) || memcmp(value, want, value_len) != 0)) st->wrong++;
+    if (!found && (value != NULL || value_len != 0)) st->wrong++;
+    if (st->nested) {
+        /* A read of the same database from inside the callback. */
+        if (!value_is(st->db, "bulk000003", "value-3-padding-padding-padding")) st->wrong++;
+    }
+    if (st->close_inside) {
+        EXPECT_REFUSED("inside a callback", shale_close(st->db, ERR));
+    }
+    return st->stop_after == 0 || st->calls < st->stop_after;
+}
+
+static void test_multi_get_each(shale_db_t *db) {
+    static const uint8_t *keys[3000];
+    static size_t key_lens[3000];
+    static char names[3000][16];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(names[i], sizeof names[i], "bulk%06d", i);
+        keys[i] = (const uint8_t *)names[i];
+        key_lens[i] = strlen(names[i]);
+    }
+    static struct each_state st;
+    memset(&st, 0, sizeof st);
+    st.db = db;
+    EXPECT(SHALE_OK, shale_multi_get_each(db, keys, key_lens, 3000, 16, each_answer, &st, ERR));
+    CHECK(st.calls == 3000 && st.wrong == 0);
+    int once = 1;
+    for (int i = 0; i < 3000; i++) once = once && st.seen[i] == 1;
+    CHECK(once);
+
+    /* false from the callback ends the call, with SHALE_OK. */
+    memset(&st, 0, sizeof st);
+    st.db = db;
+    st.stop_after = 5;
+    EXPECT(SHALE_OK, shale_multi_get_each(db, keys, key_lens, 3000, 4, each_answer, &st, ERR));
+    CHECK(st.calls == 5 && st.wrong == 0);
+
+    /* Reads of the database inside the callback; a close there is refused
+     * and the database stays open. */
+    memset(&st, 0, sizeof st);
+    st.db = db;
+    st.nested = 1;
+    st.close_inside = 1;
+    EXPECT(SHALE_OK, shale_multi_get_each(db, keys, key_lens, 20, 2, each_answer, &st, ERR));
+    CHECK(st.calls == 20 && st.wrong == 0);
+    CHECK(value_is(db, "bulk000001", "value-1-padding-padding-padding"));
+
+    memset(&st, 0, sizeof st);
+    st.db = db;
+    EXPECT(SHALE_OK, shale_multi_get_each(db, NULL, NULL, 0, 1, each_answer, &st, ERR));
+    CHECK(st.calls == 0);
+    EXPECT_REFUSED("reads_in_flight", shale_multi_get_each(db, keys, key_lens, 3, 0, each_answer, &st, ERR));
+    EXPECT_REFUSED("callback", shale_multi_get_each(db, keys, key_lens, 3, 1, NULL, &st, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_multi_get_each(db, NULL, key_lens, 3, 1, each_answer, &st, ERR));
+    EXPECT(SHALE_INVALID_ARGUMENT, shale_multi_get_each(NULL, keys, key_lens, 3, 1, each_answer, &st, ERR));
+    CHECK(st.calls == 0);
+}
+
 /* Range deletions, on a database of their own (they delete from the smallest
  * key up): directly and in batches, their bounds, what snapshots and iterators
  * see, and what survives a flush, a compaction and a reopen. */
@@ -973,6 +1055,7 @@ static void test_use_after_close(const char *path) {
     bool one_found[1];
     EXPECT(SHALE_CLOSED, shale_multi_get(db, one_key, one_len, 1, one_value, &len, one_found, ERR));
     EXPECT(SHALE_CLOSED, shale_multi_get(db, NULL, NULL, 0, NULL, NULL, NULL, ERR));
+    EXPECT(SHALE_CLOSED, shale_multi_get_each(db, one_key, one_len, 1, 4, each_answer, NULL, ERR));
     EXPECT(SHALE_CLOSED, shale_metrics(db, &m, ERR));
     EXPECT(SHALE_CLOSED, shale_stats(db, &text, ERR));
     EXPECT(SHALE_CLOSED, shale_snapshot_create(db, &s2, ERR));
@@ -1085,6 +1168,7 @@ int main(void) {
     test_iterators(db);
     test_snapshots(db, other);
     test_maintenance(db);
+    test_multi_get_each(db);
     test_threads(db);
     EXPECT(SHALE_OK, shale_close(db, ERR));
     EXPECT(SHALE_OK, shale_db_free(db, ERR));
