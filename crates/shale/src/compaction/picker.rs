@@ -12,7 +12,11 @@
 //! `1/multiplier` share of the data; each level above it a `multiplier`-th of the
 //! one below. Starting from the first non-empty level below L0, the *base
 //! level* (the one L0 compacts into) moves up one level for every factor of
-//! `multiplier` by which that level's expected size exceeds `base_level_bytes`.
+//! `multiplier` by which that level's expected size exceeds `base_level_bytes`,
+//! where the expected size is taken from the smaller of the database's size
+//! and L6's own (as RocksDB sizes from the last level): bytes in L0 and in
+//! levels over their targets are a passing compaction debt, and the base
+//! level never moves back down.
 //! The base level's target is `base_level_bytes` (as in Pebble and RocksDB); the
 //! targets of the levels below grow by a constant (smoothed) factor that reaches
 //! the last level's expected size exactly. Levels above the base level are meant
@@ -177,10 +181,20 @@ pub(crate) fn level_targets(sizes: &[u64; NUM_LEVELS], opts: &PickerOptions) -> 
     let last_expected = total as f64 - total as f64 / mult;
     // Expected size of the first non-empty level if the tree had its ideal shape.
     let mut size = last_expected / mult.powi((LAST_LEVEL - first_nonempty) as i32);
+    // The base level moves up only once the last level itself is as large as
+    // the ideal shape says: bytes waiting in L0 and above their targets are
+    // a passing debt, and a base level moved up for them would never come
+    // back down.
+    let settled = match sizes[LAST_LEVEL] {
+        0 => last_expected,
+        last => last_expected.min(last as f64),
+    };
+    let mut settled_size = settled / mult.powi((LAST_LEVEL - first_nonempty) as i32);
     let mut base_level = first_nonempty;
-    while base_level > 1 && size > base_bytes {
+    while base_level > 1 && settled_size > base_bytes {
         base_level -= 1;
         size /= mult;
+        settled_size /= mult;
     }
     let base_target = if base_level + 1 >= LAST_LEVEL {
         size.clamp(base_bytes / mult, base_bytes)
@@ -677,6 +691,14 @@ mod tests {
                 sizes: [0, 0, 0, 0, 0, 0, 300 * MIB],
                 base: 5,
                 targets_mib: &[27.0, 270.0],
+            },
+            // A debt above L6 does not move the base level up: the whole 880
+            // MiB would put L5's share at 79 MiB (> 64), L6's own 600 MiB puts
+            // it at 60. L5's target is then capped at 64 MiB.
+            Case {
+                sizes: [200 * MIB, 0, 0, 0, 0, 80 * MIB, 600 * MIB],
+                base: 5,
+                targets_mib: &[64.0, 792.0],
             },
             // 10 GiB: L6 expected 9216 MiB, L5 922, L4 92, L3 9.2 <= 64: base L3
             // with 64 MiB; smoothed factor (9216/64)^(1/3) = 5.24.
