@@ -419,8 +419,9 @@ shale_code_t shale_close(struct shale_db_t *db, char **errmsg);
 
 // Frees a database handle, closing the database first if it is open (and
 // returning that close's failure; the handle is freed either way).
-// `SHALE_INVALID_ARGUMENT` (and nothing done) for NULL or a pointer that is
-// not a live database handle, such as one freed already.
+// `SHALE_INVALID_ARGUMENT` (and nothing done) for NULL, a pointer that is
+// not a live database handle, such as one freed already, and from inside a
+// callback of a call on this database.
 //
 // # Safety
 //

@@ -187,8 +187,9 @@ pub unsafe extern "C" fn shale_close(
 
 /// Frees a database handle, closing the database first if it is open (and
 /// returning that close's failure; the handle is freed either way).
-/// `SHALE_INVALID_ARGUMENT` (and nothing done) for NULL or a pointer that is
-/// not a live database handle, such as one freed already.
+/// `SHALE_INVALID_ARGUMENT` (and nothing done) for NULL, a pointer that is
+/// not a live database handle, such as one freed already, and from inside a
+/// callback of a call on this database.
 ///
 /// # Safety
 ///
@@ -202,6 +203,13 @@ pub unsafe extern "C" fn shale_db_free(
     // SAFETY: `from_raw` dereferences nothing unless the pointer is live.
     unsafe {
         run(errmsg, || {
+            if let Ok(h) = handle(db) {
+                if h.shared.held_here() {
+                    return Err(Failure::invalid(
+                        "the database handle cannot be freed from inside a callback of a call on it",
+                    ));
+                }
+            }
             let boxed = crate::from_raw(db)?;
             match boxed.shared.close() {
                 Err(f) if f.code != shale_code_t::SHALE_CLOSED => Err(f),

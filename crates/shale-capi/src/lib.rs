@@ -495,8 +495,7 @@ impl Shared {
         f: impl FnOnce(&shale::Db) -> Result<R, Failure>,
     ) -> Result<R, Failure> {
         let me = self as *const Shared as usize;
-        let nested = HELD.with(|h| h.borrow().contains(&me));
-        let guard = if nested {
+        let guard = if self.held_here() {
             self.db.read_recursive()
         } else {
             self.db.read()
@@ -529,12 +528,19 @@ impl Shared {
         self.dependents.lock().remove(&id);
     }
 
+    /// Whether this thread is inside a call on this database (in a callback
+    /// of `shale_multi_get_each`): closing or freeing it there would wait for
+    /// that call, or pull the handle from under it.
+    pub(crate) fn held_here(&self) -> bool {
+        let me = self as *const Shared as usize;
+        HELD.with(|h| h.borrow().contains(&me))
+    }
+
     /// Closes the database: releases every dependent's engine object, then
     /// closes the engine (which syncs the log). `SHALE_CLOSED` if closed
     /// already.
     pub(crate) fn close(&self) -> Outcome {
-        let me = self as *const Shared as usize;
-        if HELD.with(|h| h.borrow().contains(&me)) {
+        if self.held_here() {
             return Err(Failure::invalid(
                 "the database cannot be closed from inside a callback of a call on it",
             ));

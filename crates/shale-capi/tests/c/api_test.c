@@ -605,6 +605,7 @@ static bool each_answer(void *ctx, size_t index, const uint8_t *value, size_t va
     }
     if (st->close_inside) {
         EXPECT_REFUSED("inside a callback", shale_close(st->db, ERR));
+        EXPECT_REFUSED("inside a callback", shale_db_free(st->db, ERR));
     }
     return st->stop_after == 0 || st->calls < st->stop_after;
 }
