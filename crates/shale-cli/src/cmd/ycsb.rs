@@ -316,12 +316,15 @@ pub struct RunResult {
     /// `None` without Gets or from a harness that does not count them.
     #[serde(default)]
     pub block_reads_per_get: Option<f64>,
-    /// shale only: per level (L0 to L6), the tables a Get searched past
-    /// their filters, found or not (each an index lookup and a data block
-    /// from the cache or the device), per Get.
+    /// Per level (L0 to L6), the tables a Get searched past their filters,
+    /// found or not (each an index lookup and a data block from the cache or
+    /// the device), per Get. RocksDB's where its index and filter blocks stay
+    /// with the open tables (baseline): its per-level perf context's
+    /// block-cache lookups, each a data block.
     #[serde(default)]
     pub tables_searched_per_get: Option<Vec<f64>>,
-    /// shale only: the share of data-block lookups the block cache answered.
+    /// The share of data-block lookups the block cache answered (RocksDB's:
+    /// where `tables_searched_per_get` is).
     #[serde(default)]
     pub data_hit_rate: Option<f64>,
     /// Stopped by Ctrl-C before its operations were done.
@@ -696,6 +699,33 @@ struct PeerRun {
     /// Blocks those Gets read from files.
     #[serde(default)]
     block_reads: Option<u64>,
+    /// Block-cache lookups of those Gets per level, L0 to L6.
+    #[serde(default)]
+    level_lookups: Option<Vec<u64>>,
+    /// Of them, misses.
+    #[serde(default)]
+    level_misses: Option<Vec<u64>>,
+}
+
+impl PeerRun {
+    /// Tables searched per Get at each level and the data-block hit rate,
+    /// when every block-cache lookup is a data block: with index and filter
+    /// blocks held by the open tables (`metadata_with_tables`, RocksDB's
+    /// default) a Get looks up one data block per table it searches.
+    fn tables_searched(&self, s: &Settings) -> (Option<Vec<f64>>, Option<f64>) {
+        let (Some(lookups), Some(misses), Some(gets)) =
+            (&self.level_lookups, &self.level_misses, self.gets)
+        else {
+            return (None, None);
+        };
+        if !s.metadata_with_tables || gets == 0 {
+            return (None, None);
+        }
+        let per_get = lookups.iter().map(|&n| n as f64 / gets as f64).collect();
+        let (all, missed): (u64, u64) = (lookups.iter().sum(), misses.iter().sum());
+        let hit_rate = (all > 0).then(|| 1.0 - missed as f64 / all as f64);
+        (Some(per_get), hit_rate)
+    }
 }
 
 /// One run on a peer's database through its harness.
@@ -725,6 +755,7 @@ fn run_peer(
     // after the operations: the machine's figures are those of the call's
     // first `seconds`.
     let machine = series.summary_until(r.seconds);
+    let (tables_searched_per_get, data_hit_rate) = r.tables_searched(&settings);
     Ok(RunResult {
         engine: YcsbEngine::RocksDb.name().to_string(),
         engine_version: r.engine,
@@ -742,8 +773,8 @@ fn run_peer(
             (Some(reads), Some(gets)) if gets > 0 => Some(reads as f64 / gets as f64),
             _ => None,
         },
-        tables_searched_per_get: None,
-        data_hit_rate: None,
+        tables_searched_per_get,
+        data_hit_rate,
         cpu_user: machine.cpu_user,
         cpu_system: machine.cpu_system,
         cpu_iowait: machine.cpu_iowait,
@@ -1463,6 +1494,34 @@ mod tests {
         assert_eq!(d.block_cache_bytes, Options::default().block_cache_bytes);
         assert_eq!(filters_of_name(&d.filters), Filters::Fuse9);
         assert_eq!(d.base_level_bytes, Options::default().base_level_bytes);
+    }
+
+    #[test]
+    fn a_peers_per_level_lookups_are_its_tables_searched_at_baseline_only() {
+        let reply = serde_json::json!({
+            "engine": "rocksdb 7.8.3", "operations": 10, "seconds": 1.0, "ops_per_sec": 10.0,
+            "ops": {}, "pending_compaction_bytes_max": 0, "stall_count": 0, "stall_micros": 0,
+            "gets": 100, "block_reads": 50,
+            "level_lookups": [150, 60, 0, 0, 0, 0, 40],
+            "level_misses": [50, 30, 0, 0, 0, 0, 20]
+        });
+        let r: PeerRun = serde_json::from_value(reply).expect("a reply");
+        let data_bytes = 100_000 * 1000;
+        let base = settings(Some(YcsbPreset::Baseline), data_bytes, None);
+        let (levels, hit) = r.tables_searched(&base);
+        assert_eq!(levels, Some(vec![1.5, 0.6, 0.0, 0.0, 0.0, 0.0, 0.4]));
+        let hit = hit.expect("a hit rate");
+        assert!((hit - 0.6).abs() < 1e-9, "{hit}");
+        // With index and filter blocks in the cache a lookup is not a table.
+        let readopt = settings(Some(YcsbPreset::ReadOpt512Mb), data_bytes, None);
+        assert_eq!(r.tables_searched(&readopt), (None, None));
+        // An older harness sends neither list.
+        let old: PeerRun = serde_json::from_value(serde_json::json!({
+            "engine": "rocksdb 7.8.3", "operations": 10, "seconds": 1.0, "ops_per_sec": 10.0,
+            "ops": {}, "pending_compaction_bytes_max": 0, "stall_count": 0, "stall_micros": 0
+        }))
+        .expect("an older reply");
+        assert_eq!(old.tables_searched(&base), (None, None));
     }
 
     #[test]
