@@ -1464,7 +1464,6 @@ mod tests {
         ] {
             let s = settings(Some(p), study, None);
             assert_eq!(s.base_level_bytes, 256 << 20, "RocksDB's default, unscaled");
-            assert_eq!(s.base_level_bytes, filters_of(Some(p)).base_level_bytes());
         }
         let r = settings(Some(YcsbPreset::ReadOpt512Mb), study, None);
         assert_eq!(
