@@ -8,6 +8,7 @@ pub use coding::{
     decode_fixed32, decode_fixed64, get_length_prefixed, get_varint32, get_varint64, put_fixed32,
     put_fixed64, put_length_prefixed, put_varint32, put_varint64, varint_len,
 };
+pub(crate) use keys::compare_bytes;
 pub use keys::{
     compare_internal, pack_trailer, parse_internal_key, user_key_text, InternalKey, InternalKeyRef,
     SeqNo, ValueKind, MAX_SEQNO, TRAILER_LEN,

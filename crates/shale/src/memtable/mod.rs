@@ -46,6 +46,11 @@ pub(crate) struct MemTable {
     map: SkipMap<InternalKey, Vec<u8>>,
     /// Every user key of `map`, if the memtable has a filter.
     filter: Option<KeyFilter>,
+    /// True once an entry was added (set before the entry: a reader that
+    /// can see an entry sees it). While false a Get answers at once,
+    /// without hashing its key for the filter: a database opened to be
+    /// read has an empty memtable.
+    has_entries: AtomicBool,
     bytes: AtomicUsize,
     /// True once a range deletion was added (read without the lock).
     has_range_dels: AtomicBool,
@@ -86,6 +91,7 @@ impl MemTable {
         MemTable {
             map: SkipMap::new(),
             filter: None,
+            has_entries: AtomicBool::new(false),
             bytes: AtomicUsize::new(0),
             has_range_dels: AtomicBool::new(false),
             range_dels: RwLock::new(RangeDels::default()),
@@ -115,6 +121,9 @@ impl MemTable {
         let ikey = InternalKey::new(key, seq, kind);
         let charge = ikey.encoded().len() + value.len() + ENTRY_OVERHEAD;
         // Before the entry: a reader that finds the entry finds its bits.
+        if !self.has_entries.load(Ordering::Relaxed) {
+            self.has_entries.store(true, Ordering::Release);
+        }
         if let Some(f) = &self.filter {
             f.add(key);
         }
@@ -161,7 +170,9 @@ impl MemTable {
         } else {
             None
         };
-        if self.filter.as_ref().is_some_and(|f| !f.may_contain(key)) {
+        if !self.has_entries.load(Ordering::Acquire)
+            || self.filter.as_ref().is_some_and(|f| !f.may_contain(key))
+        {
             return match deleted_at {
                 Some(_) => MemGet::Deleted,
                 None => MemGet::Absent,
@@ -357,6 +368,10 @@ mod tests {
             !empty.is_empty(),
             "a memtable of one range deletion is flushed"
         );
+        // No skiplist entry: the Get answers without its filter, and still
+        // from the range deletion.
+        assert_eq!(empty.get(b"x", 1), MemGet::Deleted);
+        assert_eq!(empty.get(b"x", 0), MemGet::Absent);
     }
 
     #[test]

@@ -514,7 +514,7 @@ impl Cursor {
 pub(crate) fn cmp_internal_to(key: &[u8], user_key: &[u8], trailer: u64) -> Ordering {
     let n = key.len().saturating_sub(TRAILER_LEN);
     let (ku, kt) = key.split_at(n);
-    match ku.cmp(user_key) {
+    match crate::format::compare_bytes(ku, user_key) {
         Ordering::Equal => {
             let kt = crate::format::decode_fixed64(kt).unwrap_or(0);
             trailer.cmp(&kt)

@@ -62,7 +62,7 @@ use super::block::{Corrupt, PAGE_SIZE};
 use super::layout::decompress;
 use super::Compression;
 use crate::format::{
-    get_varint32, get_varint64, masked_crc, put_fixed32, put_varint32, put_varint64,
+    compare_bytes, get_varint32, get_varint64, masked_crc, put_fixed32, put_varint32, put_varint64,
 };
 
 /// Bytes after the contents of a paged block: length, compression, checksum.
@@ -119,14 +119,14 @@ pub(crate) fn unwrap_paged(mut raw: Vec<u8>, verify: bool) -> Result<Vec<u8>, Co
 #[inline]
 fn cmp_concat(prefix: &[u8], suffix: &[u8], k: &[u8]) -> Ordering {
     let n = prefix.len().min(k.len());
-    match prefix[..n].cmp(&k[..n]) {
+    match compare_bytes(&prefix[..n], &k[..n]) {
         Ordering::Equal => {}
         o => return o,
     }
     if k.len() < prefix.len() {
         return Ordering::Greater;
     }
-    suffix.cmp(&k[prefix.len()..])
+    compare_bytes(suffix, &k[prefix.len()..])
 }
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {

@@ -61,8 +61,8 @@ use super::{BlockInfo, CachedBlock, ReadContext, TableGet, TableLayout, TablePro
 use crate::cache::Priority;
 use crate::error::{Error, Result};
 use crate::format::{
-    pack_trailer, ValueKind, MAX_SEQNO, MIN_TABLE_FORMAT_VERSION, RANGE_DEL_TABLE_FORMAT_VERSION,
-    TABLE_FORMAT_VERSION,
+    compare_bytes, pack_trailer, ValueKind, MAX_SEQNO, MIN_TABLE_FORMAT_VERSION,
+    RANGE_DEL_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
 };
 use crate::iter::InternalIterator;
 use crate::metrics::{BlockKind, MetadataKind, Stats};
@@ -895,7 +895,7 @@ impl TableReader {
             .ok_or_else(|| self.corrupt(top_off)(Corrupt("not an index")))?;
         let mut top_cur = Cursor::default();
         top_cur
-            .seek_by(top_block, |k| k.cmp(user_key))
+            .seek_by(top_block, |k| compare_bytes(k, user_key))
             .map_err(self.corrupt(top_off))?;
         if !top_cur.valid() {
             return Ok(TableGet::Absent);
@@ -914,7 +914,7 @@ impl TableReader {
             .as_block()
             .ok_or_else(|| self.corrupt(part_off)(Corrupt("not an index")))?;
         part_cur
-            .seek_by(part_block, |k| k.cmp(user_key))
+            .seek_by(part_block, |k| compare_bytes(k, user_key))
             .map_err(self.corrupt(part_off))?;
         if !part_cur.valid() {
             return Err(self.corrupt(part_off)(Corrupt(
@@ -1486,7 +1486,7 @@ impl TableIter {
         let (top_off, top_arc) = self.top_block()?;
         let top = as_index(&table, top_off, &top_arc)?;
         self.top_cur
-            .seek_by(top, |k| k.cmp(user_key))
+            .seek_by(top, |k| compare_bytes(k, user_key))
             .map_err(table.corrupt(top_off))?;
         self.part_cur.invalidate();
         if !self.top_cur.valid() {
@@ -1495,7 +1495,7 @@ impl TableIter {
         self.load_part()?;
         let (off, part) = held(&table, &self.part)?;
         self.part_cur
-            .seek_by(part, |k| k.cmp(user_key))
+            .seek_by(part, |k| compare_bytes(k, user_key))
             .map_err(table.corrupt(off))?;
         self.skip_partitions(true)
     }

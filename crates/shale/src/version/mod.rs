@@ -17,7 +17,6 @@ mod edit;
 pub(crate) mod manifest;
 pub(crate) mod set;
 
-use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -27,7 +26,7 @@ pub(crate) use crate::metrics::LifetimeStats;
 pub(crate) use edit::{NewFile, VersionEdit};
 
 use crate::format::NUM_LEVELS;
-use crate::format::{compare_internal, InternalKey, SeqNo};
+use crate::format::{compare_bytes, compare_internal, InternalKey, SeqNo};
 use crate::table::TableReader;
 
 /// Table file numbers whose last reference dropped after they left the version;
@@ -165,7 +164,8 @@ impl FileMeta {
 
     /// True if `user_key` is within the file's key range.
     pub(crate) fn contains(&self, user_key: &[u8]) -> bool {
-        self.smallest.user_key() <= user_key && user_key <= self.largest.user_key()
+        compare_bytes(self.smallest.user_key(), user_key).is_le()
+            && compare_bytes(user_key, self.largest.user_key()).is_le()
     }
 
     /// The edit record describing this file.
@@ -272,7 +272,8 @@ impl Version {
             0..files.len()
         } else {
             // First file whose largest user key >= user_key.
-            let i = files.partition_point(|f| f.largest.user_key().cmp(user_key) == Ordering::Less);
+            let i =
+                files.partition_point(|f| compare_bytes(f.largest.user_key(), user_key).is_lt());
             i..(i + 1).min(files.len())
         };
         files[range].iter().filter(move |f| f.contains(user_key))
