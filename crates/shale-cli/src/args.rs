@@ -692,7 +692,8 @@ pub struct BenchDbArgs {
     #[arg(long, value_name = "T", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
-    /// Print a latency histogram after each result line.
+    /// Time each operation and print a latency histogram after each result
+    /// line (without it, as in db_bench, only each benchmark is timed).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
           default_value = "false", value_parser = parse_flag_bool)]
     pub histogram: bool,

@@ -7,8 +7,15 @@
 //! a mutex that only the sampler contends for, once per interval. The sampler
 //! calls [`LiveStats::take_interval`], which empties every slot's interval
 //! histograms; the totals keep everything since [`LiveStats::new`].
+//!
+//! An operation may also be counted without its latency
+//! ([`LiveStats::count`]): one relaxed add on the thread's own cache line,
+//! for a bench that, as db_bench without `--histogram`, times only the whole
+//! run. Those operations are counted under [`UNTIMED`], with an empty
+//! histogram.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
@@ -17,6 +24,9 @@ use parking_lot::Mutex;
 /// Highest latency recorded exactly, in nanoseconds (one hour); longer ones
 /// are recorded as this.
 const MAX_NANOS: u64 = 3_600_000_000_000;
+
+/// The kind under which operations counted without a latency are reported.
+pub const UNTIMED: &str = "untimed";
 
 /// A latency histogram in nanoseconds, 3 significant digits.
 pub fn histogram() -> Histogram<u64> {
@@ -52,9 +62,15 @@ impl OpStats {
         let _ = self.nanos.add(&other.nanos);
     }
 
-    /// Mean latency in microseconds (0 with no operations).
+    /// True if latencies were recorded (operations counted with
+    /// [`LiveStats::count`] have none).
+    pub fn timed(&self) -> bool {
+        !self.nanos.is_empty()
+    }
+
+    /// Mean latency in microseconds (0 with no latency recorded).
     pub fn mean_micros(&self) -> f64 {
-        if self.count == 0 {
+        if !self.timed() {
             0.0
         } else {
             self.nanos.mean() / 1000.0
@@ -76,9 +92,19 @@ struct Slot {
     total: ByKind,
 }
 
+/// A counter alone on its cache line, so that threads counting side by
+/// side do not share one.
+#[derive(Default)]
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
 /// The latencies of one bench run, one slot per thread.
 pub struct LiveStats {
     slots: Vec<Mutex<Slot>>,
+    /// Operations counted without a latency, per slot, since creation.
+    untimed: Vec<Padded>,
+    /// The sum of `untimed` at the last [`LiveStats::take_interval`].
+    untimed_taken: Mutex<u64>,
 }
 
 impl LiveStats {
@@ -88,6 +114,31 @@ impl LiveStats {
             slots: (0..threads.max(1))
                 .map(|_| Mutex::new(Slot::default()))
                 .collect(),
+            untimed: (0..threads.max(1)).map(|_| Padded::default()).collect(),
+            untimed_taken: Mutex::new(0),
+        }
+    }
+
+    /// Counts one operation of thread `thread` without its latency (see
+    /// the module docs).
+    #[inline]
+    pub fn count(&self, thread: usize) {
+        self.untimed[thread % self.untimed.len()]
+            .0
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn untimed_total(&self) -> u64 {
+        self.untimed
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Adds `n` operations without latencies to `into`, under [`UNTIMED`].
+    fn add_untimed(into: &mut ByKind, n: u64) {
+        if n > 0 {
+            into.entry(UNTIMED).or_insert_with(OpStats::new).count += n;
         }
     }
 
@@ -119,6 +170,10 @@ impl LiveStats {
             let taken = std::mem::take(&mut slot.lock().interval);
             merge_into(&mut merged, &taken);
         }
+        let now = self.untimed_total();
+        let mut taken = self.untimed_taken.lock();
+        Self::add_untimed(&mut merged, now.saturating_sub(*taken));
+        *taken = now;
         merged
     }
 
@@ -128,6 +183,7 @@ impl LiveStats {
         for slot in &self.slots {
             merge_into(&mut merged, &slot.lock().total);
         }
+        Self::add_untimed(&mut merged, self.untimed_total());
         merged
     }
 }
@@ -208,6 +264,30 @@ mod tests {
         assert_eq!(totals["read"].count, 3);
         assert_eq!(all_kinds(&totals).count, 4);
         assert!((totals["update"].quantile_micros(0.99) - 10.0).abs() < 0.02);
+    }
+
+    #[test]
+    fn untimed_operations_are_counted_in_intervals_and_totals() {
+        let live = LiveStats::new(2);
+        live.count(0);
+        live.count(1);
+        live.count(3);
+        live.record(0, "read", 2_000);
+        let first = live.take_interval();
+        assert_eq!((first[UNTIMED].count, first["read"].count), (3, 1));
+        assert!(!first[UNTIMED].timed() && first["read"].timed());
+        assert_eq!(first[UNTIMED].mean_micros(), 0.0);
+        live.count(1);
+        let second = live.take_interval();
+        assert_eq!(second[UNTIMED].count, 1);
+        assert!(!second.contains_key("read"));
+        assert!(!live.take_interval().contains_key(UNTIMED));
+        let totals = all_kinds(&live.totals());
+        assert_eq!(totals.count, 5);
+        assert!(
+            totals.timed() && (totals.mean_micros() - 2.0).abs() < 0.01,
+            "the timed operation's latency, not diluted by the untimed"
+        );
     }
 
     #[test]

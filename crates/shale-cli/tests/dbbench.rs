@@ -44,6 +44,7 @@ fn every_benchmark_runs_with_sane_found_counts() {
         "--benchmarks=fillseq,readrandom,readmissing,readhot,seekrandom,readseq,readreverse,\
          overwrite,readwhilewriting,readrandomwriterandom,deleterandom,compact,fillsync,\
          fillrandom,stats",
+        "--histogram",
         "--json",
     ]);
     let r = results(&out);
@@ -103,6 +104,37 @@ fn every_benchmark_runs_with_sane_found_counts() {
     assert!(u(&r[9]["kinds"]["read"], "count") + u(&r[9]["kinds"]["write"], "count") == 2000);
     for x in &r[..14] {
         assert!(x["micros_per_op"].as_f64().is_some_and(|m| m > 0.0), "{x}");
+    }
+}
+
+/// As db_bench, operations are timed one by one only for `--histogram`:
+/// without it the results carry no latencies, and the counts are the same.
+#[test]
+fn latencies_only_with_histogram() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    for timed in [false, true] {
+        let out = ok(&[
+            "bench",
+            "db",
+            "--db",
+            &db,
+            "--num=2000",
+            "--benchmarks=fillseq,readrandom",
+            &format!("--histogram={timed}"),
+            "--json",
+        ]);
+        let r = results(&out);
+        assert_eq!((u(&r[0], "ops"), u(&r[1], "found")), (2000, 2000));
+        for x in &r {
+            let kinds = x["kinds"].as_object().expect("kinds");
+            if timed {
+                assert!(x["latency"]["p99"].as_f64().is_some_and(|p| p > 0.0), "{x}");
+                assert_eq!(kinds.len(), 1, "{x}");
+            } else {
+                assert!(x["latency"].is_null() && kinds.is_empty(), "{x}");
+            }
+        }
     }
 }
 

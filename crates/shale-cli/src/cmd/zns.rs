@@ -477,6 +477,8 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
         threads: 1,
         readwritepercent: 90,
         seed: a.seed,
+        // Each write timed: the time series' latency columns.
+        histogram: true,
     };
     let mut opts = Options::default();
     if let Some(n) = a.write_buffer_size {

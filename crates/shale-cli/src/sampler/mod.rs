@@ -284,7 +284,7 @@ impl State {
             .map(|by_kind| all_kinds(&by_kind));
         let lat = |q: f64| {
             ops.as_ref()
-                .filter(|o| o.count > 0)
+                .filter(|o| o.timed())
                 .map(|o| o.quantile_micros(q))
         };
         let mut s = Sample {
@@ -292,10 +292,7 @@ impl State {
             seconds,
             ops: ops.as_ref().map(|o| o.count),
             ops_per_sec: ops.as_ref().map(|o| o.count as f64 / seconds),
-            mean_us: ops
-                .as_ref()
-                .filter(|o| o.count > 0)
-                .map(|o| o.mean_micros()),
+            mean_us: ops.as_ref().filter(|o| o.timed()).map(|o| o.mean_micros()),
             p50_us: lat(0.5),
             p95_us: lat(0.95),
             p99_us: lat(0.99),
