@@ -10,7 +10,9 @@
 //! widened to the file's direct-I/O offset alignment, which Linux reports with
 //! `statx(STATX_DIOALIGN)` (the device's logical block size, often 512 bytes),
 //! else to 4 KiB: a 4 KiB block at an unaligned offset then costs 4.5 KiB of
-//! device reads on a 512-byte-sector device, not 8 KiB.
+//! device reads on a 512-byte-sector device, not 8 KiB. On Linux, files are
+//! opened for reading with `O_NOATIME` where the kernel allows it (the
+//! file's owner): no read checks or updates the access time.
 //!
 //! A compaction opens its inputs with [`FileSystem::open_scan`]: `O_DIRECT`
 //! whatever `direct_io` says (buffered with `POSIX_FADV_NOREUSE` where the file
@@ -598,18 +600,41 @@ enum Advice {
     NoReuse,
 }
 
-/// Opens `path` for positioned reads, with `O_DIRECT` if `direct` and the
-/// file system accepts it (else buffered).
-fn open_read(path: &Path, direct: bool, advice: Advice) -> io::Result<Arc<dyn RandomAccessFile>> {
-    let open = |direct: bool| {
+/// Opens `path` read-only, with `O_DIRECT` if `direct`, and on Linux with
+/// `O_NOATIME`: a read then does not update the file's access time, which
+/// the kernel otherwise checks (a clock read and the inode) on every read, a
+/// few percent of a block read from the page cache. Only the file's owner
+/// (or a process with `CAP_FOWNER`) may ask for it, so `EPERM` opens again
+/// without it.
+fn open_read_only(path: &Path, direct: bool) -> io::Result<File> {
+    let open = |noatime: bool| {
         let mut o = OpenOptions::new();
         o.read(true);
         #[cfg(target_os = "linux")]
-        if direct {
-            o.custom_flags(libc::O_DIRECT);
+        {
+            let mut flags = 0;
+            if direct {
+                flags |= libc::O_DIRECT;
+            }
+            if noatime {
+                flags |= libc::O_NOATIME;
+            }
+            o.custom_flags(flags);
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (direct, noatime);
         o.open(path)
     };
+    match open(true) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(false),
+        r => r,
+    }
+}
+
+/// Opens `path` for positioned reads, with `O_DIRECT` if `direct` and the
+/// file system accepts it (else buffered).
+fn open_read(path: &Path, direct: bool, advice: Advice) -> io::Result<Arc<dyn RandomAccessFile>> {
+    let open = |direct: bool| open_read_only(path, direct);
     let (file, direct) = match direct {
         true => match open(true) {
             Ok(f) => (f, true),
@@ -788,6 +813,46 @@ fn flock(path: &Path, how: libc::c_int) -> io::Result<Box<dyn FileLock>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The flags of an open file, from `/proc/self/fdinfo`.
+    #[cfg(target_os = "linux")]
+    fn open_flags(file: &File) -> i32 {
+        use std::os::fd::AsRawFd;
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", file.as_raw_fd()))
+            .expect("fdinfo");
+        let octal = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .expect("flags line")
+            .trim();
+        i32::from_str_radix(octal, 8).expect("octal flags")
+    }
+
+    /// Table files are read without updating their access time; a file of
+    /// another owner (where the kernel refuses the flag) still opens.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_do_not_update_the_access_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.sst");
+        std::fs::write(&path, b"table").expect("write");
+        let file = open_read_only(&path, false).expect("open");
+        assert!(
+            open_flags(&file) & libc::O_NOATIME != 0,
+            "{:o}",
+            open_flags(&file)
+        );
+        // A file of another owner (root's, unless the tests run as root,
+        // whose CAP_FOWNER allows the flag anyway) opens too: the kernel
+        // refuses the flag with EPERM, and the open goes on without it.
+        use std::os::unix::fs::MetadataExt;
+        let ours = path.metadata().expect("metadata").uid();
+        let other = Path::new("/etc/passwd");
+        let file = open_read_only(other, false).expect("a file of another owner opens");
+        if other.metadata().expect("metadata").uid() != ours {
+            assert_eq!(open_flags(&file) & libc::O_NOATIME, 0);
+        }
+    }
 
     fn round_trip(direct_io: bool) {
         let dir = tempfile::tempdir().expect("tempdir");
