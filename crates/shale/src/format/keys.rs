@@ -205,10 +205,10 @@ pub fn parse_internal_key(encoded: &[u8]) -> Option<InternalKeyRef<'_>> {
 
 /// Bytewise comparison of keys, the same order as `a.cmp(b)` on byte
 /// slices. Keys are compared eight bytes at a time as big-endian integers,
-/// inline: a Get compares its key some thirty times (the level's tables, a
-/// block's restarts and entries, a locator's keys) and the memtable and
-/// merges compare constantly, and a call to `memcmp` for a 16- or 32-byte
-/// key costs more than the comparison. Hash keys almost always differ in
+/// inline: a Get compares its key at every step of its searches (the
+/// level's tables, a block's restarts and entries, a locator's keys), the
+/// memtable and merges compare constantly, and a call to `memcmp` for a 16-
+/// or 32-byte key costs more than the comparison. Hash keys almost always differ in
 /// their first eight bytes; db_bench's decimal keys in their second eight.
 #[inline]
 pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {

@@ -4,10 +4,12 @@
 //! deliberate differences from db_bench are in docs/bench-db.md.
 //!
 //! Keys are the key index in decimal, zero-padded to `--key_size` bytes
-//! (db_bench's `%016d` at the default 16). Every operation is timed and
-//! recorded in a [`LiveStats`] of its benchmark; a benchmark's micros/op is
-//! its wall time times its threads over its operations, as db_bench computes
-//! it. Ctrl-C stops the running benchmark where it is: its line and those
+//! (db_bench's `%016d` at the default 16). Every operation is counted in a
+//! [`LiveStats`] of its benchmark, and with `--histogram` timed into it (as
+//! db_bench, which otherwise times only the whole benchmark: two clock
+//! reads and a histogram update cost a tenth of a cached Get); a
+//! benchmark's micros/op is its wall time times its threads over its
+//! operations, as db_bench computes it. Ctrl-C stops the running benchmark where it is: its line and those
 //! before it are printed (and written as JSON), the rest are skipped.
 
 mod chart;
@@ -415,11 +417,6 @@ struct Ctx<'a> {
     db: &'a Db,
     cfg: &'a Config,
     live: &'a LiveStats,
-    /// Each operation is timed (`--histogram`); otherwise only counted, as
-    /// db_bench times only the whole benchmark unless asked for its
-    /// histogram: two clock reads and a histogram update cost a tenth of a
-    /// cached Get.
-    timed: bool,
     /// Set when a thread fails, so that the others stop too.
     failed: AtomicBool,
     /// Seed of this benchmark (the run's seed and the benchmark's position).
@@ -440,7 +437,7 @@ impl Ctx<'_> {
     }
 
     fn time<T>(&self, thread: usize, kind: &'static str, op: impl FnOnce() -> T) -> T {
-        if !self.timed {
+        if !self.cfg.histogram {
             let r = op();
             self.live.count(thread);
             return r;
@@ -729,7 +726,6 @@ pub fn run_bench(
         db,
         cfg,
         live: &live,
-        timed: cfg.histogram,
         failed: AtomicBool::new(false),
         seed: bench_seed(cfg.seed, name, index),
     };
