@@ -124,6 +124,15 @@ pub trait RandomAccessFile: Send + Sync {
     /// A range that extends beyond the end of the file is an error of kind
     /// [`io::ErrorKind::UnexpectedEof`]. One call is one physical read request.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+    /// The `len` bytes at `offset` in a buffer of their own, with one physical
+    /// read request, as [`read_exact_at`](Self::read_exact_at) reads them. The
+    /// default zero-fills the buffer first; a file that can fill a buffer
+    /// without that (a memory mapping) overrides it.
+    fn read_vec_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(offset, &mut buf)?;
+        Ok(buf)
+    }
     /// Size of the file in bytes.
     fn size(&self) -> u64;
     /// The file as `Any`, for a file system that recognizes its own files in
@@ -223,18 +232,11 @@ impl ReadQueue for SerialReadQueue {
         };
         next.map(|(file, offset, len, tag)| CompletedRead {
             tag,
-            result: read_at(file.as_ref(), offset, len),
+            result: file.read_vec_at(offset, len),
         })
         .into_iter()
         .collect()
     }
-}
-
-/// `len` bytes of `file` at `offset`, read with one request.
-pub(crate) fn read_at(file: &dyn RandomAccessFile, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(offset, &mut buf)?;
-    Ok(buf)
 }
 
 /// A lock on a database directory (exclusive or shared), released when dropped.

@@ -12,7 +12,9 @@
 //! else to 4 KiB: a 4 KiB block at an unaligned offset then costs 4.5 KiB of
 //! device reads on a 512-byte-sector device, not 8 KiB. On Linux, files are
 //! opened for reading with `O_NOATIME` where the kernel allows it (the
-//! file's owner): no read checks or updates the access time.
+//! file's owner): no read checks or updates the access time. With
+//! [`PosixOptions::mmap_reads`], [`FileSystem::open_random`] maps the file
+//! instead and a read copies out of the mapping (no system call).
 //!
 //! A compaction opens its inputs with [`FileSystem::open_scan`]: `O_DIRECT`
 //! whatever `direct_io` says (buffered with `POSIX_FADV_NOREUSE` where the file
@@ -58,6 +60,16 @@ pub struct PosixOptions {
     /// other and answers false to [`FileSystem::batches_reads`] (the engine's
     /// `multi_get` then uses its read threads). Default: true.
     pub io_uring: bool,
+    /// Read through a read-only shared mapping of each file opened with
+    /// [`FileSystem::open_random`] (the table files, and the WAL and
+    /// manifest read at open), as LevelDB does and RocksDB's
+    /// `allow_mmap_reads`: a block read from the page cache is then a copy
+    /// from memory, not a system call. The catch is the one of every mapping:
+    /// a device error, or another process truncating a table file, is a
+    /// `SIGBUS` that ends the process rather than an error the engine can
+    /// report, so it is off by default. Incompatible with `direct_io` (an
+    /// open refuses the pair). Default: false.
+    pub mmap_reads: bool,
 }
 
 impl Default for PosixOptions {
@@ -66,6 +78,7 @@ impl Default for PosixOptions {
             direct_io: false,
             fadvise_random: true,
             io_uring: true,
+            mmap_reads: false,
         }
     }
 }
@@ -461,7 +474,7 @@ impl UringQueue {
     }
 
     fn read_alone(&mut self, file: &Arc<dyn RandomAccessFile>, offset: u64, len: usize, tag: u64) {
-        let result = crate::read_at(file.as_ref(), offset, len);
+        let result = file.read_vec_at(offset, len);
         self.ready.push(crate::CompletedRead { tag, result });
     }
 
@@ -485,7 +498,7 @@ impl UringQueue {
             }
             (_, Ok(n), RingBuf::Plain(buf)) if n == r.len => Ok(buf),
             // Short (or interrupted): read it alone.
-            _ => crate::read_at(r.file.as_ref(), r.offset, r.len),
+            _ => r.file.read_vec_at(r.offset, r.len),
         };
         crate::CompletedRead { tag: r.tag, result }
     }
@@ -663,6 +676,71 @@ fn open_read(path: &Path, direct: bool, advice: Advice) -> io::Result<Arc<dyn Ra
     }))
 }
 
+/// A file read through a read-only shared mapping
+/// ([`PosixOptions::mmap_reads`]): a read is a copy out of the mapping.
+struct MappedRandom {
+    map: memmap2::Mmap,
+    path: PathBuf,
+}
+
+impl MappedRandom {
+    /// The mapped bytes at `offset..offset + len`; `UnexpectedEof` past the end.
+    fn slice(&self, offset: u64, len: usize) -> io::Result<&[u8]> {
+        usize::try_from(offset)
+            .ok()
+            .and_then(|start| self.map.get(start..start.checked_add(len)?))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "{}: read of {len} bytes at offset {offset} beyond the end ({} bytes)",
+                        self.path.display(),
+                        self.map.len()
+                    ),
+                )
+            })
+    }
+}
+
+impl RandomAccessFile for MappedRandom {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        buf.copy_from_slice(self.slice(offset, buf.len())?);
+        Ok(())
+    }
+    fn read_vec_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        Ok(self.slice(offset, len)?.to_vec())
+    }
+    fn size(&self) -> u64 {
+        self.map.len() as u64
+    }
+}
+
+/// Opens `path` for reads out of a read-only mapping, advised random (no
+/// read-ahead around a faulted page). An empty file, which cannot be mapped,
+/// is opened for `pread`s.
+fn open_mapped(path: &Path, advice: Advice) -> io::Result<Arc<dyn RandomAccessFile>> {
+    let file = open_read_only(path, false).map_err(|e| with_path(path, e))?;
+    let size = file.metadata().map_err(|e| with_path(path, e))?.len();
+    if size == 0 {
+        return open_read(path, false, advice);
+    }
+    // SAFETY: the mapping is read-only and shared, and the engine never
+    // writes a file it has opened for reading (tables are written once,
+    // under `create_new`, before they are opened; the WAL and manifest are
+    // read at open, before any write). What the engine cannot rule out is
+    // another process truncating the file: that is a SIGBUS on access, the
+    // caveat `PosixOptions::mmap_reads` documents.
+    let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(|e| with_path(path, e))?;
+    if matches!(advice, Advice::Random) {
+        // Advisory: a refusal only leaves the kernel's read-ahead on.
+        let _ = map.advise(memmap2::Advice::Random);
+    }
+    Ok(Arc::new(MappedRandom {
+        map,
+        path: path.to_path_buf(),
+    }))
+}
+
 struct PosixLock {
     _file: File,
 }
@@ -707,6 +785,18 @@ impl FileSystem for PosixFs {
         } else {
             Advice::Normal
         };
+        if self.options.mmap_reads {
+            if self.options.direct_io {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{}: mmap_reads and direct_io cannot both be set (a mapping reads through the page cache)",
+                        path.display()
+                    ),
+                ));
+            }
+            return open_mapped(path, advice);
+        }
         open_read(path, self.options.direct_io, advice)
     }
 
@@ -854,12 +944,9 @@ mod tests {
         }
     }
 
-    fn round_trip(direct_io: bool) {
+    fn round_trip(options: PosixOptions) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let fs = PosixFs::new(PosixOptions {
-            direct_io,
-            ..PosixOptions::default()
-        });
+        let fs = PosixFs::new(options);
         let path = dir.path().join("t.sst");
         let mut o = fs
             .create_object(&path, WriteLifetime::Long)
@@ -960,12 +1047,72 @@ mod tests {
 
     #[test]
     fn objects_round_trip_buffered() {
-        round_trip(false);
+        round_trip(PosixOptions::default());
     }
 
     #[test]
     fn objects_round_trip_direct() {
-        round_trip(true);
+        round_trip(PosixOptions {
+            direct_io: true,
+            ..PosixOptions::default()
+        });
+    }
+
+    #[test]
+    fn objects_round_trip_mapped() {
+        round_trip(PosixOptions {
+            mmap_reads: true,
+            ..PosixOptions::default()
+        });
+    }
+
+    /// The path's lines in this process's memory map.
+    fn mapped_lines(path: &Path) -> usize {
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+        let name = path.to_str().expect("utf-8 path");
+        maps.lines().filter(|l| l.ends_with(name)).count()
+    }
+
+    #[test]
+    fn mmap_reads_map_the_file_and_refuse_direct_io() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.sst");
+        std::fs::write(&path, vec![7u8; 10_000]).expect("write");
+        let empty = dir.path().join("empty.log");
+        std::fs::write(&empty, b"").expect("write");
+        let fs = PosixFs::new(PosixOptions {
+            mmap_reads: true,
+            ..PosixOptions::default()
+        });
+        assert_eq!(mapped_lines(&path), 0);
+        let r = fs.open_random(&path).expect("open");
+        assert_eq!(mapped_lines(&path), 1, "the file is read through a mapping");
+        let mut buf = [0u8; 3];
+        r.read_exact_at(9_997, &mut buf).expect("read");
+        assert_eq!(buf, [7, 7, 7]);
+        let err = r
+            .read_exact_at(u64::MAX - 1, &mut buf)
+            .expect_err("offset past the end");
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        drop(r);
+        assert_eq!(mapped_lines(&path), 0, "dropping the handle unmaps it");
+        // An empty file cannot be mapped: it is opened for preads.
+        let e = fs.open_random(&empty).expect("open empty");
+        assert_eq!(e.size(), 0);
+        let err = e.read_exact_at(0, &mut buf).expect_err("empty");
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        // The pair with direct_io is refused, naming both.
+        let both = PosixFs::new(PosixOptions {
+            mmap_reads: true,
+            direct_io: true,
+            ..PosixOptions::default()
+        });
+        let err = both.open_random(&path).err().expect("refused");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(
+            err.to_string().contains("mmap_reads and direct_io"),
+            "{err}"
+        );
     }
 
     #[test]

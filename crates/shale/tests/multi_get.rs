@@ -378,19 +378,22 @@ fn absurd_read_threads_are_refused_by_name() {
 }
 
 /// On the operating system's file system (io_uring where the kernel offers
-/// it), buffered and `O_DIRECT`: the same answers as Gets, and the same
-/// physical reads of data blocks as those Gets would make cold.
+/// it), buffered, `O_DIRECT` and through memory mappings: the same answers
+/// as Gets, and the same physical reads of data blocks as those Gets would
+/// make cold.
 #[test]
 fn batched_reads_on_the_operating_systems_file_system() {
     use shale::env::{PosixFs, PosixOptions};
     use shale::BlockKind;
     let _serial = serial();
-    for direct_io in [false, true] {
+    for (direct_io, mmap_reads) in [(false, false), (true, false), (false, true)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let fs: Arc<dyn FileSystem> = Arc::new(PosixFs::new(PosixOptions {
             direct_io,
+            mmap_reads,
             ..PosixOptions::default()
         }));
+        let mode = format!("direct_io {direct_io}, mmap_reads {mmap_reads}");
         let opts = || Options {
             // Room for the index and filter blocks, not for the data.
             block_cache_bytes: 256 << 10,
@@ -418,15 +421,15 @@ fn batched_reads_on_the_operating_systems_file_system() {
         let db = Db::open(dir.path(), opts()).expect("reopen");
         let one_by_one: Vec<Option<Vec<u8>>> =
             keys.iter().map(|k| db.get(k).expect("get")).collect();
-        assert_eq!(batched, one_by_one, "direct_io {direct_io}");
+        assert_eq!(batched, one_by_one, "{mode}");
         for (k, v) in keys.iter().zip(&batched) {
-            assert_eq!(v.as_ref(), model.get(k), "direct_io {direct_io}: {k:?}");
+            assert_eq!(v.as_ref(), model.get(k), "{mode}: {k:?}");
         }
-        assert!(batch_reads > 0, "direct_io {direct_io}: no data read");
+        assert!(batch_reads > 0, "{mode}: no data read");
         assert_eq!(
             batch_reads,
             data(&db),
-            "direct_io {direct_io}: a batch reads the data blocks the Gets read"
+            "{mode}: a batch reads the data blocks the Gets read"
         );
         db.close().expect("close");
         // Eight reads in flight at a time, answers as they come.
@@ -438,8 +441,8 @@ fn batched_reads_on_the_operating_systems_file_system() {
         })
         .expect("multi_get_each");
         let each: Vec<Option<Vec<u8>>> = each.into_iter().map(|v| v.expect("answered")).collect();
-        assert_eq!(each, one_by_one, "direct_io {direct_io}: multi_get_each");
-        assert_eq!(batch_reads, data(&db), "direct_io {direct_io}: its reads");
+        assert_eq!(each, one_by_one, "{mode}: multi_get_each");
+        assert_eq!(batch_reads, data(&db), "{mode}: its reads");
         db.close().expect("close");
     }
 }

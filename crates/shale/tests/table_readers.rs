@@ -233,3 +233,56 @@ fn a_compaction_reads_its_inputs_ahead_through_handles_of_its_own() {
         }
     }
 }
+
+/// Tables read through memory mappings (`PosixOptions::mmap_reads`) are
+/// checked as `pread`s are: a damaged data block is `Corruption` naming the
+/// table and the block, never a wrong value, and the other blocks still read.
+#[test]
+fn a_damaged_block_read_through_a_mapping_is_corruption() {
+    use shale::env::{PosixFs, PosixOptions};
+    use shale::Error;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = || Options {
+        fs: Arc::new(PosixFs::new(PosixOptions {
+            mmap_reads: true,
+            ..PosixOptions::default()
+        })),
+        block_cache_bytes: 0,
+        ..Options::default()
+    };
+    let value = |i: u64| format!("value {i} {}", "x".repeat(40)).into_bytes();
+    let db = Db::open(dir.path(), opts()).expect("open");
+    for i in 0..2000 {
+        db.put(&key(0, i), &value(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.close().expect("close");
+    let tables: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    let mut bytes = std::fs::read(&tables[0]).expect("read table");
+    // Inside the first data block (blocks start at offset 0).
+    bytes[100] ^= 0x5a;
+    std::fs::write(&tables[0], &bytes).expect("damage");
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    let mut damaged = 0;
+    for i in 0..2000 {
+        match db.get(&key(0, i)) {
+            Ok(v) => assert_eq!(v, Some(value(i)), "key {i}"),
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, tables[0], "key {i}");
+                assert_eq!(offset, 0, "key {i}: the first block");
+                damaged += 1;
+            }
+            Err(e) => panic!("key {i}: {e}"),
+        }
+    }
+    assert!(
+        (1..2000).contains(&damaged),
+        "{damaged} keys in the damaged block"
+    );
+    db.close().expect("close");
+}

@@ -187,12 +187,11 @@ fn read_ref(
 ) -> Result<Vec<u8>> {
     let len = usize::try_from(r.read_len())
         .map_err(|_| Error::corruption(path, r.offset, "block too large for memory"))?;
-    let mut buf = vec![0u8; len];
-    let res = file.read_exact_at(r.offset, &mut buf);
+    let res = file.read_vec_at(r.offset, len);
     if let Some(s) = stats {
         s.physical_read(kind, len as u64);
     }
-    res.map_err(|e| Error::io("read table block", path, e))?;
+    let buf = res.map_err(|e| Error::io("read table block", path, e))?;
     unwrap_ref(path, r, buf, verify)
 }
 
