@@ -649,6 +649,14 @@ pub struct DbBenchDbArgs {
           value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
           default_value = "false", value_parser = parse_flag_bool)]
     pub cache_index_and_filter_blocks: bool,
+    /// db_bench's flag: read table files through read-only memory mappings
+    /// (a block the page cache holds is then a copy, not a system call), as
+    /// LevelDB's default environment does. A device error while reading a
+    /// mapping ends the process (SIGBUS) instead of failing the read. Needs
+    /// the regular file system.
+    #[arg(long = "mmap_read", alias = "mmap-read", value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true", default_value = "false", value_parser = parse_flag_bool)]
+    pub mmap_read: bool,
     /// Use the database in --db as it is: the fill benchmarks are skipped.
     /// Refused unless it holds db_bench keys of --key_size.
     #[arg(long = "use_existing_db", alias = "use-existing-db", value_name = "BOOL",

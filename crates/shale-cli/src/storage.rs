@@ -278,6 +278,13 @@ pub enum Create {
     IfMissing,
 }
 
+/// The refusal of `--mmap_read` on a zone file system.
+pub fn mmap_needs_posix() -> CliError {
+    CliError::Usage(
+        "--mmap_read needs the regular file system: a zone file system reads its own device".into(),
+    )
+}
+
 /// The file system a command's database is on; see the module documentation.
 pub struct Storage {
     fs: Arc<dyn FileSystem>,
@@ -291,6 +298,22 @@ impl Storage {
             fs: Options::default().fs,
             zoned: None,
         }
+    }
+
+    /// This storage with its table files read through a memory mapping
+    /// ([`PosixOptions::mmap_reads`](shale::env::PosixOptions::mmap_reads));
+    /// the regular file system only.
+    pub fn mmap_reads(self) -> CliResult<Storage> {
+        if self.zoned.is_some() {
+            return Err(mmap_needs_posix());
+        }
+        Ok(Storage {
+            fs: Arc::new(shale::env::PosixFs::new(shale::env::PosixOptions {
+                mmap_reads: true,
+                ..shale::env::PosixOptions::default()
+            })),
+            zoned: None,
+        })
     }
 
     /// Storage on an already mounted zone file system.

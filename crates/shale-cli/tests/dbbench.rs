@@ -192,6 +192,70 @@ fn text_lines_have_db_bench_columns_and_fillrandom_leaves_about_63_percent() {
     assert!(again.contains("readhot      : "), "{again}");
 }
 
+/// `--mmap_read` reads the same keys through mappings: a cache of 1,000
+/// bytes holds no block, so every read is served from the mapped file. With
+/// `--zoned` it is refused before any device is created.
+#[test]
+fn mapped_reads_find_what_preads_find() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = path(&dir.path().join("db"));
+    let fill = ok(&[
+        "bench",
+        "db",
+        "--db",
+        &db,
+        "--num=3000",
+        "--benchmarks=fillrandom",
+        "--write_buffer_size=65536",
+        "--json",
+    ]);
+    assert_eq!(u(&results(&fill)[0], "ops"), 3000);
+    let reads = |mmap: &str| {
+        let out = ok(&[
+            "bench",
+            "db",
+            "--db",
+            &db,
+            "--num=3000",
+            "--reads=2000",
+            "--use_existing_db",
+            "--cache_size=1000",
+            "--benchmarks=readrandom,readhot,seekrandom,readseq",
+            &format!("--mmap_read={mmap}"),
+            "--json",
+        ]);
+        results(&out)
+    };
+    let (plain, mapped) = (reads("false"), reads("true"));
+    for (i, (p, m)) in plain.iter().zip(&mapped).enumerate() {
+        assert_eq!(
+            (u(p, "found"), u(p, "ops")),
+            (u(m, "found"), u(m, "ops")),
+            "{p} / {m}"
+        );
+        if i < 3 {
+            assert!(u(&m["engine"], "block_cache_misses") >= 1000, "{m}");
+        }
+    }
+    assert!(u(&mapped[0], "found") > 1000, "{}", mapped[0]);
+    let device = path(&dir.path().join("zoned.img"));
+    let o = run(&[
+        "bench",
+        "db",
+        "--zoned",
+        &device,
+        "--mmap_read",
+        "--num=100",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--mmap_read needs the regular file system"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("zoned.img").exists(), "nothing created");
+}
+
 #[test]
 fn usage_errors_exit_2_and_list_the_choices() {
     let o = run(&["bench", "db", "--benchmarks", "fillseq,nosuchbench"]);

@@ -869,6 +869,22 @@ pub fn run_bench(
     })
 }
 
+/// The storage a run's database is on: the zone file system of `--zoned`,
+/// or the regular file system, its tables read through memory mappings with
+/// `--mmap_read` (refused with `--zoned` before anything is created).
+pub fn open_storage(a: &DbBenchDbArgs) -> CliResult<Storage> {
+    let zoned = a.zoned.zoned.as_deref();
+    if a.mmap_read && zoned.is_some() {
+        return Err(crate::storage::mmap_needs_posix());
+    }
+    let storage = Storage::open(zoned, Create::IfMissing)?;
+    if a.mmap_read {
+        storage.mmap_reads()
+    } else {
+        Ok(storage)
+    }
+}
+
 /// The options a run opens its database with.
 pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
     let mut o = Options {
@@ -1073,7 +1089,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
         .collect::<CliResult<_>>()?;
     let key_size = a.db.key_size as usize;
     check_key_size(a.db.num, key_size)?;
-    let storage = Storage::open(a.db.zoned.zoned.as_deref(), Create::IfMissing)?;
+    let storage = open_storage(&a.db)?;
     let opts = storage.options(db_options(&a.db)?);
     let cfg = Config {
         num: a.db.num,

@@ -24,7 +24,7 @@ use crate::args::DbSweepArgs;
 use crate::error::{CliError, CliResult};
 use crate::live::LiveSlot;
 use crate::sampler::{DbSlot, Sampler, Timeline};
-use crate::storage::{Create, Storage};
+use crate::storage::Storage;
 
 /// Default values of `--param open_files`.
 pub const OPEN_FILES_VALUES: [u64; 5] = [0, 10, 100, 1000, 10_000];
@@ -627,7 +627,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
                 .into(),
         ));
     }
-    let storage = Storage::open(a.db.zoned.zoned.as_deref(), Create::IfMissing)?;
+    let storage = super::open_storage(&a.db)?;
     let base = storage.options(db_options(&a.db)?);
     let db_dir = storage.db_dir(a.db.db.as_deref(), Some(Path::new(super::DEFAULT_DB)))?;
     let values = match (&a.values, a.param.as_str()) {
