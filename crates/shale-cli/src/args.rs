@@ -649,6 +649,13 @@ pub struct DbBenchDbArgs {
           value_name = "BOOL", num_args = 0..=1, default_missing_value = "true",
           default_value = "false", value_parser = parse_flag_bool)]
     pub cache_index_and_filter_blocks: bool,
+    /// db_bench's flag: verify each block's checksum when it is read from
+    /// the file (shale's default). false reads without checking, as
+    /// LevelDB's db_bench does: a damaged block is then not detected.
+    #[arg(long = "verify_checksum", alias = "verify-checksum", value_name = "BOOL",
+          num_args = 0..=1, default_missing_value = "true", default_value = "true",
+          value_parser = parse_flag_bool)]
+    pub verify_checksum: bool,
     /// db_bench's flag: read table files through read-only memory mappings
     /// (a block the page cache holds is then a copy, not a system call), as
     /// LevelDB's default environment does. A device error while reading a

@@ -889,6 +889,7 @@ pub fn open_storage(a: &DbBenchDbArgs) -> CliResult<Storage> {
 pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
     let mut o = Options {
         block_cache_bytes: a.cache_size,
+        verify_checksums: a.verify_checksum,
         ..Options::default()
     };
     if let Some(n) = a.open_files {
@@ -1386,6 +1387,9 @@ mod tests {
         assert_eq!(o.max_open_files, Options::default().max_open_files);
         assert_eq!(o.filter_policy, FilterPolicy::default());
         assert_eq!(o.compression, Compression::None);
+        assert!(o.verify_checksums);
+        let o = db_options(&db_args(&["--verify_checksum=false"])).expect("no checks");
+        assert!(!o.verify_checksums);
         let o = db_options(&db_args(&[
             "--cache_size=1000",
             "--open_files",
