@@ -604,7 +604,11 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     let inputs: Vec<(usize, Arc<FileMeta>)> = {
         let mut st = db.state.lock();
         st.manual_compaction = true;
-        while st.running_compactions > 0 && st.poison.is_none() {
+        // Every table goes in, so nothing may be compacting: not only the
+        // automatic compactions counted in `running_compactions` but a
+        // delete-only job too, whose edit may still be on its way to the
+        // manifest (its tables are then still in the current version).
+        while (st.running_compactions > 0 || !st.compacting.is_empty()) && st.poison.is_none() {
             db.cv.wait(&mut st);
         }
         if let Err(e) = st.check_poison() {
@@ -718,6 +722,8 @@ pub(crate) fn delete_only(db: &DbInner) -> Result<usize> {
     for (_, f) in &victims {
         st.compacting.remove(&f.number);
     }
+    // A manual compaction may wait for these tables.
+    db.cv.notify_all();
     result?;
     db.stats.delete_only_tables.add(victims.len() as u64);
     db.stats
