@@ -285,7 +285,9 @@ impl Replay<'_> {
         if !edit.added.is_empty() {
             fs.sync_dir(path)
                 .map_err(|e| Error::io("sync directory", path, e))?;
-            version = version.apply(&edit, self.obsolete);
+            version = version.apply(&edit, self.obsolete).map_err(|reason| {
+                Error::Internal(format!("recovered tables do not fit the version: {reason}"))
+            })?;
         }
         let mem_log = self.new_file_number();
         let manifest_number = self.new_file_number();

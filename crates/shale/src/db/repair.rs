@@ -303,7 +303,11 @@ fn rebuild_manifest(path: &Path, opts: &Options, repair: RepairOptions) -> Resul
         .unwrap_or(0);
     r.report.last_sequence = last_sequence;
     r.report.entries = r.edit.added.iter().map(|(_, f)| f.num_entries).sum();
-    let version = Version::default().apply(&r.edit, &Arc::new(ObsoleteFiles::default()));
+    let version = Version::default()
+        .apply(&r.edit, &Arc::new(ObsoleteFiles::default()))
+        .map_err(|reason| {
+            Error::Internal(format!("salvaged tables do not fit a version: {reason}"))
+        })?;
     let log_number = r.next_file_number;
     let manifest_number = r.next_file_number + 1;
     // The old CURRENT goes to lost/ first: it is never overwritten.

@@ -85,7 +85,13 @@ pub(crate) fn recover(
         for (_, f) in &edit.added {
             added_at.entry(f.number).or_insert(at);
         }
-        version = version.apply(&edit, sink);
+        version = version.apply(&edit, sink).map_err(|reason| {
+            Error::corruption(
+                &manifest_path,
+                at,
+                format!("version edit {}: {reason}", records - 1),
+            )
+        })?;
     }
     match format {
         Some(DB_FORMAT_VERSION) => {}
@@ -229,4 +235,61 @@ fn set_current(dir: &Path, fs: &dyn FileSystem, manifest_number: u64) -> Result<
         .map_err(|e| Error::io("rename", &current, e))?;
     fs.sync_dir(dir)
         .map_err(|e| Error::io("sync directory", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{InternalKey, ValueKind};
+    use crate::version::NewFile;
+    use shale_env::MemFs;
+
+    /// A manifest whose edit deletes a table the version does not hold is
+    /// `Corruption` of the manifest at that edit's record, not a version
+    /// that silently keeps (or loses) tables.
+    #[test]
+    fn an_edit_that_does_not_fit_is_corruption_at_its_record() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).expect("mkdir");
+        let sink = Arc::new(ObsoleteFiles::default());
+        let table = NewFile {
+            number: 5,
+            size: 100,
+            smallest: InternalKey::new(b"a", 1, ValueKind::Value),
+            largest: InternalKey::new(b"b", 1, ValueKind::Value),
+            smallest_seqno: 1,
+            largest_seqno: 1,
+            num_entries: 1,
+            range_deletions: 0,
+        };
+        let add = VersionEdit {
+            added: vec![(6, table)],
+            ..VersionEdit::default()
+        };
+        let version = Version::default().apply(&add, &sink).expect("fits");
+        let header = ManifestHeader {
+            log_number: 1,
+            next_file_number: 10,
+            last_sequence: 1,
+            lifetime: LifetimeStats::default(),
+        };
+        let mut w = write_new(dir, &fs, 2, &version, header).expect("manifest");
+        assert_eq!(recover(dir, &fs, &sink).expect("recovers").version.levels[6].len(), 1);
+        let at = w.len();
+        let bad = VersionEdit {
+            deleted: vec![(6, 9)],
+            ..VersionEdit::default()
+        };
+        w.add_record(&bad.encode()).expect("append");
+        w.sync().expect("sync");
+        match recover(dir, &fs, &sink).err().expect("refused") {
+            Error::Corruption { file, offset, reason } => {
+                assert_eq!(file, dir.join(manifest_name(2)));
+                assert_eq!(offset, at);
+                assert!(reason.contains("deletes table 9, which L6 does not hold"), "{reason}");
+            }
+            e => panic!("not corruption: {e}"),
+        }
+    }
 }

@@ -193,29 +193,55 @@ pub(crate) struct Version {
 }
 
 impl Version {
-    /// The version after `edit`. Files deleted by the edit are marked obsolete.
-    pub(crate) fn apply(&self, edit: &VersionEdit, sink: &Arc<ObsoleteFiles>) -> Version {
+    /// The version after `edit`; files the edit deletes are marked obsolete.
+    ///
+    /// An edit that does not fit this version is refused with the reason,
+    /// and nothing is marked: a deletion of a table the level does not hold,
+    /// an addition at a level that does not exist or of a table the version
+    /// already holds, or a result whose tables of a level below L0 overlap
+    /// or have an inverted key range. Replaying a manifest makes that a
+    /// `Corruption` of the manifest; for an edit the engine built, a bug.
+    pub(crate) fn apply(
+        &self,
+        edit: &VersionEdit,
+        sink: &Arc<ObsoleteFiles>,
+    ) -> Result<Version, String> {
         let mut next = self.clone();
         let mut removed: Vec<Arc<FileMeta>> = Vec::new();
         for &(level, number) in &edit.deleted {
-            if let Some(files) = next.levels.get_mut(level) {
-                if let Some(pos) = files.iter().position(|f| f.number == number) {
-                    removed.push(files.remove(pos));
-                }
-            }
+            let files = next.levels.get_mut(level).ok_or_else(|| {
+                format!("deletes table {number} at level {level}, which does not exist")
+            })?;
+            let Some(pos) = files.iter().position(|f| f.number == number) else {
+                let held = match next.all_files().find(|(_, f)| f.number == number) {
+                    Some((at, _)) => format!("L{at} does"),
+                    None => "no level does".to_string(),
+                };
+                return Err(format!(
+                    "deletes table {number}, which L{level} does not hold ({held})"
+                ));
+            };
+            removed.push(files.remove(pos));
         }
         for (level, f) in &edit.added {
-            if let Some(files) = next.levels.get_mut(*level) {
-                // A table moved from another level keeps its file identity.
-                let meta = match removed.iter().position(|r| r.number == f.number) {
-                    Some(i) => FileMeta::placed(f, removed.swap_remove(i).file.clone()),
-                    None => FileMeta::new(f, sink),
-                };
-                files.push(Arc::new(meta));
+            if let Some((at, _)) = next.all_files().find(|(_, g)| g.number == f.number) {
+                return Err(format!(
+                    "adds table {} to L{level}, but L{at} already holds it",
+                    f.number
+                ));
             }
-        }
-        for f in removed {
-            f.mark_obsolete();
+            let files = next.levels.get_mut(*level).ok_or_else(|| {
+                format!(
+                    "adds table {} at level {level}, which does not exist",
+                    f.number
+                )
+            })?;
+            // A table moved from another level keeps its file identity.
+            let meta = match removed.iter().position(|r| r.number == f.number) {
+                Some(i) => FileMeta::placed(f, removed.swap_remove(i).file.clone()),
+                None => FileMeta::new(f, sink),
+            };
+            files.push(Arc::new(meta));
         }
         for (level, files) in next.levels.iter_mut().enumerate() {
             if level == 0 {
@@ -228,36 +254,38 @@ impl Version {
                 files.sort_by(|a, b| compare_internal(a.smallest.encoded(), b.smallest.encoded()));
             }
         }
-        #[cfg(feature = "invariants")]
-        next.check_invariants();
-        next
+        next.check_shape()?;
+        for f in removed {
+            f.mark_obsolete();
+        }
+        Ok(next)
     }
 
-    /// Panics if tables of a level below L0 overlap or a table's range is
-    /// inverted (an expensive check, compiled with the `invariants` feature).
-    #[cfg(feature = "invariants")]
-    fn check_invariants(&self) {
+    /// The shape every version keeps: each table's smallest key at most its
+    /// largest, and the tables of each level below L0 disjoint in user keys
+    /// (in key order, as `apply` sorts them).
+    fn check_shape(&self) -> Result<(), String> {
         for (level, files) in self.levels.iter().enumerate() {
             for f in files {
-                assert!(
-                    compare_internal(f.smallest.encoded(), f.largest.encoded()).is_le(),
-                    "table {} has smallest {} > largest {}",
-                    f.number,
-                    f.smallest,
-                    f.largest
-                );
+                if compare_internal(f.smallest.encoded(), f.largest.encoded()).is_gt() {
+                    return Err(format!(
+                        "table {} has smallest key {} after its largest {}",
+                        f.number, f.smallest, f.largest
+                    ));
+                }
             }
             if level > 0 {
                 for w in files.windows(2) {
-                    assert!(
-                        w[0].largest.user_key() < w[1].smallest.user_key(),
-                        "L{level} tables {} and {} overlap",
-                        w[0].number,
-                        w[1].number
-                    );
+                    if compare_bytes(w[0].largest.user_key(), w[1].smallest.user_key()).is_ge() {
+                        return Err(format!(
+                            "L{level} tables {} and {} overlap",
+                            w[0].number, w[1].number
+                        ));
+                    }
                 }
             }
         }
+        Ok(())
     }
 
     /// Tables of `level` that may hold `user_key`, in the order a Get must try
@@ -323,7 +351,7 @@ mod tests {
         edit.added.push((0, nf(2, b"c", b"z", 9)));
         edit.added.push((6, nf(3, b"n", b"r", 1)));
         edit.added.push((6, nf(4, b"a", b"f", 1)));
-        let v = Version::default().apply(&edit, &sink);
+        let v = Version::default().apply(&edit, &sink).expect("fits");
         let l0: Vec<u64> = v.candidates(0, b"d").map(|f| f.number).collect();
         assert_eq!(l0, vec![2, 1], "newest L0 table first");
         let l6: Vec<u64> = v.candidates(6, b"p").map(|f| f.number).collect();
@@ -337,10 +365,10 @@ mod tests {
         let sink = Arc::new(ObsoleteFiles::default());
         let mut add = VersionEdit::default();
         add.added.push((0, nf(7, b"a", b"b", 1)));
-        let v1 = Version::default().apply(&add, &sink);
+        let v1 = Version::default().apply(&add, &sink).expect("fits");
         let mut del = VersionEdit::default();
         del.deleted.push((0, 7));
-        let v2 = v1.apply(&del, &sink);
+        let v2 = v1.apply(&del, &sink).expect("fits");
         assert!(v2.levels[0].is_empty());
         assert!(sink.take().is_empty(), "v1 still references the file");
         drop(v1);
@@ -352,17 +380,17 @@ mod tests {
         let sink = Arc::new(ObsoleteFiles::default());
         let mut add = VersionEdit::default();
         add.added.push((4, nf(9, b"a", b"b", 1)));
-        let v1 = Version::default().apply(&add, &sink);
+        let v1 = Version::default().apply(&add, &sink).expect("fits");
         // Trivial move L4 -> L5.
         let mut mv = VersionEdit::default();
         mv.deleted.push((4, 9));
         mv.added.push((5, nf(9, b"a", b"b", 1)));
-        let v2 = v1.apply(&mv, &sink);
+        let v2 = v1.apply(&mv, &sink).expect("fits");
         assert_eq!(v2.levels[5].len(), 1);
         // Then compacted away.
         let mut del = VersionEdit::default();
         del.deleted.push((5, 9));
-        let v3 = v2.apply(&del, &sink);
+        let v3 = v2.apply(&del, &sink).expect("fits");
         drop(v2);
         assert!(v3.levels[5].is_empty());
         assert!(
@@ -371,5 +399,91 @@ mod tests {
         );
         drop(v1);
         assert_eq!(sink.take(), vec![9]);
+    }
+
+    #[test]
+    fn edits_that_do_not_fit_are_refused_and_mark_nothing() {
+        let sink = Arc::new(ObsoleteFiles::default());
+        let mut add = VersionEdit::default();
+        add.added.push((0, nf(1, b"a", b"c", 5)));
+        add.added.push((6, nf(2, b"d", b"f", 1)));
+        add.added.push((6, nf(3, b"k", b"m", 1)));
+        let v = Version::default().apply(&add, &sink).expect("fits");
+        let refused = |edit: VersionEdit| v.apply(&edit, &sink).err().expect("refused");
+        let cases: Vec<(VersionEdit, &str)> = vec![
+            (
+                VersionEdit {
+                    deleted: vec![(6, 1)],
+                    ..VersionEdit::default()
+                },
+                "deletes table 1, which L6 does not hold",
+            ),
+            (
+                VersionEdit {
+                    deleted: vec![(0, 9)],
+                    ..VersionEdit::default()
+                },
+                "deletes table 9, which L0 does not hold",
+            ),
+            (
+                VersionEdit {
+                    deleted: vec![(7, 1)],
+                    ..VersionEdit::default()
+                },
+                "level 7, which does not exist",
+            ),
+            (
+                VersionEdit {
+                    added: vec![(9, nf(4, b"x", b"y", 1))],
+                    ..VersionEdit::default()
+                },
+                "adds table 4 at level 9, which does not exist",
+            ),
+            (
+                VersionEdit {
+                    added: vec![(5, nf(2, b"d", b"f", 1))],
+                    ..VersionEdit::default()
+                },
+                "adds table 2 to L5, but L6 already holds it",
+            ),
+            (
+                VersionEdit {
+                    added: vec![(6, nf(4, b"e", b"h", 1))],
+                    ..VersionEdit::default()
+                },
+                "L6 tables 2 and 4 overlap",
+            ),
+            (
+                VersionEdit {
+                    added: vec![(6, nf(4, b"f", b"g", 1))],
+                    ..VersionEdit::default()
+                },
+                "L6 tables 2 and 4 overlap",
+            ),
+            (
+                VersionEdit {
+                    added: vec![(6, nf(4, b"y", b"x", 1))],
+                    ..VersionEdit::default()
+                },
+                "table 4 has smallest key",
+            ),
+            (
+                // The deletion fits; the addition after it does not.
+                VersionEdit {
+                    deleted: vec![(6, 3)],
+                    added: vec![(4, nf(1, b"a", b"c", 5))],
+                    ..VersionEdit::default()
+                },
+                "adds table 1 to L4, but L0 already holds it",
+            ),
+        ];
+        for (edit, want) in cases {
+            let reason = refused(edit);
+            assert!(reason.contains(want), "{reason:?} should say {want:?}");
+        }
+        drop(v);
+        // Nothing the refused edits deleted was marked obsolete: only the
+        // numbers of tables marked reach the sink when the version goes.
+        assert!(sink.take().is_empty());
     }
 }

@@ -139,6 +139,9 @@ impl VersionSet {
         lifetime: LifetimeStats,
         obsolete: &Arc<ObsoleteFiles>,
     ) -> Result<ManifestWrite> {
+        let version = base.apply(&edit, obsolete).map_err(|reason| {
+            Error::Internal(format!("an edit does not fit its version: {reason}"))
+        })?;
         let Some(writer) = self.writer.take() else {
             return Err(Error::Internal(
                 "a manifest edit began while another was being written".into(),
@@ -147,7 +150,6 @@ impl VersionSet {
         edit.next_file_number = Some(self.next_file_number);
         edit.last_sequence = Some(self.last_sequence);
         edit.lifetime = Some(lifetime);
-        let version = base.apply(&edit, obsolete);
         let step = if self.manifest_len > self.max_manifest_bytes {
             let number = self.new_file_number();
             Step::Rollover {
