@@ -9,7 +9,7 @@ use crate::memtable::MemTable;
 use crate::options::fuse_fingerprint_bits;
 use crate::table::block::{cmp_internal_to, Block, BlockBuilder, Cursor, EntryFormat};
 use crate::table::filter::filter_hash;
-use crate::table::fuse::{build_fuse, FuseFilter};
+use crate::table::filter::fuse::{build_fuse, FuseFilter};
 use crate::table::paged::{encode_locator, BlockSpan, Locator};
 
 /// A data block of one version of each of its keys.

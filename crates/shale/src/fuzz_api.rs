@@ -28,8 +28,10 @@ use crate::metrics::Stats;
 use crate::options::WalRecoveryMode;
 use crate::rangedel::{Fragment, Fragments, RangeTombstone};
 use crate::table::block::{cmp_internal_to, split_target, Block, Corrupt, Cursor, EntryFormat};
+use crate::table::filter::fuse::{
+    build_fuse, filter_format, fuse_size, FuseFilter, FILTER_FORMAT_FUSE,
+};
 use crate::table::filter::{build_filter, filter_hash, Filter};
-use crate::table::fuse::{build_fuse, filter_format, fuse_size, FuseFilter, FILTER_FORMAT_FUSE};
 use crate::table::layout::{
     block_trailer, decode_properties, encode_properties, lz4_contents, unwrap_block, BlockHandle,
     Footer, FOOTER_LEN,

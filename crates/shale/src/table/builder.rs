@@ -41,8 +41,8 @@ use shale_env::ObjectWriter;
 use super::block::{
     BlockBuilder, EntryFormat, BLOCK_TRAILER_LEN, INDEX_RESTART_INTERVAL, PAGE_SIZE,
 };
+use super::filter::fuse::{build_fuse, fuse_size};
 use super::filter::{build_filter, filter_hash};
-use super::fuse::{build_fuse, fuse_size};
 use super::index::{short_successor, shortest_separator, IndexBuilder};
 use super::layout::{
     block_trailer, encode_properties, lz4_contents, BlockHandle, Footer, FOOTER_LEN,

@@ -31,7 +31,6 @@ use crate::pinned::PinnedValue;
 pub(crate) mod block;
 pub(crate) mod builder;
 pub(crate) mod filter;
-pub(crate) mod fuse;
 pub(crate) mod index;
 pub(crate) mod layout;
 pub(crate) mod paged;

@@ -1667,8 +1667,8 @@ fn filter_partitions_fill_a_page() {
     let k = filter_partition_keys(FilterKind::BinaryFuse, 9, 4096);
     eprintln!("binary fuse, 9 bits a key: {k} keys a page");
     let room = 4096 - super::paged::PAGED_TAIL_LEN;
-    assert!(super::fuse::fuse_size(k, 7) <= room);
-    assert!(super::fuse::fuse_size(k + 1, 7) > room);
+    assert!(super::filter::fuse::fuse_size(k, 7) <= room);
+    assert!(super::filter::fuse::fuse_size(k + 1, 7) > room);
     assert_eq!(k, 3731);
 }
 

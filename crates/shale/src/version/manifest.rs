@@ -275,7 +275,10 @@ mod tests {
             lifetime: LifetimeStats::default(),
         };
         let mut w = write_new(dir, &fs, 2, &version, header).expect("manifest");
-        assert_eq!(recover(dir, &fs, &sink).expect("recovers").version.levels[6].len(), 1);
+        assert_eq!(
+            recover(dir, &fs, &sink).expect("recovers").version.levels[6].len(),
+            1
+        );
         let at = w.len();
         let bad = VersionEdit {
             deleted: vec![(6, 9)],
@@ -284,10 +287,17 @@ mod tests {
         w.add_record(&bad.encode()).expect("append");
         w.sync().expect("sync");
         match recover(dir, &fs, &sink).err().expect("refused") {
-            Error::Corruption { file, offset, reason } => {
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => {
                 assert_eq!(file, dir.join(manifest_name(2)));
                 assert_eq!(offset, at);
-                assert!(reason.contains("deletes table 9, which L6 does not hold"), "{reason}");
+                assert!(
+                    reason.contains("deletes table 9, which L6 does not hold"),
+                    "{reason}"
+                );
             }
             e => panic!("not corruption: {e}"),
         }

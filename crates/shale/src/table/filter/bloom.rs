@@ -1,4 +1,5 @@
-//! The table's Bloom filter: cache-line blocked, over user keys.
+//! The blocked Bloom filter: cache-line blocked, over user keys (a whole
+//! table's filter in versions 1 and 2, a filter partition's in version 3).
 //!
 //! Each key selects one 64-byte line from its 64-bit XXH3 hash and sets `k` bits in
 //! that line, so a probe touches one cache line. Grammar (also in
@@ -17,10 +18,9 @@
 //! `format` is [`FILTER_FORMAT_BLOCKED_XXH3`]; readers reject other values. A filter
 //! with `num_lines == 0` holds no key and answers "absent" for every probe.
 
-use xxhash_rust::xxh3::xxh3_64;
-
-use super::block::Corrupt;
+use super::hash::filter_hash;
 use crate::format::put_fixed32;
+use crate::table::block::Corrupt;
 
 /// The only filter format of table format version 1. Persisted: DO NOT CHANGE.
 pub(crate) const FILTER_FORMAT_BLOCKED_XXH3: u8 = 1;
@@ -33,12 +33,6 @@ pub(crate) const FILTER_TRAILER: usize = 6;
 pub(crate) fn num_probes(bits_per_key: u32) -> u8 {
     let k = (f64::from(bits_per_key) * 0.69).round() as u32;
     k.clamp(1, 16) as u8
-}
-
-/// The hash a filter is built from and probed with.
-#[inline]
-pub(crate) fn filter_hash(user_key: &[u8]) -> u64 {
-    xxh3_64(user_key)
 }
 
 #[inline]
@@ -214,43 +208,5 @@ mod tests {
         let mut bad_k = good;
         bad_k[n - 2] = 0;
         assert!(Filter::new(bad_k).is_err());
-    }
-}
-
-/// A version-3 filter partition: a blocked Bloom filter or a binary fuse
-/// filter, told apart by the format byte that ends both.
-#[derive(Debug)]
-pub(crate) enum PartitionFilter {
-    /// Format 1.
-    Bloom(Filter),
-    /// Format 2.
-    Fuse(super::fuse::FuseFilter),
-}
-
-impl PartitionFilter {
-    /// Decodes a filter partition of either kind.
-    pub(crate) fn new(data: Vec<u8>) -> Result<PartitionFilter, Corrupt> {
-        match super::fuse::filter_format(&data) {
-            Some(super::fuse::FILTER_FORMAT_FUSE) => {
-                super::fuse::FuseFilter::new(data).map(PartitionFilter::Fuse)
-            }
-            _ => Filter::new(data).map(PartitionFilter::Bloom),
-        }
-    }
-
-    /// False only if no key with this user key was added.
-    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        match self {
-            PartitionFilter::Bloom(f) => f.may_contain(user_key),
-            PartitionFilter::Fuse(f) => f.may_contain(user_key),
-        }
-    }
-
-    /// The partition's contents as stored (format trailer included).
-    pub(crate) fn stored_len(&self) -> usize {
-        match self {
-            PartitionFilter::Bloom(f) => f.size() + FILTER_TRAILER,
-            PartitionFilter::Fuse(f) => f.size(),
-        }
     }
 }

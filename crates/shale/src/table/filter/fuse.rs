@@ -7,7 +7,7 @@
 //! three slots and compares, so an absent key passes with probability
 //! `2^-fingerprint_bits`, at about 1.13 (large sets) to 1.25 (a few thousand keys)
 //! slots per key: f = 7 gives ~0.8% at ~9 bits per key in a 4 KiB partition,
-//! where the blocked Bloom filter of [`super::filter`] needs 10 bits per key for
+//! where the blocked Bloom filter of [`super::bloom`] needs 10 bits per key for
 //! ~1%.
 //!
 //! The array is filled by peeling: a slot that only one key uses can be set last
@@ -20,8 +20,8 @@
 //! Table format version 3 writes it into filter partitions when the filter
 //! policy asks for [`super::FilterKind::BinaryFuse`] (the default).
 
-use super::block::Corrupt;
 use crate::format::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
+use crate::table::block::Corrupt;
 
 /// The last byte of a binary fuse filter. Persisted: DO NOT CHANGE.
 pub(crate) const FILTER_FORMAT_FUSE: u8 = 2;
@@ -61,7 +61,7 @@ const ATTEMPTS_PER_GEOMETRY: u32 = 128;
 const MAX_PEELED_KEYS: usize = 1 << 31;
 
 /// The format of a serialized filter: its last byte, for every filter kind
-/// ([`super::filter::FILTER_FORMAT_BLOCKED_XXH3`] for the blocked Bloom filter,
+/// ([`super::bloom::FILTER_FORMAT_BLOCKED_XXH3`] for the blocked Bloom filter,
 /// [`FILTER_FORMAT_FUSE`] for this one), so that one decoder can dispatch on it.
 /// `None` for empty input.
 pub(crate) fn filter_format(data: &[u8]) -> Option<u8> {
@@ -317,7 +317,7 @@ pub(crate) fn fuse_size(num_keys: usize, fingerprint_bits: u8) -> usize {
 }
 
 /// Builds a binary fuse filter from the 64-bit hashes of a set of keys
-/// ([`super::filter::filter_hash`] of each user key; duplicates are ignored),
+/// ([`super::filter_hash`] of each user key; duplicates are ignored),
 /// with fingerprints of `fingerprint_bits` bits (clamped to 4..=16). Its length is
 /// exactly [`fuse_size`] of the number of distinct hashes.
 ///
@@ -549,10 +549,10 @@ impl FuseFilter {
         }
     }
 
-    /// [`FuseFilter::may_contain_hash`] of [`super::filter::filter_hash`] of a user key.
+    /// [`FuseFilter::may_contain_hash`] of [`super::filter_hash`] of a user key.
     #[inline]
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.may_contain_hash(super::filter::filter_hash(user_key))
+        self.may_contain_hash(super::filter_hash(user_key))
     }
 
     /// Bytes held: the serialized filter, header and format byte included.
@@ -572,7 +572,8 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-    use crate::table::filter::{build_filter, filter_hash, Filter, FILTER_FORMAT_BLOCKED_XXH3};
+    use crate::table::filter::bloom::{build_filter, Filter, FILTER_FORMAT_BLOCKED_XXH3};
+    use crate::table::filter::filter_hash;
     use crate::table::test_util::Rng;
 
     /// `n` distinct random hashes, in generation order.
