@@ -19,8 +19,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Composition;
-
 /// Version of the protocol; a harness refuses a request of another version.
 pub const PROTOCOL_VERSION: u32 = 1;
 
@@ -390,6 +388,44 @@ pub fn thread_slice(n: usize, threads: usize, t: usize) -> std::ops::Range<usize
     let (share, extra) = (n / threads, n % threads);
     let start = t * share + t.min(extra);
     start..start + share + usize::from(t < extra)
+}
+
+/// What the database is made of (bytes over all its tables).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Composition {
+    /// Entries in tables.
+    pub entries: u64,
+    /// Bytes of user keys and values in tables.
+    pub raw_key_bytes: u64,
+    /// Bytes of values in tables.
+    pub raw_value_bytes: u64,
+    /// Bytes of all table files.
+    pub db_bytes: u64,
+    /// Bytes of data blocks.
+    pub data_bytes: u64,
+    /// Filters of all levels, and of all levels but the last.
+    pub filter_bytes: u64,
+    /// Filters of all levels but the last (what a Get consults).
+    pub filter_bytes_except_last_level: u64,
+    /// Top-level indexes, and all index blocks (partitions + top-level).
+    pub top_level_index_bytes: u64,
+    /// All index blocks: partitions and top-level indexes.
+    pub index_bytes: u64,
+}
+
+impl Composition {
+    /// First inflection point: what a cache must hold for a Get to read only an
+    /// index partition and a data block (non-last-level filters and top-level
+    /// indexes).
+    pub fn ip1_bytes(&self) -> u64 {
+        self.filter_bytes_except_last_level + self.top_level_index_bytes
+    }
+
+    /// Second inflection point: what a cache must hold for a Get to read only
+    /// its data block (non-last-level filters and every index block).
+    pub fn ip2_bytes(&self) -> u64 {
+        self.filter_bytes_except_last_level + self.index_bytes
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ pub(crate) enum FileType {
 
 pub(crate) const CURRENT: &str = "CURRENT";
 pub(crate) const LOCK: &str = "LOCK";
+/// Where repair moves the files it replaces, inside the database directory.
+pub const LOST_DIR: &str = "lost";
 
 pub(crate) fn wal_name(number: u64) -> String {
     format!("{number:06}.log")

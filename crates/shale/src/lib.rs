@@ -44,8 +44,8 @@ pub mod fuzz_api;
 pub use batch::{BatchEntry, WriteBatch};
 pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
-    prefix_successor, DamagedFile, DamagedKind, Db, DbIterator, DbSummary, KeyRange, LevelSummary,
-    Range, ReadOptions, Readable, RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
+    prefix_successor, DamagedFile, DamagedKind, Db, DbIterator, KeyRange, Range, ReadOptions,
+    Readable, RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use events::{Event, EventListener};
@@ -59,6 +59,7 @@ pub use options::{
 };
 pub use pinned::PinnedValue;
 pub use shale_env as env;
+pub use stat::{DbSummary, LevelSummary};
 pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};
 
 /// The README's Rust example, compiled and run as a doc test.

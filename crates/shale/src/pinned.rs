@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use crate::table::CachedBlock;
+use crate::table::cached::CachedBlock;
 
 /// A value read by [`Db::get_pinned`](crate::Db::get_pinned): a slice of the
 /// cached data block that holds it (no copy; the block stays in memory while

@@ -1,12 +1,88 @@
-//! The database's statistics as text for people: [`stat_text`] renders a
-//! [`DbSummary`] and [`Metrics`] (what [`Db::stat`](crate::Db::stat) and
+//! The database's shape and statistics: [`DbSummary`] (per-level totals
+//! from the tables' properties, [`Db::summary`](crate::Db::summary)), and as
+//! text for people [`stat_text`], which renders a [`DbSummary`] and [`Metrics`] (what [`Db::stat`](crate::Db::stat) and
 //! `shale stats` print), with the number formats it uses.
 
 use std::fmt::Write as _;
 
-use crate::db::{DbSummary, LevelSummary};
 use crate::format::NUM_LEVELS;
 use crate::metrics::{BlockKind, MetadataKind, Metrics};
+
+/// Totals of one level, summed from its tables' properties, with its
+/// compaction score.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelSummary {
+    /// The level.
+    pub level: usize,
+    /// Number of tables.
+    pub tables: u64,
+    /// Bytes of table files.
+    pub bytes: u64,
+    /// Entries (values and tombstones).
+    pub entries: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Bytes of data blocks.
+    pub data_bytes: u64,
+    /// Zero bytes between data blocks that align them to pages (format 2).
+    pub data_padding_bytes: u64,
+    /// Bytes of index partitions.
+    pub index_partition_bytes: u64,
+    /// Bytes of top-level indexes.
+    pub top_level_index_bytes: u64,
+    /// Bytes of Bloom filters.
+    pub filter_bytes: u64,
+    /// Bytes of user keys written.
+    pub raw_key_bytes: u64,
+    /// Bytes of values written.
+    pub raw_value_bytes: u64,
+    /// Range deletions in the level's tables (one per fragment and sequence
+    /// number, as stored).
+    pub range_deletions: u64,
+    /// Compaction score (>= 1: the level needs compacting; 0 for the last level
+    /// and for sums over levels).
+    pub score: f64,
+    /// Target size of the level (`None` above the base level and for L0).
+    pub target_bytes: Option<u64>,
+}
+
+/// Shape of the database: one [`LevelSummary`] per level (L0..L6).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DbSummary {
+    /// Per-level totals, index = level.
+    pub levels: Vec<LevelSummary>,
+    /// The level L0 compacts into (levels between L0 and it are empty).
+    pub base_level: usize,
+    /// Filter bytes of every level except the last (L6): the filters a Get
+    /// consults under the default policy, which the study's first inflection
+    /// point caches.
+    pub filter_bytes_except_last_level: u64,
+}
+
+impl DbSummary {
+    /// Sum over all levels.
+    pub fn total(&self) -> LevelSummary {
+        let mut t = LevelSummary {
+            level: usize::MAX,
+            ..Default::default()
+        };
+        for l in &self.levels {
+            t.tables += l.tables;
+            t.bytes += l.bytes;
+            t.entries += l.entries;
+            t.data_blocks += l.data_blocks;
+            t.data_bytes += l.data_bytes;
+            t.data_padding_bytes += l.data_padding_bytes;
+            t.index_partition_bytes += l.index_partition_bytes;
+            t.top_level_index_bytes += l.top_level_index_bytes;
+            t.filter_bytes += l.filter_bytes;
+            t.raw_key_bytes += l.raw_key_bytes;
+            t.raw_value_bytes += l.raw_value_bytes;
+            t.range_deletions += l.range_deletions;
+        }
+        t
+    }
+}
 
 /// `num / den`, or `None` when `den` is 0.
 pub fn ratio(num: u64, den: u64) -> Option<f64> {

@@ -6,10 +6,10 @@ use std::path::Path;
 use shale_env::FileSystem;
 
 use super::open::{take_lock, Access};
-use super::repair::LOST_DIR;
 use super::survey::survey;
 use super::Db;
 use crate::error::{Error, Result};
+use crate::filenames::LOST_DIR;
 use crate::filenames::{CURRENT, LOCK};
 use crate::options::Options;
 

@@ -47,9 +47,12 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_env::{FileLock, FileSystem};
 
+use crate::stat::{DbSummary, LevelSummary};
+
+pub use crate::filenames::LOST_DIR;
 pub use range::{prefix_successor, Range};
 pub use read::{DbIterator, ReadOptions, Readable, Snapshot};
-pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairOptions, RepairReport, LOST_DIR};
+pub use repair::{DamagedFile, DamagedKind, KeyRange, RepairOptions, RepairReport};
 
 impl Readable for Db {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -219,82 +222,6 @@ pub struct TableInfo {
     pub properties: TableProperties,
 }
 
-/// Totals of one level, summed from its tables' properties, with its
-/// compaction score.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct LevelSummary {
-    /// The level.
-    pub level: usize,
-    /// Number of tables.
-    pub tables: u64,
-    /// Bytes of table files.
-    pub bytes: u64,
-    /// Entries (values and tombstones).
-    pub entries: u64,
-    /// Data blocks.
-    pub data_blocks: u64,
-    /// Bytes of data blocks.
-    pub data_bytes: u64,
-    /// Zero bytes between data blocks that align them to pages (format 2).
-    pub data_padding_bytes: u64,
-    /// Bytes of index partitions.
-    pub index_partition_bytes: u64,
-    /// Bytes of top-level indexes.
-    pub top_level_index_bytes: u64,
-    /// Bytes of Bloom filters.
-    pub filter_bytes: u64,
-    /// Bytes of user keys written.
-    pub raw_key_bytes: u64,
-    /// Bytes of values written.
-    pub raw_value_bytes: u64,
-    /// Range deletions in the level's tables (one per fragment and sequence
-    /// number, as stored).
-    pub range_deletions: u64,
-    /// Compaction score (>= 1: the level needs compacting; 0 for the last level
-    /// and for sums over levels).
-    pub score: f64,
-    /// Target size of the level (`None` above the base level and for L0).
-    pub target_bytes: Option<u64>,
-}
-
-/// Shape of the database: one [`LevelSummary`] per level (L0..L6).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DbSummary {
-    /// Per-level totals, index = level.
-    pub levels: Vec<LevelSummary>,
-    /// The level L0 compacts into (levels between L0 and it are empty).
-    pub base_level: usize,
-    /// Filter bytes of every level except the last (L6): the filters a Get
-    /// consults under the default policy, which the study's first inflection
-    /// point caches.
-    pub filter_bytes_except_last_level: u64,
-}
-
-impl DbSummary {
-    /// Sum over all levels.
-    pub fn total(&self) -> LevelSummary {
-        let mut t = LevelSummary {
-            level: usize::MAX,
-            ..Default::default()
-        };
-        for l in &self.levels {
-            t.tables += l.tables;
-            t.bytes += l.bytes;
-            t.entries += l.entries;
-            t.data_blocks += l.data_blocks;
-            t.data_bytes += l.data_bytes;
-            t.data_padding_bytes += l.data_padding_bytes;
-            t.index_partition_bytes += l.index_partition_bytes;
-            t.top_level_index_bytes += l.top_level_index_bytes;
-            t.filter_bytes += l.filter_bytes;
-            t.raw_key_bytes += l.raw_key_bytes;
-            t.raw_value_bytes += l.raw_value_bytes;
-            t.range_deletions += l.range_deletions;
-        }
-        t
-    }
-}
-
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`.
     ///
@@ -408,7 +335,7 @@ impl Db {
     /// frees up, so a long or endless iterator keeps the device busy at
     /// that depth. All are read in one state (the one current when the call
     /// starts; it stays pinned, with its tables, until the call returns).
-    /// `answer` returning [`ControlFlow::Break`] ends the call; the first
+    /// `answer` returning [`ControlFlow::Break`](std::ops::ControlFlow::Break) ends the call; the first
     /// error ends it too (the keys answered before it stay answered).
     /// Counted as one Get per key looked up: per answered key, or per key
     /// of the groups below.

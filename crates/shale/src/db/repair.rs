@@ -86,8 +86,7 @@ use crate::version::manifest::{self, ManifestHeader};
 use crate::version::{LifetimeStats, NewFile, ObsoleteFiles, Version, VersionEdit};
 use crate::wal::salvage::{salvage_log, DamagedRecord, LogPiece};
 
-/// Where repair moves the files it replaces, inside the database directory.
-pub const LOST_DIR: &str = "lost";
+use crate::filenames::LOST_DIR;
 
 /// How [`Db::repair_with`] treats a directory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

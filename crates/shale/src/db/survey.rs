@@ -25,9 +25,9 @@ use std::path::Path;
 
 use shale_env::FileSystem;
 
-use super::repair::LOST_DIR;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::filenames::LOST_DIR;
 use crate::filenames::{parse, FileType};
 use crate::table::layout::TABLE_MAGIC;
 use crate::version::VersionEdit;
