@@ -15,7 +15,7 @@ use shale_env::{FileSystem, MemFs, WriteLifetime};
 
 use crate::batch::WriteBatch;
 use crate::format::{InternalKey, ValueKind};
-use crate::version::{LifetimeStats, NewFile, VersionEdit};
+use crate::version::{LifetimeStats, TableMeta, VersionEdit};
 use crate::wal::{LogEnd, LogReader, LogWriter};
 
 const WAL: &[u8] = include_bytes!("../tests/fixtures/wal-v1.log");
@@ -38,7 +38,7 @@ fn wal_records() -> Vec<(u64, WriteBatch)> {
 
 /// The manifest's edits: a snapshot, a flush and a compaction.
 fn manifest_edits() -> Vec<VersionEdit> {
-    let file = |number: u64, lo: &[u8], hi: &[u8], seq: u64| NewFile {
+    let file = |number: u64, lo: &[u8], hi: &[u8], seq: u64| TableMeta {
         number,
         size: 4096 * number,
         smallest: InternalKey::new(lo, seq, ValueKind::Value),

@@ -66,7 +66,7 @@ use crate::options::Options;
 use crate::rangedel::{key_successor, Fragments};
 use crate::rate_limit::RateLimiter;
 use crate::table::{TableBuildOptions, TableBuilder, TableProperties};
-use crate::version::{FileMeta, NewFile};
+use crate::version::{FileMeta, TableMeta};
 
 use super::subcompact;
 
@@ -75,7 +75,7 @@ const CLOSE_CHECK_INTERVAL: u64 = 4096;
 
 /// The tables a merge produced.
 pub(crate) struct MergeOutput {
-    pub tables: Vec<NewFile>,
+    pub tables: Vec<TableMeta>,
     /// Bytes of the input tables.
     pub bytes_read: u64,
     /// Bytes of the output tables.
@@ -177,7 +177,7 @@ pub(crate) fn merge(
     let ranges = cuts.len() + 1;
     let cancel = AtomicBool::new(false);
     let nice = db.opts().compaction_nice;
-    let results: Vec<Result<Vec<NewFile>>> = if ranges == 1 && nice == 0 {
+    let results: Vec<Result<Vec<TableMeta>>> = if ranges == 1 && nice == 0 {
         vec![merge_range(
             db,
             inputs,
@@ -291,7 +291,7 @@ fn merge_range(
     output: &Outputs<'_>,
     (lo, hi): (Option<&[u8]>, Option<&[u8]>),
     cancel: &AtomicBool,
-) -> Result<Vec<NewFile>> {
+) -> Result<Vec<TableMeta>> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for (level, f) in inputs {
         let reaches = lo.is_none_or(|lo| f.largest.user_key() >= lo)
@@ -324,7 +324,7 @@ fn merge_range(
         output_level,
     );
     out.range_dels = !dels.is_empty();
-    let mut tables: Vec<NewFile> = Vec::new();
+    let mut tables: Vec<TableMeta> = Vec::new();
     let mut numbers: Vec<u64> = Vec::new();
     // Range deletions from here on belong to the output being written.
     let mut dels_from: Option<Vec<u8>> = lo.map(<[u8]>::to_vec);
@@ -520,7 +520,7 @@ pub(crate) fn write_memtable(
     limiter: Option<Arc<RateLimiter>>,
     mem: &MemTable,
     number: u64,
-) -> Result<Option<NewFile>> {
+) -> Result<Option<TableMeta>> {
     if mem.is_empty() {
         return Ok(None);
     }
@@ -620,7 +620,7 @@ impl<'a> TableOutput<'a> {
 
     /// Finishes the table being written with the range deletions `dels`;
     /// `None` if nothing was written (the file is removed).
-    fn finish(&mut self, dels: Fragments) -> Result<Option<NewFile>> {
+    fn finish(&mut self, dels: Fragments) -> Result<Option<TableMeta>> {
         let Some((number, mut builder)) = self.builder.take() else {
             return Ok(None);
         };
@@ -683,7 +683,7 @@ fn new_file(
     number: u64,
     p: &TableProperties,
     dels_smallest: Option<&InternalKey>,
-) -> Result<NewFile> {
+) -> Result<TableMeta> {
     let key = |k: &[u8], what: &str| {
         InternalKey::from_encoded(k.to_vec()).ok_or_else(|| {
             Error::Internal(format!(
@@ -702,7 +702,7 @@ fn new_file(
             (smallest, key(&p.largest_key, "largest")?)
         }
     };
-    Ok(NewFile {
+    Ok(TableMeta {
         number,
         size: p.file_size,
         smallest,

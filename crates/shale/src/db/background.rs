@@ -41,7 +41,7 @@ use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::{Options, NUM_LEVELS};
 use crate::rangedel::Fragments;
-use crate::version::{FileMeta, NewFile, Version, VersionEdit};
+use crate::version::{FileMeta, TableMeta, Version, VersionEdit};
 
 enum Job {
     Flush {
@@ -363,7 +363,7 @@ pub(crate) fn write_level0(
     db: Option<&DbInner>,
     mem: &Arc<MemTable>,
     number: u64,
-) -> Result<Option<NewFile>> {
+) -> Result<Option<TableMeta>> {
     let limiter = db.and_then(|d| d.rate_limiter.clone());
     job::write_memtable(dir, opts, stats, limiter, mem, number)
 }
@@ -493,7 +493,7 @@ fn run_compaction(
         let mut edit = VersionEdit::default();
         for (level, f) in &c.inputs {
             edit.deleted.push((*level, f.number));
-            edit.added.push((out_level, f.to_new_file()));
+            edit.added.push((out_level, f.meta.clone()));
         }
         let mut st = db.state.lock();
         db.stats.compactions[out_level].incr();

@@ -83,7 +83,7 @@ use crate::rangedel::Fragments;
 use crate::table::salvage::{salvage_table, KeyBound, TableSalvage};
 use crate::table::{check_metadata, BlockCache, ReadContext, TableReader};
 use crate::version::manifest::{self, ManifestHeader};
-use crate::version::{LifetimeStats, NewFile, ObsoleteFiles, Version, VersionEdit};
+use crate::version::{LifetimeStats, ObsoleteFiles, TableMeta, Version, VersionEdit};
 use crate::wal::salvage::{salvage_log, DamagedRecord, LogPiece};
 
 use crate::filenames::LOST_DIR;
@@ -643,7 +643,7 @@ impl Repairer<'_> {
                 self.report.tables_kept += 1;
                 self.edit.added.push((
                     0,
-                    NewFile {
+                    TableMeta {
                         number,
                         size,
                         smallest,

@@ -77,9 +77,11 @@ impl LifetimeStats {
     }
 }
 
-/// A table added by an edit.
+/// What the database records of a table: its number, size, key and
+/// sequence-number ranges and counts. An edit adds tables with it; a
+/// version's [`FileMeta`](super::FileMeta) holds it with the table's file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct NewFile {
+pub(crate) struct TableMeta {
     pub number: u64,
     pub size: u64,
     pub smallest: InternalKey,
@@ -99,7 +101,7 @@ pub(crate) struct VersionEdit {
     pub next_file_number: Option<u64>,
     pub last_sequence: Option<SeqNo>,
     pub deleted: Vec<(usize, u64)>,
-    pub added: Vec<(usize, NewFile)>,
+    pub added: Vec<(usize, TableMeta)>,
     pub lifetime: Option<LifetimeStats>,
 }
 
@@ -204,7 +206,7 @@ impl VersionEdit {
                     };
                     edit.added.push((
                         level,
-                        NewFile {
+                        TableMeta {
                             number,
                             size,
                             smallest,
@@ -260,7 +262,7 @@ mod tests {
             added: vec![
                 (
                     6,
-                    NewFile {
+                    TableMeta {
                         number: 33,
                         size: 1 << 20,
                         smallest: InternalKey::new(b"aa", 5, ValueKind::Value),
@@ -273,7 +275,7 @@ mod tests {
                 ),
                 (
                     1,
-                    NewFile {
+                    TableMeta {
                         number: 34,
                         size: 4096,
                         smallest: InternalKey::new(b"a", 9, ValueKind::RangeDelete),

@@ -241,7 +241,7 @@ fn set_current(dir: &Path, fs: &dyn FileSystem, manifest_number: u64) -> Result<
 mod tests {
     use super::*;
     use crate::format::{InternalKey, ValueKind};
-    use crate::version::NewFile;
+    use crate::version::TableMeta;
     use shale_env::MemFs;
 
     /// A manifest whose edit deletes a table the version does not hold is
@@ -253,7 +253,7 @@ mod tests {
         let dir = Path::new("/db");
         fs.create_dir_all(dir).expect("mkdir");
         let sink = Arc::new(ObsoleteFiles::default());
-        let table = NewFile {
+        let table = TableMeta {
             number: 5,
             size: 100,
             smallest: InternalKey::new(b"a", 1, ValueKind::Value),

@@ -23,10 +23,10 @@ use std::sync::{Arc, OnceLock, Weak};
 use parking_lot::Mutex;
 
 pub(crate) use crate::metrics::LifetimeStats;
-pub(crate) use edit::{NewFile, VersionEdit};
+pub(crate) use edit::{TableMeta, VersionEdit};
 
 use crate::format::NUM_LEVELS;
-use crate::format::{compare_bytes, compare_internal, InternalKey, SeqNo};
+use crate::format::{compare_bytes, compare_internal};
 use crate::table::TableReader;
 
 /// Table file numbers whose last reference dropped after they left the version;
@@ -106,22 +106,22 @@ impl Drop for TableFile {
     }
 }
 
-/// Metadata of one table in a version (its placement in a level).
+/// One table in a version (its placement in a level): what the database
+/// records of it ([`TableMeta`], through `Deref`) and its file.
 pub(crate) struct FileMeta {
-    pub number: u64,
-    pub size: u64,
-    pub smallest: InternalKey,
-    pub largest: InternalKey,
-    pub smallest_seqno: SeqNo,
-    pub largest_seqno: SeqNo,
-    pub num_entries: u64,
-    /// Range deletions in the table (0: it has no range-deletion block).
-    pub range_deletions: u64,
+    pub meta: TableMeta,
     file: Arc<TableFile>,
 }
 
+impl std::ops::Deref for FileMeta {
+    type Target = TableMeta;
+    fn deref(&self) -> &TableMeta {
+        &self.meta
+    }
+}
+
 impl FileMeta {
-    pub(crate) fn new(f: &NewFile, sink: &Arc<ObsoleteFiles>) -> FileMeta {
+    pub(crate) fn new(f: &TableMeta, sink: &Arc<ObsoleteFiles>) -> FileMeta {
         let file = Arc::new(TableFile {
             number: f.number,
             obsolete: AtomicBool::new(false),
@@ -131,16 +131,9 @@ impl FileMeta {
         FileMeta::placed(f, file)
     }
 
-    fn placed(f: &NewFile, file: Arc<TableFile>) -> FileMeta {
+    fn placed(f: &TableMeta, file: Arc<TableFile>) -> FileMeta {
         FileMeta {
-            number: f.number,
-            size: f.size,
-            smallest: f.smallest.clone(),
-            largest: f.largest.clone(),
-            smallest_seqno: f.smallest_seqno,
-            largest_seqno: f.largest_seqno,
-            num_entries: f.num_entries,
-            range_deletions: f.range_deletions,
+            meta: f.clone(),
             file,
         }
     }
@@ -166,20 +159,6 @@ impl FileMeta {
     pub(crate) fn contains(&self, user_key: &[u8]) -> bool {
         compare_bytes(self.smallest.user_key(), user_key).is_le()
             && compare_bytes(user_key, self.largest.user_key()).is_le()
-    }
-
-    /// The edit record describing this file.
-    pub(crate) fn to_new_file(&self) -> NewFile {
-        NewFile {
-            number: self.number,
-            size: self.size,
-            smallest: self.smallest.clone(),
-            largest: self.largest.clone(),
-            smallest_seqno: self.smallest_seqno,
-            largest_seqno: self.largest_seqno,
-            num_entries: self.num_entries,
-            range_deletions: self.range_deletions,
-        }
     }
 }
 
@@ -319,7 +298,7 @@ impl Version {
     pub(crate) fn snapshot_edit(&self) -> VersionEdit {
         let mut edit = VersionEdit::default();
         for (level, f) in self.all_files() {
-            edit.added.push((level, f.to_new_file()));
+            edit.added.push((level, f.meta.clone()));
         }
         edit
     }
@@ -328,10 +307,10 @@ impl Version {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::ValueKind;
+    use crate::format::{InternalKey, ValueKind};
 
-    fn nf(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> NewFile {
-        NewFile {
+    fn nf(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> TableMeta {
+        TableMeta {
             number,
             size: 100,
             smallest: InternalKey::new(lo, seq, ValueKind::Value),

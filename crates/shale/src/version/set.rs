@@ -262,7 +262,7 @@ mod tests {
 
     use super::*;
     use crate::format::{InternalKey, ValueKind};
-    use crate::version::NewFile;
+    use crate::version::TableMeta;
 
     /// An edit adding L1 table `number`, whose keys are `[number]` and
     /// `[number, 1]` (so the tables of one test do not overlap).
@@ -271,7 +271,7 @@ mod tests {
         let key = [number as u8];
         edit.added.push((
             1,
-            NewFile {
+            TableMeta {
                 number,
                 size: 100,
                 smallest: InternalKey::new(&key, 1, ValueKind::Value),
