@@ -1372,7 +1372,11 @@ pub fn fuzz_table_roundtrip(case: &TableCase) -> Outcome {
 
     let layout = inspect_table(file.clone(), path.into()).expect("a built table inspects");
     assert_eq!(layout.properties, props);
-    let data_blocks = layout.blocks.iter().filter(|b| b.kind == "data").count();
+    let data_blocks = layout
+        .blocks
+        .iter()
+        .filter(|b| b.kind == crate::table::LayoutKind::Data)
+        .count();
     assert_eq!(data_blocks as u64, props.data_blocks);
 
     let reader = Arc::new(

@@ -60,7 +60,7 @@ pub use options::{
 pub use pinned::PinnedValue;
 pub use shale_env as env;
 pub use stat::{DbSummary, LevelSummary};
-pub use table::{inspect_table, BlockInfo, TableLayout, TableProperties};
+pub use table::{inspect_table, BlockInfo, LayoutKind, TableLayout, TableProperties};
 
 /// The README's Rust example, compiled and run as a doc test.
 #[cfg(doctest)]

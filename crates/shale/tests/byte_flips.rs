@@ -162,7 +162,7 @@ fn range_del_block(fs: &MemFs, name: &str) -> Option<(usize, usize)> {
     let props = layout
         .blocks
         .iter()
-        .find(|b| b.kind == "properties")
+        .find(|b| b.kind == shale::LayoutKind::Properties)
         .expect("properties");
     Some((props.offset as usize - size, props.offset as usize))
 }

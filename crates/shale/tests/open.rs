@@ -572,7 +572,7 @@ fn repair_salvages_the_readable_part_of_a_damaged_table() {
     let last_data = layout
         .blocks
         .iter()
-        .rfind(|b| b.kind == "data")
+        .rfind(|b| b.kind == shale::LayoutKind::Data)
         .expect("data blocks")
         .offset;
     flip_byte(&fs, &name, last_data + 3);

@@ -194,7 +194,7 @@ fn a_damaged_range_deletion_block_resurrects_no_key() {
     let props = layout
         .blocks
         .iter()
-        .find(|b| b.kind == "properties")
+        .find(|b| b.kind == shale::LayoutKind::Properties)
         .expect("properties");
     // A byte of the block's contents.
     xor_byte(

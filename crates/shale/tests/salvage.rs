@@ -105,7 +105,7 @@ fn a_flipped_data_block_loses_only_its_entries_in_every_format() {
         let data: Vec<_> = layout(&fs, &name)
             .blocks
             .into_iter()
-            .filter(|b| b.kind == "data")
+            .filter(|b| b.kind == shale::LayoutKind::Data)
             .collect();
         assert!(data.len() > 20, "v{version}: {} data blocks", data.len());
         let victim = &data[data.len() / 2];
@@ -173,7 +173,11 @@ fn flips_in_footer_properties_index_and_filter_lose_no_entry() {
         // index, an index partition (a locator in version 3), the filter (a
         // filter partition and the filter index in version 3).
         let mut seen = Vec::new();
-        for b in l.blocks.iter().filter(|b| b.kind != "data") {
+        for b in l
+            .blocks
+            .iter()
+            .filter(|b| b.kind != shale::LayoutKind::Data)
+        {
             if !seen.contains(&b.kind) {
                 seen.push(b.kind);
                 spots.push((b.kind.to_string(), b.offset + b.size / 2));
@@ -391,7 +395,7 @@ fn a_lost_block_quarantines_older_values_it_may_have_replaced() {
         let data: Vec<_> = layout(&fs, &name)
             .blocks
             .into_iter()
-            .filter(|b| b.kind == "data")
+            .filter(|b| b.kind == shale::LayoutKind::Data)
             .collect();
         let victim = &data[data.len() / 2];
         xor_byte(&fs, &name, victim.offset + 10, 0x01);

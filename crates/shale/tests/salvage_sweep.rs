@@ -248,7 +248,7 @@ fn table_flip(fs: &MemFs, name: &str, l: &TableLayout, offset: u64) -> Flip {
     // Paged blocks (data, locators, filter partitions) are listed with their
     // stored length; the others with their contents, a 5-byte trailer after.
     let block = l.blocks.iter().find(|b| {
-        let trailer = match b.kind {
+        let trailer = match b.kind.name() {
             "data" | "index" | "filter" => 0,
             _ => 5,
         };
@@ -256,7 +256,7 @@ fn table_flip(fs: &MemFs, name: &str, l: &TableLayout, offset: u64) -> Flip {
     });
     let (region, unit_keys) = match block {
         _ if offset >= footer => ("footer".to_string(), BTreeSet::new()),
-        Some(b) if b.kind == "data" => (
+        Some(b) if b.kind == shale::LayoutKind::Data => (
             "data".to_string(),
             block_user_keys(&file, b.offset as usize, b.size as usize)
                 .into_iter()
@@ -330,16 +330,24 @@ fn sample(b: &Built) -> Vec<Flip> {
         let mut offsets = vec![l.file_size - 30];
         let mut seen = Vec::new();
         for blk in &l.blocks {
-            let want = match blk.kind {
+            let want = match blk.kind.name() {
                 "data" => false,
-                _ => all_kinds || blk.kind == "index" || blk.kind == "properties",
+                _ => {
+                    all_kinds
+                        || blk.kind == shale::LayoutKind::Index
+                        || blk.kind == shale::LayoutKind::Properties
+                }
             };
             if want && !seen.contains(&blk.kind) {
                 seen.push(blk.kind);
                 offsets.push(blk.offset + blk.size / 3);
             }
         }
-        let data: Vec<_> = l.blocks.iter().filter(|b| b.kind == "data").collect();
+        let data: Vec<_> = l
+            .blocks
+            .iter()
+            .filter(|b| b.kind == shale::LayoutKind::Data)
+            .collect();
         offsets.push(data[data.len() / 3].offset + 700);
         offsets.push(data[2 * data.len() / 3].offset + 2100);
         for o in offsets {
@@ -414,7 +422,11 @@ fn random_flips(b: &Built, n: usize) -> Vec<Flip> {
     }
     for (name, l) in &layouts {
         out.push(table_flip(fs, name, l, l.file_size - 1 - rng.below(64)));
-        for blk in l.blocks.iter().filter(|b| b.kind != "data") {
+        for blk in l
+            .blocks
+            .iter()
+            .filter(|b| b.kind != shale::LayoutKind::Data)
+        {
             let o = blk.offset + rng.below(blk.size.max(1));
             out.push(table_flip(fs, name, l, o));
         }

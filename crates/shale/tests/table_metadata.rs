@@ -92,7 +92,7 @@ fn metadata_blocks(fs: &Arc<MemFs>, db: &Db) -> [u64; 4] {
         let layout = shale::inspect_table(file, t.path.clone()).expect("inspect");
         n[0] += 1;
         for b in &layout.blocks {
-            match b.kind {
+            match b.kind.name() {
                 "filter_index" => n[1] += 1,
                 "index" => n[2] += 1,
                 "filter" => n[3] += 1,
@@ -285,7 +285,7 @@ fn damage_in_a_held_block_is_corruption_naming_its_file_and_offset() {
         let b = layout
             .blocks
             .iter()
-            .find(|b| b.kind == "index")
+            .find(|b| b.kind == shale::LayoutKind::Index)
             .expect("a locator");
         let name = t.path.file_name().expect("name").to_owned();
         db.close().expect("close");

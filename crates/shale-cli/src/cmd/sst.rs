@@ -43,13 +43,13 @@ pub struct KindTotal {
 pub fn block_totals(blocks: &[BlockInfo]) -> Vec<KindTotal> {
     let mut totals: Vec<KindTotal> = Vec::new();
     for b in blocks {
-        match totals.iter_mut().find(|t| t.kind == b.kind) {
+        match totals.iter_mut().find(|t| t.kind == b.kind.name()) {
             Some(t) => {
                 t.count += 1;
                 t.bytes += b.size;
             }
             None => totals.push(KindTotal {
-                kind: b.kind,
+                kind: b.kind.name(),
                 count: 1,
                 bytes: b.size,
             }),
@@ -98,14 +98,6 @@ fn kind_name(kind: u8) -> String {
     }
 }
 
-fn compression_name(c: u8) -> String {
-    match c {
-        0 => "none".into(),
-        1 => "lz4".into(),
-        other => format!("unknown ({other})"),
-    }
-}
-
 fn properties_json(p: &TableProperties) -> Value {
     json!({
         "format_version": p.format_version,
@@ -130,7 +122,7 @@ fn properties_json(p: &TableProperties) -> Value {
         "smallest_seqno": p.smallest_seqno,
         "largest_seqno": p.largest_seqno,
         "file_size": p.file_size,
-        "compression": compression_name(p.compression),
+        "compression": p.compression.name(),
     })
 }
 
@@ -209,7 +201,7 @@ pub fn sst_text(layout: &TableLayout) -> String {
         ("smallest seqno", p.smallest_seqno.to_string()),
         ("largest seqno", p.largest_seqno.to_string()),
         ("file size", p.file_size.to_string()),
-        ("compression", compression_name(p.compression)),
+        ("compression", p.compression.name().to_string()),
     ];
     for (name, value) in rows {
         let _ = writeln!(s, "{name:<22} {value}");
@@ -220,8 +212,9 @@ pub fn sst_text(layout: &TableLayout) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shale::LayoutKind;
 
-    fn block(kind: &'static str, offset: u64, size: u64) -> BlockInfo {
+    fn block(kind: LayoutKind, offset: u64, size: u64) -> BlockInfo {
         BlockInfo { kind, offset, size }
     }
 
@@ -245,12 +238,12 @@ mod tests {
                 ..TableProperties::default()
             },
             blocks: vec![
-                block("data", 0, 100),
-                block("data", 105, 120),
-                block("filter", 230, 20),
-                block("index", 255, 30),
-                block("top_index", 290, 10),
-                block("properties", 305, 26),
+                block(LayoutKind::Data, 0, 100),
+                block(LayoutKind::Data, 105, 120),
+                block(LayoutKind::Filter, 230, 20),
+                block(LayoutKind::Index, 255, 30),
+                block(LayoutKind::TopIndex, 290, 10),
+                block(LayoutKind::Properties, 305, 26),
             ],
             footer_offset: 336,
             file_size: 400,

@@ -140,7 +140,7 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         let b = layout
             .blocks
             .iter()
-            .find(|b| b.kind == kind)
+            .find(|b| b.kind.name() == kind)
             .expect("fixture block kind");
         BlockHandle {
             offset: b.offset,
@@ -288,7 +288,7 @@ fn range_del_block(table: &[u8]) -> Vec<u8> {
     let props = layout
         .blocks
         .iter()
-        .find(|b| b.kind == "properties")
+        .find(|b| b.kind == crate::table::LayoutKind::Properties)
         .expect("properties");
     let start = props.offset - layout.properties.range_del_bytes;
     unwrap_block(table[start as usize..props.offset as usize].to_vec(), true)
@@ -483,7 +483,7 @@ fn the_checksum_fixer_restores_the_range_deletion_block_of_the_v4_fixture() {
     let props = layout
         .blocks
         .iter()
-        .find(|b| b.kind == "properties")
+        .find(|b| b.kind == crate::table::LayoutKind::Properties)
         .expect("properties");
     let mut t = TABLE_V4.to_vec();
     // The last byte of the range-deletion block's trailer: its checksum's.

@@ -167,7 +167,7 @@ impl TableBuilder {
         let props = TableProperties {
             format_version: version,
             filter_bits_per_key: opts.filter_bits_per_key.unwrap_or(0),
-            compression: opts.compression as u8,
+            compression: opts.compression,
             smallest_seqno: u64::MAX,
             ..TableProperties::default()
         };

@@ -255,7 +255,7 @@ pub(crate) fn encode_properties(p: &TableProperties) -> Vec<u8> {
     put_prop_u64(&mut out, tag::SMALLEST_SEQNO, p.smallest_seqno);
     put_prop_u64(&mut out, tag::LARGEST_SEQNO, p.largest_seqno);
     put_prop_bytes(&mut out, tag::FILE_SIZE, &p.file_size.to_le_bytes());
-    put_prop_u64(&mut out, tag::COMPRESSION, u64::from(p.compression));
+    put_prop_u64(&mut out, tag::COMPRESSION, u64::from(p.compression as u8));
     // Tags of later versions are written from their version on (and before
     // it only when set, so that every decoded block re-encodes to itself).
     if p.format_version >= 2 || p.data_padding_bytes != 0 {
@@ -319,7 +319,10 @@ pub(crate) fn decode_properties(mut src: &[u8]) -> Result<TableProperties, Corru
                 p.file_size = u64::from_le_bytes(bytes);
             }
             tag::COMPRESSION => {
-                p.compression = u8::try_from(int()?).map_err(|_| Corrupt("bad compression"))?
+                p.compression = u8::try_from(int()?)
+                    .ok()
+                    .and_then(Compression::from_code)
+                    .ok_or(Corrupt("unknown compression type in the properties"))?
             }
             tag::DATA_PADDING_BYTES => p.data_padding_bytes = int()?,
             tag::FILTER_PARTITIONS => p.filter_partitions = int()?,
@@ -355,7 +358,7 @@ mod tests {
             smallest_seqno: 1,
             largest_seqno: u64::MAX >> 8,
             file_size: 123_456,
-            compression: 1,
+            compression: Compression::Lz4,
             data_padding_bytes: 0,
             filter_partitions: 0,
             top_level_filter_index_bytes: 0,
@@ -389,6 +392,23 @@ mod tests {
         let enc2 = encode_properties(&v2);
         assert!(enc2.len() > len);
         assert_eq!(decode_properties(&enc2).unwrap(), v2);
+    }
+
+    /// The compression is typed: a code this build does not know is damage,
+    /// not a number passed on.
+    #[test]
+    fn an_unknown_compression_code_is_refused() {
+        let mut enc = encode_properties(&sample());
+        // A later property overrides the earlier one of the same tag.
+        put_prop_u64(&mut enc, tag::COMPRESSION, 7);
+        let err = decode_properties(&enc).expect_err("code 7");
+        assert!(err.0.contains("unknown compression"), "{}", err.0);
+        let mut enc = encode_properties(&sample());
+        put_prop_u64(&mut enc, tag::COMPRESSION, 0);
+        assert_eq!(
+            decode_properties(&enc).unwrap().compression,
+            Compression::None
+        );
     }
 
     #[test]

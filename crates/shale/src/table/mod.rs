@@ -47,14 +47,77 @@ pub(crate) use cached::CachedBlock;
 pub use reader::inspect_table;
 pub(crate) use reader::{check_metadata, TableReader};
 
-/// Block compression. Persisted in every block trailer: DO NOT CHANGE the values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Block compression. Persisted in every block trailer and in the
+/// properties: DO NOT CHANGE the values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Compression {
     /// Stored as is.
+    #[default]
     None = 0,
     /// LZ4 block format.
     Lz4 = 1,
+}
+
+impl Compression {
+    /// The compression stored as `code`, `None` for a code this build does
+    /// not know.
+    pub fn from_code(code: u8) -> Option<Compression> {
+        match code {
+            0 => Some(Compression::None),
+            1 => Some(Compression::Lz4),
+            _ => None,
+        }
+    }
+
+    /// Its name: `none` or `lz4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+        }
+    }
+}
+
+/// What a block of a table's layout ([`BlockInfo`]) holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LayoutKind {
+    /// A data block.
+    Data,
+    /// A whole-table filter (versions 1 and 2) or a filter partition (3 and 4).
+    Filter,
+    /// The top-level filter index (versions 3 and 4).
+    FilterIndex,
+    /// An index partition (a locator in versions 3 and 4).
+    Index,
+    /// The top-level index.
+    TopIndex,
+    /// The range-deletion block (version 4).
+    RangeDel,
+    /// The properties block.
+    Properties,
+}
+
+impl LayoutKind {
+    /// Its name in `shale sst`'s output: `data`, `filter`, `filter_index`,
+    /// `index`, `top_index`, `range_del` or `properties`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutKind::Data => "data",
+            LayoutKind::Filter => "filter",
+            LayoutKind::FilterIndex => "filter_index",
+            LayoutKind::Index => "index",
+            LayoutKind::TopIndex => "top_index",
+            LayoutKind::RangeDel => "range_del",
+            LayoutKind::Properties => "properties",
+        }
+    }
+}
+
+impl std::fmt::Display for LayoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// The filter a version-3 table's filter partitions use (versions 1 and 2
@@ -158,7 +221,7 @@ pub struct TableProperties {
     /// Size of the whole file.
     pub file_size: u64,
     /// The [`Compression`] requested for data blocks (some may be stored raw).
-    pub compression: u8,
+    pub compression: Compression,
     /// Filter partitions (version 3; 0 without a filter or before version 3).
     pub filter_partitions: u64,
     /// Bytes of the top-level filter index, with its trailer (version 3; also
@@ -208,8 +271,8 @@ pub(crate) enum TableGet {
 /// One block of a table, as `shale sst` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockInfo {
-    /// "data", "filter", "index", "top_index", "range_del", "properties".
-    pub kind: &'static str,
+    /// What the block holds.
+    pub kind: LayoutKind,
     /// Offset of the block in the file.
     pub offset: u64,
     /// Size of the block contents (without trailer).

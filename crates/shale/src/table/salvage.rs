@@ -1047,7 +1047,7 @@ mod tests {
             let data: Vec<_> = layout(&bytes)
                 .blocks
                 .into_iter()
-                .filter(|b| b.kind == "data")
+                .filter(|b| b.kind == crate::table::LayoutKind::Data)
                 .collect();
             for victim in [0, data.len() / 2, data.len() - 1] {
                 let mut bad = bytes.clone();
@@ -1092,7 +1092,7 @@ mod tests {
             let mut spots: Vec<(String, usize)> = l
                 .blocks
                 .iter()
-                .filter(|b| b.kind != "data")
+                .filter(|b| b.kind != crate::table::LayoutKind::Data)
                 .map(|b| (b.kind.to_string(), b.offset as usize + 2))
                 .collect();
             spots.push(("footer".into(), bytes.len() - 30));
@@ -1120,7 +1120,7 @@ mod tests {
             let props = l
                 .blocks
                 .iter()
-                .find(|b| b.kind == "properties")
+                .find(|b| b.kind == crate::table::LayoutKind::Properties)
                 .expect("props");
             bad[props.offset as usize + 1] ^= 1;
             let s = salvage_table(&bad);
@@ -1161,7 +1161,7 @@ mod tests {
             let big: Vec<_> = layout(&bytes)
                 .blocks
                 .into_iter()
-                .filter(|b| b.kind == "data" && b.size > 8192)
+                .filter(|b| b.kind == crate::table::LayoutKind::Data && b.size > 8192)
                 .collect();
             assert!(big.len() > 10, "v{version}");
             // Damage the second page of one: only its entry is lost.

@@ -520,7 +520,7 @@ fn bytes_of(layout: &TableLayout, kind: &str, offset: u64) -> u64 {
     let b = layout
         .blocks
         .iter()
-        .find(|b| b.kind == kind && b.offset == offset)
+        .find(|b| b.kind.name() == kind && b.offset == offset)
         .unwrap();
     b.size + 5
 }
@@ -565,12 +565,16 @@ fn v2_a_cold_get_costs_one_miss_and_one_read_per_block_kind_then_hits() {
     assert_eq!(d.physical_reads(), 4);
     assert_eq!(file.reads(), 6);
     assert_eq!(d.filter_positives, 1);
-    let filter = layout.blocks.iter().find(|b| b.kind == "filter").unwrap();
+    let filter = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == crate::table::LayoutKind::Filter)
+        .unwrap();
     assert_eq!(d.block(BlockKind::Filter).bytes_read, filter.size + 5);
     let top = layout
         .blocks
         .iter()
-        .find(|b| b.kind == "top_index")
+        .find(|b| b.kind == crate::table::LayoutKind::TopIndex)
         .unwrap();
     assert_eq!(d.block(BlockKind::TopIndex).bytes_read, top.size + 5);
     let data_bytes = d.block(BlockKind::Data).bytes_read;
@@ -752,11 +756,12 @@ fn v3_a_damaged_byte_in_each_block_kind_is_corruption_at_that_block() {
     for b in &layout.blocks {
         // The middle, and for paged blocks the tail, of the first two blocks
         // of each kind.
-        if seen.iter().filter(|k| *k == &b.kind).count() < 2 {
-            seen.insert(b.kind);
-            targets.push((b.kind, b.offset, b.offset + b.size / 2));
-            if matches!(b.kind, "data" | "filter" | "index") {
-                targets.push((b.kind, b.offset, b.offset + b.size - 7));
+        let kind = b.kind.name();
+        if seen.iter().filter(|k| *k == &kind).count() < 2 {
+            seen.insert(kind);
+            targets.push((kind, b.offset, b.offset + b.size / 2));
+            if matches!(kind, "data" | "filter" | "index") {
+                targets.push((kind, b.offset, b.offset + b.size - 7));
             }
         }
     }
@@ -876,7 +881,11 @@ fn v2_pinned_metadata_is_read_at_open_and_reserved_in_the_cache() {
             "{kind:?}"
         );
     }
-    let filter = layout.blocks.iter().find(|b| b.kind == "filter").unwrap();
+    let filter = layout
+        .blocks
+        .iter()
+        .find(|b| b.kind == crate::table::LayoutKind::Filter)
+        .unwrap();
     assert_eq!(m.block(BlockKind::Filter).bytes_read, filter.size + 5);
     assert!(t.pinned_bytes() > filter.size);
     assert_eq!(c.cache.pinned(), t.pinned_bytes());
@@ -958,7 +967,7 @@ fn v2_a_damaged_byte_in_each_block_kind_is_corruption_at_that_block() {
     let mut targets: Vec<(&str, u64, u64)> = layout
         .blocks
         .iter()
-        .map(|b| (b.kind, b.offset, b.offset + b.size / 2))
+        .map(|b| (b.kind.name(), b.offset, b.offset + b.size / 2))
         .collect();
     // Also the trailer of a data block, and the footer (a handle and the magic).
     let first = &layout.blocks[0];
@@ -1104,7 +1113,11 @@ fn an_empty_table_reads_as_empty() {
     it.status().unwrap();
     let layout = block_sizes(&data);
     assert_eq!(
-        layout.blocks.iter().map(|b| b.kind).collect::<Vec<_>>(),
+        layout
+            .blocks
+            .iter()
+            .map(|b| b.kind.name())
+            .collect::<Vec<_>>(),
         ["filter_index", "top_index", "properties"]
     );
     let (data, _) = build(&[], v2_opts());
@@ -1114,7 +1127,7 @@ fn an_empty_table_reads_as_empty() {
         block_sizes(&data)
             .blocks
             .iter()
-            .map(|b| b.kind)
+            .map(|b| b.kind.name())
             .collect::<Vec<_>>(),
         ["filter", "top_index", "properties"]
     );
@@ -1169,12 +1182,12 @@ fn inspect_lists_every_paged_block() {
     };
     let (data, props) = build(&entries, opts);
     let layout = block_sizes(&data);
-    let count = |k: &str| layout.blocks.iter().filter(|b| b.kind == k).count() as u64;
+    let count = |k: &str| layout.blocks.iter().filter(|b| b.kind.name() == k).count() as u64;
     let bytes = |k: &str| {
         layout
             .blocks
             .iter()
-            .filter(|b| b.kind == k)
+            .filter(|b| b.kind.name() == k)
             .map(|b| b.size)
             .sum::<u64>()
     };
@@ -1201,7 +1214,7 @@ fn inspect_lists_every_paged_block() {
     );
     let mut expect = 0u64;
     for b in &layout.blocks {
-        match b.kind {
+        match b.kind.name() {
             "data" => {
                 assert_eq!(b.offset, expect, "{b:?}");
                 assert!(b.size > 0 && b.size % 4096 == 0, "{b:?}");
@@ -1242,7 +1255,7 @@ fn inspect_lists_every_block(version: u32) {
     };
     let (data, props) = build(&entries, opts);
     let layout = block_sizes(&data);
-    let count = |k: &str| layout.blocks.iter().filter(|b| b.kind == k).count() as u64;
+    let count = |k: &str| layout.blocks.iter().filter(|b| b.kind.name() == k).count() as u64;
     assert_eq!(count("data"), props.data_blocks);
     assert_eq!(count("index"), props.index_partitions);
     assert!(props.index_partitions > 1);
@@ -1253,7 +1266,7 @@ fn inspect_lists_every_block(version: u32) {
     let mut expect = 0u64;
     let mut padding = 0;
     for b in &layout.blocks {
-        if version >= 2 && b.kind == "data" {
+        if version >= 2 && b.kind == crate::table::LayoutKind::Data {
             let aligned = expect.next_multiple_of(4096);
             padding += aligned - expect;
             expect = aligned;
@@ -1484,13 +1497,13 @@ fn golden_fixture_v4_still_reads() {
     let props_at = layout
         .blocks
         .iter()
-        .find(|b| b.kind == "properties")
+        .find(|b| b.kind == crate::table::LayoutKind::Properties)
         .unwrap()
         .offset;
     let top_end = layout
         .blocks
         .iter()
-        .find(|b| b.kind == "top_index")
+        .find(|b| b.kind == crate::table::LayoutKind::TopIndex)
         .map(|b| b.offset + b.size + 5)
         .unwrap();
     let start = props_at - p.range_del_bytes;
@@ -1576,7 +1589,7 @@ fn check_golden_fixture(version: u32) {
             .filter(|(k, _)| kind_of(k) == ValueKind::Delete)
             .count() as u64
     );
-    assert_eq!(p.compression, Compression::Lz4 as u8);
+    assert_eq!(p.compression, Compression::Lz4);
     assert!(p.index_partitions > 1 && p.data_blocks > 4 && p.filter_bits_per_key == 10);
     for (k, _) in &entries {
         let uk = user(k);
@@ -1637,10 +1650,17 @@ fn check_golden_fixture(version: u32) {
     let lz4 = layout
         .blocks
         .iter()
-        .filter(|b| b.kind == "data" && data[ctype_at(b) as usize] == Compression::Lz4 as u8)
+        .filter(|b| {
+            b.kind == crate::table::LayoutKind::Data
+                && data[ctype_at(b) as usize] == Compression::Lz4 as u8
+        })
         .count();
     assert!(lz4 > 0);
-    let data_blocks: Vec<_> = layout.blocks.iter().filter(|b| b.kind == "data").collect();
+    let data_blocks: Vec<_> = layout
+        .blocks
+        .iter()
+        .filter(|b| b.kind == crate::table::LayoutKind::Data)
+        .collect();
     if version >= 2 {
         assert!(p.data_padding_bytes > 0);
         for b in &data_blocks {
@@ -1696,7 +1716,7 @@ fn v3_keys_and_values_larger_than_a_page() {
         layout
             .blocks
             .iter()
-            .any(|b| b.kind == "data" && b.size > 4096),
+            .any(|b| b.kind == crate::table::LayoutKind::Data && b.size > 4096),
         "a data block of several pages"
     );
     // Every locator still fits a page: a boundary too long for one falls
@@ -1704,11 +1724,11 @@ fn v3_keys_and_values_larger_than_a_page() {
     assert!(layout
         .blocks
         .iter()
-        .all(|b| b.kind != "index" || b.size <= 4096));
+        .all(|b| b.kind != crate::table::LayoutKind::Index || b.size <= 4096));
     assert!(layout
         .blocks
         .iter()
-        .any(|b| b.kind == "top_index" && b.size > 4096));
+        .any(|b| b.kind == crate::table::LayoutKind::TopIndex && b.size > 4096));
     assert_eq!(props.num_entries, entries.len() as u64);
     let t = open(data, &ctx());
     for (k, v) in &entries {

@@ -14,7 +14,7 @@ use crate::metrics::BlockKind;
 use crate::table::block::{Block, Corrupt, Cursor, EntryFormat, PAGE_SIZE};
 use crate::table::filter::Filter;
 use crate::table::layout::BlockHandle;
-use crate::table::{BlockInfo, CachedBlock, TableLayout};
+use crate::table::{BlockInfo, CachedBlock, LayoutKind, TableLayout};
 
 /// Reads a table's footer, properties and the list of all its blocks (reading the
 /// top-level index and every index partition, not the data), verifying checksums.
@@ -49,7 +49,7 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
             )));
         }
         partitions.push(BlockInfo {
-            kind: "index",
+            kind: LayoutKind::Index,
             offset,
             size,
         });
@@ -67,7 +67,7 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
                 return Err(corrupt(offset)(Corrupt("data block handle out of place")));
             }
             data.push(BlockInfo {
-                kind: "data",
+                kind: LayoutKind::Data,
                 offset: doff,
                 size: dsize,
             });
@@ -78,7 +78,7 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
     let mut blocks = data;
     if let Some(f) = meta.footer.filter {
         blocks.push(BlockInfo {
-            kind: "filter",
+            kind: LayoutKind::Filter,
             offset: f.offset,
             size: f.size,
         });
@@ -109,20 +109,20 @@ pub(crate) fn check_metadata(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> 
 fn layout_with_tail(mut blocks: Vec<BlockInfo>, meta: Meta) -> TableLayout {
     let top_h = meta.footer.top_index;
     blocks.push(BlockInfo {
-        kind: "top_index",
+        kind: LayoutKind::TopIndex,
         offset: top_h.offset,
         size: top_h.size,
     });
     if let Some(h) = meta.range_del_handle() {
         blocks.push(BlockInfo {
-            kind: "range_del",
+            kind: LayoutKind::RangeDel,
             offset: h.offset,
             size: h.size,
         });
     }
     let ph = meta.footer.properties;
     blocks.push(BlockInfo {
-        kind: "properties",
+        kind: LayoutKind::Properties,
         offset: ph.offset,
         size: ph.size,
     });
@@ -164,7 +164,7 @@ fn inspect_paged(file: &dyn RandomAccessFile, path: &Path, meta: Meta) -> Result
             return Err(out_of_place(top_h.offset, "locator"));
         }
         partitions.push(BlockInfo {
-            kind: "index",
+            kind: LayoutKind::Index,
             offset: r.offset,
             size: r.len,
         });
@@ -181,7 +181,7 @@ fn inspect_paged(file: &dyn RandomAccessFile, path: &Path, meta: Meta) -> Result
             }
             next_page = page + pages;
             blocks.push(BlockInfo {
-                kind: "data",
+                kind: LayoutKind::Data,
                 offset: page * PAGE_SIZE,
                 size: pages * PAGE_SIZE,
             });
@@ -202,13 +202,13 @@ fn inspect_paged(file: &dyn RandomAccessFile, path: &Path, meta: Meta) -> Result
             }
             read(BlockKind::Filter, r)?;
             filters.push(BlockInfo {
-                kind: "filter",
+                kind: LayoutKind::Filter,
                 offset: r.offset,
                 size: r.len,
             });
         }
         partitions.push(BlockInfo {
-            kind: "filter_index",
+            kind: LayoutKind::FilterIndex,
             offset: fh.offset,
             size: fh.size,
         });
