@@ -1,9 +1,8 @@
 //! The compaction picker: level metadata in, a decision out. No I/O, no locks.
 //!
-//! The metadata comes in two parts: the shape of a version ([`Levels`], which
-//! the database builds once per installed version and keeps with it) and the
-//! numbers of the tables running compactions use (which change without a new
-//! version).
+//! The metadata comes in two parts: a version's levels ([`Levels`], read as
+//! they are through [`PickTable`], nothing copied) and the numbers of the
+//! tables running compactions use (which change without a new version).
 //!
 //! # Level sizing
 //!
@@ -93,25 +92,37 @@ use crate::format::NUM_LEVELS;
 /// The last level.
 pub(crate) const LAST_LEVEL: usize = NUM_LEVELS - 1;
 
-/// What the picker knows of one table.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TableSummary {
-    pub number: u64,
-    pub size: u64,
+/// What the picker reads of a table: a version's tables
+/// ([`FileMeta`](crate::version::FileMeta)), or the plain tables of its tests.
+pub(crate) trait PickTable {
+    fn number(&self) -> u64;
+    fn size(&self) -> u64;
     /// Smallest and largest user keys.
-    pub smallest: Vec<u8>,
-    pub largest: Vec<u8>,
+    fn smallest(&self) -> &[u8];
+    fn largest(&self) -> &[u8];
+    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest() <= hi && lo <= self.largest()
+    }
 }
 
-impl TableSummary {
-    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
-        self.smallest.as_slice() <= hi && lo <= self.largest.as_slice()
+impl PickTable for std::sync::Arc<crate::version::FileMeta> {
+    fn number(&self) -> u64 {
+        self.meta.number
+    }
+    fn size(&self) -> u64 {
+        self.meta.size
+    }
+    fn smallest(&self) -> &[u8] {
+        self.meta.smallest.user_key()
+    }
+    fn largest(&self) -> &[u8] {
+        self.meta.largest.user_key()
     }
 }
 
 /// The shape of the tree: tables per level (L0 newest first, deeper levels in
 /// key order).
-pub(crate) type Levels = [Vec<TableSummary>; NUM_LEVELS];
+pub(crate) type Levels<T> = [Vec<T>; NUM_LEVELS];
 
 /// Numbers of the tables that are inputs of running compactions: the picker
 /// neither scores nor picks them.
@@ -158,10 +169,10 @@ pub(crate) struct LevelTargets {
 }
 
 /// Bytes per level.
-pub(crate) fn level_bytes(levels: &Levels) -> [u64; NUM_LEVELS] {
+pub(crate) fn level_bytes<T: PickTable>(levels: &Levels<T>) -> [u64; NUM_LEVELS] {
     let mut out = [0u64; NUM_LEVELS];
     for (l, files) in levels.iter().enumerate() {
-        out[l] = files.iter().map(|f| f.size).sum();
+        out[l] = files.iter().map(|f| f.size()).sum();
     }
     out
 }
@@ -279,19 +290,19 @@ pub fn level_plan(
 }
 
 /// Compaction score of every level (see the module doc).
-pub(crate) fn level_scores(
-    levels: &Levels,
+pub(crate) fn level_scores<T: PickTable>(
+    levels: &Levels<T>,
     compacting: &Compacting,
     targets: &LevelTargets,
     opts: &PickerOptions,
 ) -> [f64; NUM_LEVELS] {
     let mut scores = [0f64; NUM_LEVELS];
-    let idle = |files: &Vec<TableSummary>| -> (usize, u64) {
+    let idle = |files: &Vec<T>| -> (usize, u64) {
         let mut n = 0;
         let mut bytes = 0;
-        for f in files.iter().filter(|f| !compacting.contains(&f.number)) {
+        for f in files.iter().filter(|f| !compacting.contains(&f.number())) {
             n += 1;
-            bytes += f.size;
+            bytes += f.size();
         }
         (n, bytes)
     };
@@ -313,8 +324,8 @@ pub(crate) fn level_scores(
 }
 
 /// Priority of every level (see the module doc), from its `scores`.
-pub(crate) fn level_priorities(
-    levels: &Levels,
+pub(crate) fn level_priorities<T: PickTable>(
+    levels: &Levels<T>,
     targets: &LevelTargets,
     scores: &[f64; NUM_LEVELS],
 ) -> [f64; NUM_LEVELS] {
@@ -360,11 +371,15 @@ pub(crate) struct Pick {
 
 /// Chooses the next compaction, if any level needs one and can have one
 /// without taking a table in `compacting`.
-pub(crate) fn pick(levels: &Levels, compacting: &Compacting, opts: &PickerOptions) -> Option<Pick> {
+pub(crate) fn pick<T: PickTable>(
+    levels: &Levels<T>,
+    compacting: &Compacting,
+    opts: &PickerOptions,
+) -> Option<Pick> {
     let targets = level_targets(&level_bytes(levels), opts);
     let scores = level_scores(levels, compacting, &targets, opts);
     let mut priorities = level_priorities(levels, &targets, &scores);
-    if opts.drain_l0 && levels[0].iter().any(|f| !compacting.contains(&f.number)) {
+    if opts.drain_l0 && levels[0].iter().any(|f| !compacting.contains(&f.number())) {
         priorities[0] = priorities[0].max(1.0);
     }
     let mut order: Vec<usize> = (0..LAST_LEVEL).filter(|&l| priorities[l] >= 1.0).collect();
@@ -394,28 +409,28 @@ pub(crate) fn pick(levels: &Levels, compacting: &Compacting, opts: &PickerOption
     None
 }
 
-fn overlapping(files: &[TableSummary], lo: &[u8], hi: &[u8]) -> Vec<usize> {
+fn overlapping<T: PickTable>(files: &[T], lo: &[u8], hi: &[u8]) -> Vec<usize> {
     (0..files.len())
         .filter(|&i| files[i].overlaps(lo, hi))
         .collect()
 }
 
-fn pick_l0(
-    levels: &Levels,
+fn pick_l0<T: PickTable>(
+    levels: &Levels<T>,
     compacting: &Compacting,
     base: usize,
     opts: &PickerOptions,
 ) -> Option<Pick> {
     let l0 = &levels[0];
-    if l0.is_empty() || l0.iter().any(|f| compacting.contains(&f.number)) {
+    if l0.is_empty() || l0.iter().any(|f| compacting.contains(&f.number())) {
         return None;
     }
-    let lo = l0.iter().map(|f| f.smallest.as_slice()).min()?;
-    let hi = l0.iter().map(|f| f.largest.as_slice()).max()?;
+    let lo = l0.iter().map(|f| f.smallest()).min()?;
+    let hi = l0.iter().map(|f| f.largest()).max()?;
     let out = overlapping(&levels[base], lo, hi);
     if out
         .iter()
-        .any(|&i| compacting.contains(&levels[base][i].number))
+        .any(|&i| compacting.contains(&levels[base][i].number()))
     {
         return None;
     }
@@ -424,16 +439,16 @@ fn pick_l0(
         start_level: 0,
         output_level: base,
         // Oldest first, the order in which they were flushed.
-        inputs: l0.iter().rev().map(|f| f.number).collect(),
-        output_inputs: out.iter().map(|&i| levels[base][i].number).collect(),
+        inputs: l0.iter().rev().map(|f| f.number()).collect(),
+        output_inputs: out.iter().map(|&i| levels[base][i].number()).collect(),
         trivial_move,
         score: 0.0,
         target_file_size: 0,
     })
 }
 
-fn pick_level(
-    levels: &Levels,
+fn pick_level<T: PickTable>(
+    levels: &Levels<T>,
     compacting: &Compacting,
     level: usize,
     output: usize,
@@ -442,19 +457,19 @@ fn pick_level(
 ) -> Option<Pick> {
     let mut best: Option<(u128, usize, Vec<usize>)> = None;
     for (i, f) in levels[level].iter().enumerate() {
-        if compacting.contains(&f.number) {
+        if compacting.contains(&f.number()) {
             continue;
         }
-        let out = overlapping(&levels[output], &f.smallest, &f.largest);
+        let out = overlapping(&levels[output], f.smallest(), f.largest());
         if out
             .iter()
-            .any(|&j| compacting.contains(&levels[output][j].number))
+            .any(|&j| compacting.contains(&levels[output][j].number()))
         {
             continue;
         }
-        let overlap: u64 = out.iter().map(|&j| levels[output][j].size).sum();
+        let overlap: u64 = out.iter().map(|&j| levels[output][j].size()).sum();
         // Overlap per byte of input, in fixed point to compare exactly.
-        let ratio = (u128::from(overlap) << 32) / u128::from(f.size.max(1));
+        let ratio = (u128::from(overlap) << 32) / u128::from(f.size().max(1));
         if best.as_ref().is_none_or(|(r, _, _)| ratio < *r) {
             best = Some((ratio, i, out));
         }
@@ -473,8 +488,8 @@ fn pick_level(
     Some(Pick {
         start_level: level,
         output_level: output,
-        inputs: inputs.iter().map(|&i| levels[level][i].number).collect(),
-        output_inputs: out.iter().map(|&j| levels[output][j].number).collect(),
+        inputs: inputs.iter().map(|&i| levels[level][i].number()).collect(),
+        output_inputs: out.iter().map(|&j| levels[output][j].number()).collect(),
         trivial_move: out.is_empty() && opts.filter_at[level] == opts.filter_at[output],
         score: 0.0,
         target_file_size: 0,
@@ -482,9 +497,9 @@ fn pick_level(
 }
 
 /// The smallest and largest user keys of the tables `picked` of `tables`.
-fn span<'t>(tables: &'t [TableSummary], picked: &[usize]) -> Option<(&'t [u8], &'t [u8])> {
-    let lo = picked.iter().map(|&i| tables[i].smallest.as_slice()).min();
-    let hi = picked.iter().map(|&i| tables[i].largest.as_slice()).max();
+fn span<'t, T: PickTable>(tables: &'t [T], picked: &[usize]) -> Option<(&'t [u8], &'t [u8])> {
+    let lo = picked.iter().map(|&i| tables[i].smallest()).min();
+    let hi = picked.iter().map(|&i| tables[i].largest()).max();
     lo.zip(hi)
 }
 
@@ -492,9 +507,9 @@ fn span<'t>(tables: &'t [TableSummary], picked: &[usize]) -> Option<(&'t [u8], &
 /// overlaps the tables `out`: `seed` and its neighbours in `from` that lie
 /// within the key range rewritten in `to`, if taking them adds no table of `to`
 /// and keeps the compaction under `limit` bytes.
-fn expand(
-    from: &[TableSummary],
-    to: &[TableSummary],
+fn expand<T: PickTable>(
+    from: &[T],
+    to: &[T],
     compacting: &Compacting,
     seed: usize,
     out: &[usize],
@@ -507,10 +522,14 @@ fn expand(
     let Some((out_lo, out_hi)) = span(to, out) else {
         return just_seed;
     };
-    let lo = out_lo.min(f.smallest.as_slice());
-    let hi = out_hi.max(f.largest.as_slice());
+    let lo = out_lo.min(f.smallest());
+    let hi = out_hi.max(f.largest());
     let grown = overlapping(from, lo, hi);
-    if grown.len() <= 1 || grown.iter().any(|&i| compacting.contains(&from[i].number)) {
+    if grown.len() <= 1
+        || grown
+            .iter()
+            .any(|&i| compacting.contains(&from[i].number()))
+    {
         return just_seed;
     }
     let Some((grown_lo, grown_hi)) = span(from, &grown) else {
@@ -519,8 +538,8 @@ fn expand(
     if overlapping(to, grown_lo.min(lo), grown_hi.max(hi)) != out {
         return just_seed;
     }
-    let bytes: u64 = grown.iter().map(|&i| from[i].size).sum::<u64>()
-        + out.iter().map(|&j| to[j].size).sum::<u64>();
+    let bytes: u64 = grown.iter().map(|&i| from[i].size()).sum::<u64>()
+        + out.iter().map(|&j| to[j].size()).sum::<u64>();
     if bytes >= limit {
         return just_seed;
     }
@@ -536,7 +555,10 @@ fn expand(
 ///   target (including what the level above pushes into it) is carried to the
 ///   next level and costs itself times `1 + next level / this level` (the
 ///   fan-out of merging it into the level below).
-pub(crate) fn pending_compaction_bytes(levels: &Levels, opts: &PickerOptions) -> u64 {
+pub(crate) fn pending_compaction_bytes<T: PickTable>(
+    levels: &Levels<T>,
+    opts: &PickerOptions,
+) -> u64 {
     let sizes = level_bytes(levels);
     let targets = level_targets(&sizes, opts);
     let mut debt = 0f64;
@@ -569,6 +591,32 @@ mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
+
+    /// A table as the picker's tests write them: one-byte keys.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct TableSummary {
+        number: u64,
+        size: u64,
+        smallest: Vec<u8>,
+        largest: Vec<u8>,
+    }
+
+    impl PickTable for TableSummary {
+        fn number(&self) -> u64 {
+            self.number
+        }
+        fn size(&self) -> u64 {
+            self.size
+        }
+        fn smallest(&self) -> &[u8] {
+            &self.smallest
+        }
+        fn largest(&self) -> &[u8] {
+            &self.largest
+        }
+    }
+
+    type Levels = super::Levels<TableSummary>;
 
     fn opts() -> PickerOptions {
         PickerOptions {

@@ -15,9 +15,8 @@
 //! stays free. A failed flush or compaction poisons the database: writes
 //! fail until it is reopened, and nothing already installed is lost.
 //!
-//! The picker reads the version's shape ([`summarize`]), built once per
-//! version outside the state lock and kept in the super version, and the set
-//! of tables being compacted. When it finds nothing, the question is kept
+//! The picker reads the current version's levels as they are (nothing is
+//! copied for it) and the set of tables being compacted. When it finds nothing, the question is kept
 //! ([`IdlePick`]), and the wake-ups that follow (memtable switches, the idle
 //! timer, other jobs ending) ask again only once the version, the set or the
 //! draining of L0 changed.
@@ -31,7 +30,10 @@ use shale_env::FileSystem;
 
 use super::{DbInner, State, SuperVersion};
 use crate::compaction::job::{self, MergeOutput};
-use crate::compaction::picker::{self, Compacting, Pick, PickerOptions, TableSummary, LAST_LEVEL};
+use crate::compaction::picker::{self, Compacting, Pick, PickerOptions, LAST_LEVEL};
+
+/// A version's levels, as the picker reads them.
+type Levels = picker::Levels<Arc<FileMeta>>;
 use crate::compaction::subcompact;
 use crate::error::{Error, Result};
 use crate::events::{CompactionReason, Event, TableReason};
@@ -158,7 +160,7 @@ fn next_job(db: &DbInner) -> Option<Job> {
                 let asked = st
                     .idle_pick
                     .as_ref()
-                    .is_some_and(|idle| idle.is(&sv.shape, &st.compacting, drain_l0));
+                    .is_some_and(|idle| idle.is(&sv.version, &st.compacting, drain_l0));
                 if !asked {
                     match pick_compaction(&sv, &st.compacting, &db.opts, drain_l0) {
                         Some(c) => {
@@ -170,7 +172,7 @@ fn next_job(db: &DbInner) -> Option<Job> {
                         }
                         None => {
                             st.idle_pick = Some(IdlePick {
-                                shape: sv.shape.clone(),
+                                version: sv.version.clone(),
                                 compacting: st.compacting.clone(),
                                 drain_l0,
                             });
@@ -203,56 +205,37 @@ pub(crate) fn picker_options(opts: &Options) -> PickerOptions {
     }
 }
 
-/// The picker's view of a version (its tables' numbers, sizes and key
-/// ranges). Built once per version, when the version is made, and kept in
-/// [`SuperVersion::shape`]: it copies every table's keys, which no wake-up of
-/// a background thread should pay for again.
-pub(crate) fn summarize(version: &Version) -> picker::Levels {
-    std::array::from_fn(|l| {
-        version.levels[l]
-            .iter()
-            .map(|f| TableSummary {
-                number: f.number,
-                size: f.size,
-                smallest: f.smallest.user_key().to_vec(),
-                largest: f.largest.user_key().to_vec(),
-            })
-            .collect()
-    })
-}
-
-/// What the picker was last asked without finding a compaction: a shape
-/// (one per version), the tables running compactions held and whether L0 was
-/// being drained. The picker is pure, so while all three are unchanged it
+/// What the picker was last asked without finding a compaction: a version,
+/// the tables running compactions held and whether L0 was being drained. The picker is pure, so while all three are unchanged it
 /// would answer the same, and a background thread's wake-up skips it.
 pub(crate) struct IdlePick {
-    shape: Arc<picker::Levels>,
+    version: Arc<Version>,
     compacting: Compacting,
     drain_l0: bool,
 }
 
 impl IdlePick {
     /// True if the picker was asked exactly this.
-    fn is(&self, shape: &Arc<picker::Levels>, compacting: &Compacting, drain_l0: bool) -> bool {
-        Arc::ptr_eq(&self.shape, shape)
+    fn is(&self, version: &Arc<Version>, compacting: &Compacting, drain_l0: bool) -> bool {
+        Arc::ptr_eq(&self.version, version)
             && self.drain_l0 == drain_l0
             && self.compacting == *compacting
     }
 }
 
-/// The level L0 compacts into, for the tree of `shape`.
-fn base_level(shape: &picker::Levels, opts: &Options) -> usize {
-    picker::level_targets(&picker::level_bytes(shape), &picker_options(opts)).base_level
+/// The level L0 compacts into, for the tree of `levels`.
+fn base_level(levels: &Levels, opts: &Options) -> usize {
+    picker::level_targets(&picker::level_bytes(levels), &picker_options(opts)).base_level
 }
 
-/// True if the picker would start a compaction on the version of `shape`
-/// (none running), draining L0 below its trigger if `drain_l0`.
-pub(crate) fn needs_compaction(shape: &picker::Levels, opts: &Options, drain_l0: bool) -> bool {
+/// True if the picker would start a compaction on `levels` (none running),
+/// draining L0 below its trigger if `drain_l0`.
+pub(crate) fn needs_compaction(levels: &Levels, opts: &Options, drain_l0: bool) -> bool {
     let popts = PickerOptions {
         drain_l0,
         ..picker_options(opts)
     };
-    picker::pick(shape, &Compacting::new(), &popts).is_some()
+    picker::pick(levels, &Compacting::new(), &popts).is_some()
 }
 
 fn pick_compaction(
@@ -265,7 +248,7 @@ fn pick_compaction(
         drain_l0,
         ..picker_options(opts)
     };
-    let pick = picker::pick(&sv.shape, compacting, &popts)?;
+    let pick = picker::pick(&sv.version.levels, compacting, &popts)?;
     let version = &sv.version;
     let find = |level: usize, numbers: &[u64]| -> Vec<(usize, Arc<FileMeta>)> {
         version.levels[level]
@@ -628,7 +611,7 @@ pub(crate) fn compact_all(db: &DbInner) -> Result<()> {
     } else {
         let mut events =
             CompactionEvents::begin(db, CompactionReason::Manual, &inputs, LAST_LEVEL, false);
-        let base_level = base_level(&db.sv.load().shape, &db.opts);
+        let base_level = base_level(&db.sv.load().version.levels, &db.opts);
         let output = job::Outputs {
             level: LAST_LEVEL,
             target_file_size: picker::output_file_size(
@@ -787,7 +770,7 @@ fn range_step(
     let below = (level + 1..NUM_LEVELS).find(|&l| !version.levels[l].is_empty());
     let output_level = match below {
         Some(l) => l,
-        None if level == 0 => base_level(&sv.shape, opts),
+        None if level == 0 => base_level(&sv.version.levels, opts),
         None => level,
     };
     let mut inputs: Vec<(usize, Arc<FileMeta>)> = mine.into_iter().map(|f| (level, f)).collect();
@@ -875,7 +858,7 @@ fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
         CompactionEvents::begin(db, CompactionReason::Manual, &step.inputs, out_level, false);
     let sv = db.sv.load_full();
     let version = &sv.version;
-    let base_level = base_level(&sv.shape, &db.opts);
+    let base_level = base_level(&sv.version.levels, &db.opts);
     let grandparents = first_keys(version, out_level + 1);
     let output = job::Outputs {
         level: out_level,
@@ -898,9 +881,9 @@ fn run_range_step(db: &DbInner, step: &RangeStep) -> Result<()> {
 
 /// Recomputes the compaction debt of the current version (after a change).
 pub(crate) fn update_pending_bytes(db: &DbInner, st: &mut State) {
-    let shape = db.sv.load().shape.clone();
+    let version = db.sv.load().version.clone();
     st.pending_compaction_bytes =
-        picker::pending_compaction_bytes(&shape, &picker_options(&db.opts));
+        picker::pending_compaction_bytes(&version.levels, &picker_options(&db.opts));
 }
 
 #[cfg(test)]
@@ -911,20 +894,20 @@ mod tests {
 
     #[test]
     fn an_idle_pick_matches_only_the_same_question() {
-        let shape = Arc::new(picker::Levels::default());
+        let version = Arc::new(Version::default());
         let busy: Compacting = [3].into_iter().collect();
         let idle = IdlePick {
-            shape: shape.clone(),
+            version: version.clone(),
             compacting: busy.clone(),
             drain_l0: false,
         };
-        assert!(idle.is(&shape, &busy, false));
-        assert!(!idle.is(&shape, &busy, true), "draining L0 may pick");
+        assert!(idle.is(&version, &busy, false));
+        assert!(!idle.is(&version, &busy, true), "draining L0 may pick");
         assert!(
-            !idle.is(&shape, &Compacting::new(), false),
+            !idle.is(&version, &Compacting::new(), false),
             "a compaction ended"
         );
-        let same_content = Arc::new(picker::Levels::default());
+        let same_content = Arc::new(Version::default());
         assert!(!idle.is(&same_content, &busy, false), "another version");
     }
 
@@ -953,7 +936,7 @@ mod tests {
                 let sv = inner.sv.load();
                 st.idle_pick
                     .as_ref()
-                    .is_some_and(|idle| idle.is(&sv.shape, &st.compacting, false))
+                    .is_some_and(|idle| idle.is(&sv.version, &st.compacting, false))
             };
             if remembered || Instant::now() > deadline {
                 break remembered;

@@ -88,11 +88,8 @@ pub(crate) struct SuperVersion {
     pub mem: Arc<MemTable>,
     /// Immutable memtables, newest first.
     pub imms: Vec<Arc<MemTable>>,
+    /// The tables; the compaction picker reads its levels as they are.
     pub version: Arc<Version>,
-    /// The compaction picker's view of `version`, built once when the
-    /// version is made (outside the state lock) and shared by every super
-    /// version holding it.
-    pub shape: Arc<picker::Levels>,
 }
 
 /// State guarded by the state lock.
@@ -495,7 +492,7 @@ impl Db {
             let busy = st.flush_running
                 || !sv.imms.is_empty()
                 || st.running_compactions > 0
-                || background::needs_compaction(&sv.shape, &db.opts, drain_l0);
+                || background::needs_compaction(&sv.version.levels, &db.opts, drain_l0);
             if !busy {
                 break Ok(());
             }
@@ -575,10 +572,10 @@ impl Db {
             l.range_deletions += p.range_deletions;
         }
         let compacting = self.inner.state.lock().compacting.clone();
-        let shape = self.inner.sv.load().shape.clone();
+        let version = self.inner.sv.load().version.clone();
         let popts = background::picker_options(&self.inner.opts);
-        let targets = picker::level_targets(&picker::level_bytes(&shape), &popts);
-        let scores = picker::level_scores(&shape, &compacting, &targets, &popts);
+        let targets = picker::level_targets(&picker::level_bytes(&version.levels), &popts);
+        let scores = picker::level_scores(&version.levels, &compacting, &targets, &popts);
         for l in &mut levels {
             l.score = scores[l.level];
             l.target_bytes = (l.level > 0 && targets.max_bytes[l.level] != u64::MAX)
@@ -698,10 +695,7 @@ impl DbInner {
             self.stats.lifetime(),
             &self.obsolete,
         )?;
-        let (written, shape) = MutexGuard::unlocked(st, || {
-            let shape = Arc::new(background::summarize(write.version()));
-            (write.write(), shape)
-        });
+        let written = MutexGuard::unlocked(st, || write.write());
         let version = match st.versions.finish(written) {
             Ok(version) => version,
             Err(e) => {
@@ -715,7 +709,6 @@ impl DbInner {
             mem: sv.mem.clone(),
             imms: sv.imms[..keep].to_vec(),
             version: Arc::new(version),
-            shape,
         }));
         st.imm_logs.truncate(keep);
         if added_range_dels {

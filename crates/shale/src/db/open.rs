@@ -140,7 +140,6 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         sv: ArcSwap::from_pointee(SuperVersion {
             mem: logs.mem,
             imms: Vec::new(),
-            shape: Arc::new(background::summarize(&version)),
             version: Arc::new(version),
         }),
         visible_seq: AtomicU64::new(last_sequence),

@@ -440,7 +440,6 @@ impl DbInner {
             mem: Arc::new(MemTable::with_filter(self.opts.memtable_filter_bytes())),
             imms,
             version: sv.version.clone(),
-            shape: sv.shape.clone(),
         }));
         let old_log = std::mem::replace(&mut st.mem_log, number);
         st.imm_logs.insert(0, old_log);
@@ -538,11 +537,11 @@ mod tests {
         assert_eq!(d.rate(), max, "a new delay starts at the full rate");
     }
 
-    /// The picker's shape belongs to the version: a memtable switch (a new
-    /// super version, the same version) shares it, a flush (a new version)
-    /// brings a new one, built from that version.
+    /// A memtable switch makes a new super version holding the same
+    /// version (so the picker's last idle answer, keyed by the version,
+    /// holds); a flush brings a new version.
     #[test]
-    fn a_version_keeps_its_picker_shape() {
+    fn a_memtable_switch_keeps_the_version() {
         let opts = Options {
             fs: Arc::new(MemFs::new()),
             ..Options::default()
@@ -565,10 +564,6 @@ mod tests {
         let switched = inner.sv.load_full();
         assert!(!Arc::ptr_eq(&before, &switched), "a new super version");
         assert!(Arc::ptr_eq(&before.version, &switched.version));
-        assert!(
-            Arc::ptr_eq(&before.shape, &switched.shape),
-            "the shape is shared"
-        );
         {
             let mut st = inner.state.lock();
             st.flush_running = false;
@@ -577,12 +572,7 @@ mod tests {
         db.flush().expect("flush");
         let flushed = inner.sv.load_full();
         assert!(!Arc::ptr_eq(&switched.version, &flushed.version));
-        assert!(!Arc::ptr_eq(&switched.shape, &flushed.shape));
-        assert_eq!(
-            *flushed.shape,
-            super::super::background::summarize(&flushed.version)
-        );
-        assert_eq!(flushed.shape[0].len(), 2, "both flushes' tables");
+        assert_eq!(flushed.version.levels[0].len(), 2, "both flushes' tables");
         db.close().expect("close");
     }
 

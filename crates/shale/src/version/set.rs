@@ -220,11 +220,6 @@ pub(crate) struct WrittenEdit {
 }
 
 impl ManifestWrite {
-    /// The version the edit makes: what step 3 returns once it is durable.
-    pub(crate) fn version(&self) -> &Version {
-        &self.version
-    }
-
     /// Step 2 (without the state lock): makes the edit durable.
     pub(crate) fn write(self) -> WrittenEdit {
         let ManifestWrite {
