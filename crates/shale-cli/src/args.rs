@@ -7,6 +7,35 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::bytes::{parse_key, parse_value, Bytes};
 
+/// The benchmarks `bench db` knows, in the order of `--help`.
+pub const BENCHMARK_NAMES: [&str; 15] = [
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "fillsync",
+    "readrandom",
+    "readseq",
+    "readreverse",
+    "readhot",
+    "readmissing",
+    "seekrandom",
+    "readwhilewriting",
+    "readrandomwriterandom",
+    "deleterandom",
+    "compact",
+    "stats",
+];
+
+/// The benchmarks a sweep may run at each value: the ones that only read.
+pub const SWEEP_BENCHMARK_NAMES: [&str; 6] = [
+    "readrandom",
+    "readhot",
+    "seekrandom",
+    "readmissing",
+    "readseq",
+    "readreverse",
+];
+
 /// The shale key-value engine's command-line tool.
 ///
 /// Keys and values are text, or hex with a `0x` prefix (`0xdeadbeef`). Output
@@ -118,14 +147,14 @@ pub struct GeometryArgs {
     pub zones: Option<u32>,
     /// Zone size in bytes, with an optional unit: K, M, G (KiB, MiB, GiB) or
     /// KB, MB, GB (default 64MiB).
-    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::parse::parse_byte_size)]
     pub zone_size: Option<u64>,
     /// Writable bytes of every zone, at most the zone size (default: the zone
     /// size).
-    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::parse::parse_byte_size)]
     pub zone_capacity: Option<u64>,
     /// Logical block size in bytes: the write granularity (default 4096).
-    #[arg(long, value_name = "BYTES", value_parser = crate::storage::parse_byte_size)]
+    #[arg(long, value_name = "BYTES", value_parser = crate::parse::parse_byte_size)]
     pub block_size: Option<u64>,
     /// Most zones open at once, 0 for no limit (default 14).
     #[arg(long, value_name = "N")]
@@ -694,7 +723,7 @@ pub struct BenchDbArgs {
     /// deleterandom, compact, stats.
     #[arg(long, value_name = "LIST", value_delimiter = ',',
           default_value = "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,readhot,readmissing,seekrandom,stats",
-          value_parser = crate::cmd::dbbench::BENCHMARK_NAMES)]
+          value_parser = BENCHMARK_NAMES)]
     pub benchmarks: Vec<String>,
     /// The database and its options.
     #[command(flatten)]
@@ -787,7 +816,7 @@ pub struct BenchZnsArgs {
     /// 64MiB). Real drives erase superblocks striped over many dies; give the
     /// zone size to compare the two devices at the same erase unit.
     #[arg(long, value_name = "BYTES", default_value = "1MiB",
-          value_parser = crate::storage::parse_byte_size)]
+          value_parser = crate::parse::parse_byte_size)]
     pub erase_block: u64,
     /// Seed of the key generators.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -814,7 +843,7 @@ pub struct DbSweepArgs {
     /// readhot, seekrandom, readmissing, readseq, readreverse).
     #[arg(long, value_name = "LIST", value_delimiter = ',',
           default_value = "readrandom,readhot,seekrandom",
-          value_parser = crate::cmd::dbbench::SWEEP_BENCHMARK_NAMES)]
+          value_parser = SWEEP_BENCHMARK_NAMES)]
     pub benchmarks: Vec<String>,
     /// The database and its options (the swept one is overridden).
     #[command(flatten)]
@@ -861,7 +890,7 @@ pub struct AdviseArgs {
     /// database's measured per-key costs and the picker's level targets, next
     /// to the study's Pebble figures where it published some.
     #[arg(long, value_name = "N,...", value_delimiter = ',',
-          value_parser = crate::cmd::parse_key_count)]
+          value_parser = crate::parse::parse_key_count)]
     pub keys: Vec<u64>,
     /// Run a short bench at the advised size and print the measured figure.
     #[arg(long)]

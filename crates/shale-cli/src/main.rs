@@ -14,6 +14,7 @@ mod error;
 mod fmt;
 mod interrupt;
 mod live;
+mod parse;
 mod report;
 mod sampler;
 mod storage;

@@ -278,6 +278,24 @@ pub enum Create {
     IfMissing,
 }
 
+/// True for the names of the files a database of `engine` (shale, or
+/// leveldb, which adds `LOG`, `LOG.old` and `*.ldb`) holds.
+pub fn is_db_file(engine: &str, name: &str, is_dir: bool) -> bool {
+    if is_dir {
+        return engine == "shale" && name == shale::LOST_DIR;
+    }
+    let numbered = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let leveldb = engine == "leveldb"
+        && (name == "LOG" || name == "LOG.old" || name.strip_suffix(".ldb").is_some_and(numbered));
+    leveldb
+        || name == "CURRENT"
+        || name == "LOCK"
+        || name.ends_with(".tmp")
+        || name.strip_prefix("MANIFEST-").is_some_and(numbered)
+        || name.strip_suffix(".log").is_some_and(numbered)
+        || name.strip_suffix(".sst").is_some_and(numbered)
+}
+
 /// The refusal of `--mmap_read` on a zone file system.
 pub fn mmap_needs_posix() -> CliError {
     CliError::Usage(
@@ -474,7 +492,7 @@ impl Storage {
             Err(e) => return Err(CliError::msg(format!("reading {}: {e}", dir.display()))),
         };
         for (name, path) in &names {
-            if !crate::cmd::dbbench::is_db_file(engine, name, path.is_dir()) {
+            if !is_db_file(engine, name, path.is_dir()) {
                 return Err(refuse(format!(
                     "it holds {name:?}, which is not a {engine} file"
                 )));
@@ -532,50 +550,9 @@ pub fn geometry_line(g: &ZonedGeometry) -> String {
     )
 }
 
-/// Parses a byte count: digits with an optional unit, `K`/`KiB`, `M`/`MiB`,
-/// `G`/`GiB` (powers of 1024) or `KB`, `MB`, `GB` (powers of 1000).
-pub fn parse_byte_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let bad =
-        || format!("invalid size {s:?}: use bytes with an optional unit (4096, 1MiB, 64M, 1GB)");
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size {s:?} overflows 64 bits"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_sizes_parse_binary_and_decimal_units() {
-        assert_eq!(parse_byte_size("4096"), Ok(4096));
-        assert_eq!(parse_byte_size("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_byte_size("64M"), Ok(64 << 20));
-        assert_eq!(parse_byte_size("768K"), Ok(768 << 10));
-        assert_eq!(parse_byte_size("1GB"), Ok(1_000_000_000));
-        assert_eq!(parse_byte_size(" 2 g "), Ok(2 << 30));
-        for bad in ["", "x", "1.5M", "-1", "12XB", "99999999999999999999"] {
-            assert!(parse_byte_size(bad).is_err(), "{bad}");
-        }
-        assert!(parse_byte_size("17179869184G")
-            .expect_err("overflow")
-            .contains("overflows"));
-    }
 
     #[test]
     fn the_default_geometry_is_a_valid_4_gib_device() {

@@ -257,44 +257,6 @@ const STUDY: [Study; 3] = [
     },
 ];
 
-/// Parses a key count of `--keys`: digits with an optional decimal suffix
-/// `k` (10^3), `M` (10^6), `B` or `G` (10^9), `T` (10^12): `200M`, `2B`,
-/// `1.5M`, `20000000`.
-pub fn parse_key_count(s: &str) -> Result<u64, String> {
-    let bad = || {
-        format!("{s:?} is not a key count: use a whole number, optionally with k, M, B (or G) or T (200M, 2B, 20000000)")
-    };
-    let t = s.trim().replace('_', "");
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    let mult: f64 = match suffix {
-        "" => 1.0,
-        "k" | "K" => 1e3,
-        "m" | "M" => 1e6,
-        "b" | "B" | "g" | "G" => 1e9,
-        "t" | "T" => 1e12,
-        _ => return Err(bad()),
-    };
-    if num.is_empty() {
-        return Err(bad());
-    }
-    if suffix.is_empty() {
-        return match num.parse::<u64>() {
-            Ok(0) => Err("a key count must be at least 1".into()),
-            Ok(n) => Ok(n),
-            Err(_) => Err(bad()),
-        };
-    }
-    let x: f64 = num.parse().map_err(|_| bad())?;
-    let n = x * mult;
-    if !(n.is_finite() && (1.0..9.0e18).contains(&n)) || (n - n.round()).abs() > 1e-6 {
-        return Err(bad());
-    }
-    Ok(n.round() as u64)
-}
-
 /// Measures the projection's costs on `db` (opened with `opts`).
 fn measure(db: &Db, opts: &Options) -> CliResult<Costs> {
     let s = db.summary()?;
@@ -972,34 +934,6 @@ mod tests {
         assert_eq!(c.filter_bytes_per_key, 0.0);
         assert_eq!(c.filter_at, [false; NUM_LEVELS]);
         db.close().expect("close");
-    }
-
-    #[test]
-    fn key_counts_take_suffixes() {
-        assert_eq!(parse_key_count("20000000"), Ok(20_000_000));
-        assert_eq!(parse_key_count("200M"), Ok(200_000_000));
-        assert_eq!(parse_key_count("2B"), Ok(2_000_000_000));
-        assert_eq!(parse_key_count("20b"), Ok(20_000_000_000));
-        assert_eq!(parse_key_count("2G"), Ok(2_000_000_000));
-        assert_eq!(parse_key_count("1.5M"), Ok(1_500_000));
-        assert_eq!(parse_key_count("200k"), Ok(200_000));
-        assert_eq!(parse_key_count("1T"), Ok(1_000_000_000_000));
-        assert_eq!(parse_key_count("2_000_000"), Ok(2_000_000));
-        for bad in [
-            "",
-            "M",
-            "0",
-            "0M",
-            "2X",
-            "-5",
-            "1.5",
-            "1.2345k",
-            "nan",
-            "1e9",
-            "99999999T",
-        ] {
-            assert!(parse_key_count(bad).is_err(), "{bad:?}");
-        }
     }
 
     #[test]

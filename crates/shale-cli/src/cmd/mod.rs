@@ -15,8 +15,6 @@ mod ycsb;
 mod zns;
 mod zoned;
 
-pub use advise::parse_key_count;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 
 use crate::report::plot::{Axis, LineChart, Rgb, Series, Shape, BLUE, GRAY, GREEN, ORANGE, RED};
 
-use super::sweep::{SweepPoint, SweepResults};
+use super::points::{SweepPoint, SweepResults};
 
 /// File stem and chart, for each chart of `r`.
 pub fn charts(r: &SweepResults) -> Vec<(&'static str, LineChart)> {

@@ -14,6 +14,7 @@
 
 mod chart;
 mod format;
+mod points;
 pub mod sweep;
 
 use std::collections::BTreeMap;
@@ -34,6 +35,7 @@ use shale_workload::Rng;
 pub use format::{histogram_text, result_line};
 
 use crate::args::{BenchDbArgs, DbBenchDbArgs};
+pub use crate::args::{BENCHMARK_NAMES, SWEEP_BENCHMARK_NAMES};
 use crate::error::{CliError, CliResult};
 use crate::live::{self, LiveSlot, LiveStats, OpStats};
 use crate::sampler::{DbSlot, Sampler, Timeline};
@@ -41,35 +43,6 @@ use crate::storage::{Create, Storage};
 
 /// The database directory of `bench db` and `bench db-sweep` without `--db`.
 pub const DEFAULT_DB: &str = "shale-data/dbbench";
-
-/// The benchmarks `bench db` knows, in the order of `--help`.
-pub const BENCHMARK_NAMES: [&str; 15] = [
-    "fillseq",
-    "fillrandom",
-    "overwrite",
-    "fillsync",
-    "readrandom",
-    "readseq",
-    "readreverse",
-    "readhot",
-    "readmissing",
-    "seekrandom",
-    "readwhilewriting",
-    "readrandomwriterandom",
-    "deleterandom",
-    "compact",
-    "stats",
-];
-
-/// The benchmarks a sweep may run at each value: the ones that only read.
-pub const SWEEP_BENCHMARK_NAMES: [&str; 6] = [
-    "readrandom",
-    "readhot",
-    "seekrandom",
-    "readmissing",
-    "readseq",
-    "readreverse",
-];
 
 /// One benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -967,25 +940,7 @@ pub fn check_key_size(num: u64, key_size: usize) -> CliResult {
 /// True for the names of the files a shale database directory holds.
 #[cfg(test)]
 fn is_shale_file(name: &str, is_dir: bool) -> bool {
-    is_db_file("shale", name, is_dir)
-}
-
-/// True for the names of the files a database of `engine` (shale, or
-/// leveldb, which adds `LOG`, `LOG.old` and `*.ldb`) holds.
-pub fn is_db_file(engine: &str, name: &str, is_dir: bool) -> bool {
-    if is_dir {
-        return engine == "shale" && name == shale::LOST_DIR;
-    }
-    let numbered = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let leveldb = engine == "leveldb"
-        && (name == "LOG" || name == "LOG.old" || name.strip_suffix(".ldb").is_some_and(numbered));
-    leveldb
-        || name == "CURRENT"
-        || name == "LOCK"
-        || name.ends_with(".tmp")
-        || name.strip_prefix("MANIFEST-").is_some_and(numbered)
-        || name.strip_suffix(".log").is_some_and(numbered)
-        || name.strip_suffix(".sst").is_some_and(numbered)
+    crate::storage::is_db_file("shale", name, is_dir)
 }
 
 /// Opens the database of `--use_existing_db` after checking that it holds
