@@ -16,10 +16,10 @@
 //! fail until it is reopened, and nothing already installed is lost.
 //!
 //! The picker reads the current version's levels as they are (nothing is
-//! copied for it) and the set of tables being compacted. When it finds nothing, the question is kept
-//! ([`IdlePick`]), and the wake-ups that follow (memtable switches, the idle
-//! timer, other jobs ending) ask again only once the version, the set or the
-//! draining of L0 changed.
+//! copied for it) and the set of tables being compacted. When it finds
+//! nothing, the question is kept ([`IdlePick`]), and the wake-ups that follow
+//! (memtable switches, the idle timer, other jobs ending) ask again only once
+//! the version, the set or the draining of L0 changed.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -31,9 +31,6 @@ use shale_env::FileSystem;
 use super::{DbInner, State, SuperVersion};
 use crate::compaction::job::{self, MergeOutput};
 use crate::compaction::picker::{self, Compacting, Pick, PickerOptions, LAST_LEVEL};
-
-/// A version's levels, as the picker reads them.
-type Levels = picker::Levels<Arc<FileMeta>>;
 use crate::compaction::subcompact;
 use crate::error::{Error, Result};
 use crate::events::{CompactionReason, Event, TableReason};
@@ -44,6 +41,9 @@ use crate::metrics::Stats;
 use crate::options::{Options, NUM_LEVELS};
 use crate::rangedel::Fragments;
 use crate::version::{FileMeta, TableMeta, Version, VersionEdit};
+
+/// A version's levels, as the picker reads them.
+type Levels = picker::Levels<Arc<FileMeta>>;
 
 enum Job {
     Flush {
@@ -206,8 +206,9 @@ pub(crate) fn picker_options(opts: &Options) -> PickerOptions {
 }
 
 /// What the picker was last asked without finding a compaction: a version,
-/// the tables running compactions held and whether L0 was being drained. The picker is pure, so while all three are unchanged it
-/// would answer the same, and a background thread's wake-up skips it.
+/// the tables running compactions held and whether L0 was being drained.
+/// The picker is pure, so while all three are unchanged it would answer the
+/// same, and a background thread's wake-up skips it.
 pub(crate) struct IdlePick {
     version: Arc<Version>,
     compacting: Compacting,

@@ -202,8 +202,12 @@ impl Version {
             };
             removed.push(files.remove(pos));
         }
+        // Where each table lives, to refuse a second placement (one pass:
+        // a manifest's snapshot edit adds thousands of tables at once).
+        let mut placed: std::collections::HashMap<u64, usize> =
+            next.all_files().map(|(l, g)| (g.number, l)).collect();
         for (level, f) in &edit.added {
-            if let Some((at, _)) = next.all_files().find(|(_, g)| g.number == f.number) {
+            if let Some(at) = placed.insert(f.number, *level) {
                 return Err(format!(
                     "adds table {} to L{level}, but L{at} already holds it",
                     f.number
