@@ -172,7 +172,7 @@ fn next_job(db: &DbInner) -> Option<Job> {
                         }
                         None => {
                             st.idle_pick = Some(IdlePick {
-                                version: sv.version.clone(),
+                                version: Arc::downgrade(&sv.version),
                                 compacting: st.compacting.clone(),
                                 drain_l0,
                             });
@@ -208,9 +208,12 @@ pub(crate) fn picker_options(opts: &Options) -> PickerOptions {
 /// What the picker was last asked without finding a compaction: a version,
 /// the tables running compactions held and whether L0 was being drained.
 /// The picker is pure, so while all three are unchanged it would answer the
-/// same, and a background thread's wake-up skips it.
+/// same, and a background thread's wake-up skips it. The version is held
+/// weakly: an idle question must not keep an old version's tables (their
+/// readers, their files) alive; the weak reference keeps its allocation, so
+/// no later version can have its address.
 pub(crate) struct IdlePick {
-    version: Arc<Version>,
+    version: std::sync::Weak<Version>,
     compacting: Compacting,
     drain_l0: bool,
 }
@@ -218,7 +221,7 @@ pub(crate) struct IdlePick {
 impl IdlePick {
     /// True if the picker was asked exactly this.
     fn is(&self, version: &Arc<Version>, compacting: &Compacting, drain_l0: bool) -> bool {
-        Arc::ptr_eq(&self.version, version)
+        std::ptr::eq(self.version.as_ptr(), Arc::as_ptr(version))
             && self.drain_l0 == drain_l0
             && self.compacting == *compacting
     }
@@ -898,7 +901,7 @@ mod tests {
         let version = Arc::new(Version::default());
         let busy: Compacting = [3].into_iter().collect();
         let idle = IdlePick {
-            version: version.clone(),
+            version: Arc::downgrade(&version),
             compacting: busy.clone(),
             drain_l0: false,
         };
@@ -910,6 +913,11 @@ mod tests {
         );
         let same_content = Arc::new(Version::default());
         assert!(!idle.is(&same_content, &busy, false), "another version");
+        // The question does not keep its version (and the version's tables)
+        // alive.
+        assert_eq!(Arc::strong_count(&version), 1);
+        drop(version);
+        assert!(idle.version.upgrade().is_none());
     }
 
     /// Once the background threads found nothing to compact in the current
