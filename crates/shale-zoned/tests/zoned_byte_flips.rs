@@ -395,7 +395,15 @@ fn no_flip_destroys_a_zoned_database() {
             "no flip in a {kind}"
         );
     }
-    assert!(tally.refused > 60, "{tally:?}");
+    // How many frames the active metadata zone holds (so how many flips it
+    // gets) depends on how compaction ran beside the load; what holds
+    // whatever the layout: every flip there is refused at mount (and a few
+    // others too), and there are enough of them to mean something.
+    let active = per_kind["active metadata zone"];
+    assert!(
+        active > 20 && tally.refused >= active,
+        "{tally:?}, {per_kind:?}"
+    );
     // After the sweep, a read-write mount and the engine read-write: all
     // there, and the device takes writes.
     let fs = mount(&path, false).expect("mount after the sweep");
