@@ -137,6 +137,51 @@ static bool get_bool(const json& j, const char* name) {
   return v.get<bool>();
 }
 
+const std::vector<std::string> kOps = {"info", "load", "inspect", "read", "dbbench", "ycsb"};
+
+// The fields of a ycsb request (Request::dir already read). `workload`,
+// `operations` and `direct_io` are required by the run phase only.
+static void parse_ycsb(const json& j, Request* r) {
+  YcsbRequest& y = r->ycsb;
+  y.phase = get_string(j, "phase");
+  if (y.phase != "load" && y.phase != "run")
+    throw std::runtime_error("unknown ycsb phase \"" + y.phase + "\" (expected load or run)");
+  y.records = get_u64(j, "records");
+  y.field_count = get_u64(j, "field_count");
+  y.field_length = get_u64(j, "field_length");
+  if (y.field_count == 0 || y.field_length == 0)
+    throw std::runtime_error("field_count and field_length must be at least 1");
+  y.seed = get_u64(j, "seed");
+  r->threads = get_u64(j, "threads");
+  if (y.phase == "run") {
+    y.workload = get_string(j, "workload");
+    y.operations = get_u64(j, "operations");
+    r->direct_io = get_bool(j, "direct_io");
+  }
+  const json& s = field(j, "settings");
+  if (!s.is_object()) throw std::runtime_error("field `settings` must be an object");
+  YcsbSettings& st = y.settings;
+  st.preset = get_string(s, "preset");
+  st.filters = get_string(s, "filters");
+  if (st.filters != "nofilter" && st.filters != "bloom10")
+    throw std::runtime_error("the peers run the presets' layouts only: settings.filters \"nofilter\" "
+                             "or \"bloom10\", not \"" + st.filters + "\"");
+  st.block_cache_bytes = get_u64(s, "block_cache_bytes");
+  st.pin_table_metadata = get_bool(s, "pin_table_metadata");
+  if (s.contains("metadata_with_tables")) st.metadata_with_tables = get_bool(s, "metadata_with_tables");
+  st.write_buffer_size = get_u64(s, "write_buffer_size");
+  st.target_file_size_base = get_u64(s, "target_file_size_base");
+  st.max_background_jobs = get_u64(s, "max_background_jobs");
+  if (!field(s, "compaction_rate_limit").is_null())
+    st.compaction_rate_limit = get_u64(s, "compaction_rate_limit");
+  if (s.contains("base_level_bytes")) st.base_level_bytes = get_u64(s, "base_level_bytes");
+  if (s.contains("compaction_nice")) {
+    const json& n = s["compaction_nice"];
+    if (!n.is_number_integer()) throw std::runtime_error("field `compaction_nice` must be an integer");
+    st.compaction_nice = n.get<int64_t>();
+  }
+}
+
 Request parse_request(const json& j) {
   if (!j.is_object()) throw std::runtime_error("request is not a JSON object");
   uint64_t protocol = get_u64(j, "protocol");
@@ -145,11 +190,17 @@ Request parse_request(const json& j) {
                              " (this harness speaks " + std::to_string(kProtocolVersion) + ")");
   Request r;
   r.op = get_string(j, "op");
+  if (std::find(kOps.begin(), kOps.end(), r.op) == kOps.end()) {
+    std::string known;
+    for (const std::string& o : kOps) known += (known.empty() ? "" : ", ") + o;
+    throw std::runtime_error("unknown op \"" + r.op + "\" (the protocol's ops: " + known + ")");
+  }
   if (r.op == "info") return r;
-  if (r.op != "load" && r.op != "inspect" && r.op != "read" && r.op != "dbbench")
-    throw std::runtime_error("unknown op \"" + r.op +
-                             "\" (expected info, load, inspect, read or dbbench)");
   r.target.dir = get_string(j, "dir");
+  if (r.op == "ycsb") {
+    parse_ycsb(j, &r);
+    return r;
+  }
   r.target.config = get_string(j, "config");
   if (r.op == "dbbench") {
     const json& b = field(j, "benchmarks");
@@ -282,11 +333,8 @@ static thread_local bool t_in_get = false;
 
 bool in_get() { return t_in_get; }
 
-// Marks the current thread as running Gets while it lives.
-struct GetScope {
-  GetScope() { t_in_get = true; }
-  ~GetScope() { t_in_get = false; }
-};
+GetScope::GetScope() { t_in_get = true; }
+GetScope::~GetScope() { t_in_get = false; }
 
 std::vector<uint64_t> read_indices(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -353,11 +401,19 @@ void log(const std::string& line) { std::cerr << "[harness] " << line << std::en
 
 // ---------------------------------------------------------------- phases
 
+std::vector<std::string> EngineKind::ops() const {
+  std::vector<std::string> out;
+  for (const std::string& op : kOps)
+    if ((op != "dbbench" || supports_dbbench()) && (op != "ycsb" || supports_ycsb())) out.push_back(op);
+  return out;
+}
+
 json op_info(EngineKind& kind) {
   return json{{"engine", kind.name()},
               {"version", kind.version()},
               {"configs", kind.configs()},
-              {"direct_io", kind.supports_direct_io()}};
+              {"direct_io", kind.supports_direct_io()},
+              {"ops", kind.ops()}};
 }
 
 static void check_new_dir(const std::string& dir) {
@@ -742,7 +798,15 @@ json handle(EngineKind& kind, const std::string& request_text) {
     throw std::runtime_error(std::string("request is not valid JSON: ") + e.what());
   }
   Request r = parse_request(j);
+  std::vector<std::string> served = kind.ops();
+  if (std::find(served.begin(), served.end(), r.op) == served.end()) {
+    std::string list;
+    for (const std::string& o : served) list += (list.empty() ? "" : ", ") + o;
+    throw std::runtime_error("op " + r.op + " is not served by the " + kind.name() +
+                             " harness (it serves " + list + ")");
+  }
   if (r.op == "info") return op_info(kind);
+  if (r.op == "ycsb") return op_ycsb(kind, r);
   if (r.op == "load") return op_load(kind, r);
   if (r.op == "inspect") return op_inspect(kind, r);
   if (r.op == "dbbench") return op_dbbench(kind, r);

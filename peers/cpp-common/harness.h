@@ -6,6 +6,7 @@
 // peers/rocksdb.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -60,6 +61,32 @@ struct OpenRequest {
   std::string config;
 };
 
+// The preset options of a ycsb request (its `settings` object; `Settings` in
+// crates/shale-cli/src/cmd/ycsb.rs). How each engine maps them is in its
+// README.md; what an engine has no equivalent for it lists in the reply's
+// `settings_ignored`.
+struct YcsbSettings {
+  std::string preset;   // baseline, readopt-512mb, readopt-1gb, mild-pressure ("load": the load's)
+  std::string filters;  // "nofilter" or "bloom10" (the presets' layouts)
+  uint64_t block_cache_bytes = 0;
+  bool pin_table_metadata = false;    // top-level index and filter pinned, charged to the cache
+  bool metadata_with_tables = false;  // index and filter held by open tables, outside the cache
+  uint64_t write_buffer_size = 0;     // 0: the engine's default
+  uint64_t target_file_size_base = 0;
+  uint64_t max_background_jobs = 2;
+  std::optional<uint64_t> compaction_rate_limit;  // bytes per second
+  std::optional<uint64_t> base_level_bytes;       // absent: the engine's default
+  int64_t compaction_nice = 0;                    // shale's own; no peer applies it
+};
+
+// A ycsb request (docs/harness-protocol.md).
+struct YcsbRequest {
+  std::string phase;     // load or run
+  std::string workload;  // a..f (run)
+  uint64_t records = 0, field_count = 10, field_length = 100, seed = 0, operations = 0;
+  YcsbSettings settings;
+};
+
 // One benchmark of a dbbench request: its db_bench name and the seed of its
 // key generators (thread t draws from Rng(seed * 0x9E3779B97F4A7C15 + t + 1)).
 struct DbBenchStep {
@@ -68,8 +95,8 @@ struct DbBenchStep {
 };
 
 struct Request {
-  std::string op;  // info, load, inspect, read, dbbench
-  OpenRequest target;
+  std::string op;  // one of kOps
+  OpenRequest target;  // dir only for ycsb
   // load
   uint64_t threads = 1;
   uint64_t batch = 1000;
@@ -84,7 +111,12 @@ struct Request {
   bool fresh = false, settle = false;
   int64_t open_files = -1, bloom_bits = -1;
   std::string compression = "default";
+  // ycsb (also dir, threads, direct_io)
+  YcsbRequest ycsb;
 };
+
+// Every op of the protocol, in the order `info` lists them.
+extern const std::vector<std::string> kOps;
 
 // Parses and validates one request (protocol version, op, required fields
 // and their types, scheme). Throws std::runtime_error saying what is wrong.
@@ -136,12 +168,25 @@ json to_json(const DbShape& s);
 
 // ---------------------------------------------------------------- engines
 
+// What an engine can tell about a ycsb run, cumulative since open; nullopt
+// where it cannot (the reply says null). Gets and block reads are those of
+// the operation threads.
+struct YcsbCounters {
+  std::optional<uint64_t> stall_count, stall_micros;  // delayed or stopped writes, their time
+  std::optional<uint64_t> gets;         // Gets made; nullopt: the harness counts its own
+  std::optional<uint64_t> block_reads;  // blocks those threads read from files
+  // Block-cache lookups and misses of those threads per level, L0 to L6.
+  std::optional<std::array<uint64_t, 7>> level_lookups, level_misses;
+};
+
 // One open database.
 class Engine {
  public:
   virtual ~Engine() = default;
   // Writes the pairs as one batch, without sync. Throws on failure.
   virtual void put_batch(const std::vector<std::pair<std::string, std::string>>& kvs) = 0;
+  // Writes one pair, without sync (the engine's single put where it has one).
+  virtual void put(const std::string& key, const std::string& value) { put_batch({{key, value}}); }
   // Looks `key` up; true and *value if found, false if absent. Throws on an
   // engine error.
   virtual bool get(const std::string& key, std::string* value) = 0;
@@ -157,6 +202,27 @@ class Engine {
   virtual DbShape shape(const DatasetSpec& dataset) = 0;
   // Closes cleanly (the destructor closes too, ignoring errors).
   virtual void close() = 0;
+  // Writes the memtable to a table (and waits for it).
+  virtual void flush() = 0;
+
+  // ---- op ycsb (EngineKind::supports_ycsb)
+
+  // YCSB's scan: reads up to n entries from the first key >= start, below
+  // `limit`; returns how many (each value is copied out, as a client would).
+  virtual uint64_t scan_range(const std::string& start, const std::string& limit, uint64_t n) {
+    (void)start, (void)limit, (void)n;
+    throw std::runtime_error("this harness has no range scan (op ycsb)");
+  }
+  // The engine's counters of a ycsb run since open; see YcsbCounters.
+  virtual YcsbCounters ycsb_counters() { return {}; }
+  // The engine's estimate of its compaction debt in bytes, sampled during a
+  // run; nullopt if it has none.
+  virtual std::optional<uint64_t> pending_compaction_bytes() { return std::nullopt; }
+  // Called on each operation thread before its first and after its last
+  // operation (RocksDB collects its per-thread perf context there).
+  virtual void ycsb_thread_start() {}
+  virtual void ycsb_thread_finish() {}
+
   // dbbench's seekrandom: a new iterator seeks to the first key >= `key`;
   // false if there is none, else true with that key in *landed and the
   // bytes of its key and value in *bytes. Throws unless the engine has it.
@@ -182,6 +248,9 @@ struct OpenOptions {
   int64_t open_files = -1;   // table files kept open; -1: the config's
   int64_t bloom_bits = -1;   // Bloom bits a key; 0: no filter; -1: the config's
   bool compress = true;      // false: blocks stored uncompressed
+  // Op ycsb: open with this preset's options instead of `config`'s (which
+  // is empty); `create` without failing if the database exists.
+  std::optional<YcsbSettings> ycsb;
 };
 
 // One engine: its name, configurations and how it opens a database.
@@ -197,6 +266,19 @@ class EngineKind {
   // Whether the engine serves op dbbench (honours OpenOptions::open_files,
   // bloom_bits and compress, and has seek and scan, and destroy below).
   virtual bool supports_dbbench() const { return false; }
+  // Whether the engine serves op ycsb (opens with OpenOptions::ycsb, has
+  // scan_range).
+  virtual bool supports_ycsb() const { return false; }
+  // The settings of `s` this engine has no equivalent for (reported as
+  // `settings_ignored`; see the engine's README).
+  virtual std::vector<std::string> ycsb_settings_ignored(const YcsbSettings& s) const {
+    (void)s;
+    return {};
+  }
+  // "rocksdb 7.8.3": the engine string of ycsb replies (no configuration).
+  std::string engine_version_string() const { return name() + " " + version(); }
+  // The ops this harness serves, in kOps order (info's `ops`).
+  std::vector<std::string> ops() const;
   // Deletes the engine's database in `dir` with the engine's own destroy,
   // which takes the database's lock first: throws, deleting nothing, while
   // another process has it open. A directory without one is left as it is.
@@ -222,6 +304,12 @@ class EngineKind {
 // use it to tell the Gets' file reads and cache lookups from their background
 // threads' (compactions).
 bool in_get();
+
+// Marks the current thread as running Gets (in_get()) while it lives.
+struct GetScope {
+  GetScope();
+  ~GetScope();
+};
 
 // Reads a file of little-endian u64 indices.
 std::vector<uint64_t> read_indices(const std::string& path);
@@ -251,6 +339,7 @@ json op_load(EngineKind& kind, const Request& r);
 json op_inspect(EngineKind& kind, const Request& r);
 json op_read(EngineKind& kind, const Request& r);
 json op_dbbench(EngineKind& kind, const Request& r);
+json op_ycsb(EngineKind& kind, const Request& r);  // ycsb_op.cc
 
 // Parses `request_text`, runs it and returns the reply; throws on failure.
 json handle(EngineKind& kind, const std::string& request_text);

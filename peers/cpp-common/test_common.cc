@@ -9,9 +9,11 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "keccak.h"
+#include "ycsb.h"
 
 namespace shale::test {
 
@@ -153,8 +155,9 @@ void test_protocol(EngineKind& kind) {
 
   // Reply field names.
   json i = handle(kind, R"({"protocol":1,"op":"info"})");
-  SHALE_CHECK(keys_of(i) == (V{"engine", "version", "configs", "direct_io"}));
+  SHALE_CHECK(keys_of(i) == (V{"engine", "version", "configs", "direct_io", "ops"}));
   SHALE_CHECK(i["engine"] == kind.name() && i["configs"].size() == kind.configs().size());
+  SHALE_CHECK(i["ops"] == json(kind.ops()));
   ReadCounters rc;
   rc.data.physical_reads = 9;
   json c = to_json(rc);
@@ -367,6 +370,288 @@ EndToEnd test_end_to_end(EngineKind& kind, const std::string& harness, const std
   fs::remove_all(tmp);
   std::cerr << "end to end, " << engine << ": ok" << std::endl;
   return e;
+}
+
+static json read_json(const std::string& path) {
+  json j = json::parse(slurp(path), nullptr, false);
+  SHALE_CHECK_MSG(!j.is_discarded(), path + " is not JSON");
+  return j;
+}
+
+static std::vector<std::string> strings_of(const json& j) {
+  std::vector<std::string> out;
+  for (const json& e : j) out.push_back(e.get<std::string>());
+  return out;
+}
+
+namespace {
+// An engine that serves the base ops only, to see unserved ops refused.
+class BaseOnlyKind : public EngineKind {
+ public:
+  std::string name() const override { return "base-only"; }
+  std::string version() const override { return "0"; }
+  std::vector<std::string> configs() const override { return {"default"}; }
+  bool supports_direct_io() const override { return false; }
+  std::unique_ptr<Engine> open(const OpenOptions&) override {
+    throw std::runtime_error("base-only opens nothing");
+  }
+};
+}  // namespace
+
+// Handling `text` must fail with a message containing every one of `needles`.
+static void expect_handle_refuses(EngineKind& kind, const std::string& text,
+                                  const std::vector<std::string>& needles) {
+  try {
+    handle(kind, text);
+  } catch (const std::exception& e) {
+    for (const std::string& n : needles)
+      SHALE_CHECK_MSG(std::string(e.what()).find(n) != std::string::npos,
+                      std::string(e.what()) + " lacks " + n);
+    return;
+  }
+  fail(__FILE__, __LINE__, "request refused", text);
+}
+
+void test_fixtures(EngineKind& kind, const std::string& dir) {
+  using V = std::vector<std::string>;
+  json fields = read_json(dir + "/info.reply-fields.json");
+  V ops = strings_of(fields.at("ops"));
+  SHALE_CHECK_MSG(ops == kOps, "info.reply-fields.json lists other ops than the harness knows");
+  std::map<std::string, json> requests;
+  for (const std::string& op : ops) {
+    json j = read_json(dir + "/" + op + ".request.json");
+    SHALE_CHECK_MSG(j.at("op") == op, op + ".request.json");
+    Request r = parse_request(j);
+    SHALE_CHECK(r.op == op);
+    requests[op] = j;
+    if (op == "info") continue;
+    SHALE_CHECK(r.target.dir == j.at("dir"));
+    if (j.contains("dataset")) {
+      const json& d = j["dataset"];
+      SHALE_CHECK(r.target.config == j.at("config"));
+      SHALE_CHECK(r.target.dataset.keys == d.at("keys") && r.target.dataset.scheme == d.at("scheme"));
+      SHALE_CHECK(r.target.dataset.value_size == d.at("value_size") &&
+                  r.target.dataset.seed == d.at("seed"));
+    }
+    if (op == "load") SHALE_CHECK(r.threads == j.at("threads") && r.batch == j.at("batch"));
+    if (op == "read") {
+      SHALE_CHECK(r.cache_bytes == j.at("cache_bytes") && r.threads == j.at("threads"));
+      SHALE_CHECK(r.direct_io == j.at("direct_io") && r.warmup_file == j.at("warmup_file") &&
+                  r.reads_file == j.at("reads_file"));
+    }
+    if (op == "dbbench") {
+      SHALE_CHECK(r.target.config == j.at("config"));
+      SHALE_CHECK(r.benchmarks.size() == j.at("benchmarks").size());
+      for (size_t k = 0; k < r.benchmarks.size(); k++)
+        SHALE_CHECK(r.benchmarks[k].name == j["benchmarks"][k].at("name") &&
+                    r.benchmarks[k].seed == j["benchmarks"][k].at("seed"));
+      SHALE_CHECK(r.num == j.at("num") && r.reads == j.at("reads") && r.key_size == j.at("key_size") &&
+                  r.value_size == j.at("value_size") && r.threads == j.at("threads") &&
+                  r.cache_bytes == j.at("cache_bytes") && r.open_files == j.at("open_files") &&
+                  r.bloom_bits == j.at("bloom_bits") && r.compression == j.at("compression") &&
+                  r.fresh == j.at("fresh") && r.settle == j.at("settle"));
+    }
+    if (op == "ycsb") {
+      const YcsbRequest& y = r.ycsb;
+      const json& st = j.at("settings");
+      SHALE_CHECK(y.phase == j.at("phase") && y.workload == j.at("workload"));
+      SHALE_CHECK(y.records == j.at("records") && y.field_count == j.at("field_count") &&
+                  y.field_length == j.at("field_length") && y.seed == j.at("seed") &&
+                  y.operations == j.at("operations") && r.threads == j.at("threads") &&
+                  r.direct_io == j.at("direct_io"));
+      const YcsbSettings& s = y.settings;
+      SHALE_CHECK(s.preset == st.at("preset") && s.filters == st.at("filters") &&
+                  s.block_cache_bytes == st.at("block_cache_bytes") &&
+                  s.pin_table_metadata == st.at("pin_table_metadata") &&
+                  s.metadata_with_tables == st.at("metadata_with_tables") &&
+                  s.write_buffer_size == st.at("write_buffer_size") &&
+                  s.target_file_size_base == st.at("target_file_size_base") &&
+                  s.max_background_jobs == st.at("max_background_jobs") &&
+                  s.base_level_bytes == st.at("base_level_bytes").get<uint64_t>() &&
+                  !s.compaction_rate_limit && st.at("compaction_rate_limit").is_null() &&
+                  s.compaction_nice == st.at("compaction_nice"));
+    }
+  }
+  // A ycsb request: the load phase needs no workload, operations or
+  // direct_io; the run phase does; settings name the field that is wrong.
+  json y = requests["ycsb"];
+  json load = y;
+  load["phase"] = "load";
+  for (const char* f : {"workload", "operations", "direct_io"}) load.erase(f);
+  SHALE_CHECK(parse_request(load).ycsb.phase == "load");
+  for (const char* f : {"workload", "operations", "direct_io", "settings", "records"}) {
+    json bad = y;
+    bad.erase(f);
+    expect_refused(bad.dump(), f);
+  }
+  json bad = y;
+  bad["settings"]["filters"] = "fuse9";
+  expect_refused(bad.dump(), "fuse9");
+  bad = y;
+  bad["settings"].erase("block_cache_bytes");
+  expect_refused(bad.dump(), "block_cache_bytes");
+  bad = y;
+  bad["phase"] = "warm";
+  expect_refused(bad.dump(), "warm");
+  bad = y;
+  bad["field_count"] = 0;
+  expect_refused(bad.dump(), "field_count");
+
+  // info: the fields, and the ops this harness serves.
+  json info = handle(kind, requests["info"].dump());
+  SHALE_CHECK(keys_of(info) == strings_of(fields.at("fields")));
+  V served = strings_of(info.at("ops"));
+  for (const std::string& op : strings_of(fields.at("always_served")))
+    SHALE_CHECK_MSG(std::find(served.begin(), served.end(), op) != served.end(), op);
+  SHALE_CHECK(served == kind.ops());
+  // Unserved ops are refused naming the op and the harness.
+  BaseOnlyKind base;
+  SHALE_CHECK(base.ops() == (V{"info", "load", "inspect", "read"}));
+  expect_handle_refuses(base, requests["dbbench"].dump(), {"op dbbench", "base-only"});
+  expect_handle_refuses(base, requests["ycsb"].dump(), {"op ycsb", "base-only"});
+  SHALE_CHECK(handle(base, requests["info"].dump())["ops"] == json(base.ops()));
+  std::cerr << "fixtures: " << ops.size() << " requests of " << dir << " ok" << std::endl;
+}
+
+json test_ycsb_op(EngineKind& kind, const std::string& harness, const std::string& protocol_dir,
+                  const std::string& tmp_base) {
+  using V = std::vector<std::string>;
+  json fields = read_json(protocol_dir + "/ycsb.reply-fields.json");
+  fs::create_directories(tmp_base);
+  std::string tmpl = tmp_base + "/ycsb-XXXXXX";
+  SHALE_CHECK(mkdtemp(tmpl.data()) != nullptr);
+  std::string tmp = tmpl;
+  json settings = {{"preset", "readopt-512mb"},  {"filters", "bloom10"},
+                   {"block_cache_bytes", 88000}, {"pin_table_metadata", true},
+                   {"metadata_with_tables", false}, {"write_buffer_size", 262144},
+                   {"target_file_size_base", 65536}, {"base_level_bytes", 268435456},
+                   {"max_background_jobs", 2},  {"compaction_rate_limit", nullptr},
+                   {"compaction_nice", 0}};
+  json base = {{"protocol", 1}, {"op", "ycsb"}, {"dir", tmp + "/db"},
+               {"records", 2000}, {"field_count", 10}, {"field_length", 100},
+               {"seed", 1}, {"threads", 2}, {"settings", settings}};
+  json load = base, reply, first;
+  load["phase"] = "load";
+  SHALE_CHECK(run_harness(harness, load, &reply, tmp) == 0);
+  SHALE_CHECK(keys_of(reply) == strings_of(fields["load"]["fields"]));
+  SHALE_CHECK(reply["engine"] == kind.engine_version_string());
+  SHALE_CHECK(reply["settings_ignored"] == json(kind.ycsb_settings_ignored(parse_request(json::parse(load.dump())).ycsb.settings)));
+  json again;
+  SHALE_CHECK(run_harness(harness, load, &again, tmp) == 1);
+  SHALE_CHECK(again["error"].get<std::string>().find("already holds") != std::string::npos);
+  const json& rf = fields["run"];
+  V kinds = strings_of(rf["op_kinds"]);
+  V nullable = strings_of(rf["nullable"]);
+  for (const char* w : {"a", "b", "c", "d", "e", "f"}) {
+    json run = base;
+    run["phase"] = "run";
+    run["workload"] = w;
+    run["operations"] = 1000;
+    run["direct_io"] = false;
+    SHALE_CHECK(run_harness(harness, run, &reply, tmp) == 0);
+    SHALE_CHECK(keys_of(reply) == strings_of(rf["fields"]));
+    SHALE_CHECK(reply["engine"] == kind.engine_version_string());
+    SHALE_CHECK(reply["operations"] == 1000);
+    uint64_t sum = 0;
+    for (const auto& [k, o] : reply["ops"].items()) {
+      SHALE_CHECK_MSG(std::find(kinds.begin(), kinds.end(), k) != kinds.end(), k);
+      SHALE_CHECK(keys_of(o) == strings_of(rf["op_fields"]));
+      sum += o["count"].get<uint64_t>();
+      SHALE_CHECK(o["p50_us"].get<double>() <= o["p99_us"].get<double>());
+    }
+    SHALE_CHECK(sum == 1000);
+    for (const auto& [k, v] : reply.items()) {
+      if (v.is_null())
+        SHALE_CHECK_MSG(std::find(nullable.begin(), nullable.end(), k) != nullable.end(),
+                        k + " is null but not nullable");
+    }
+    // Every read, update and read-modify-write makes Gets (an update one,
+    // a read-modify-write two); scans and inserts none.
+    uint64_t want_gets = 0;
+    for (const auto& [k, o] : reply["ops"].items()) {
+      uint64_t n = o["count"].get<uint64_t>();
+      if (k == "read" || k == "update") want_gets += n;
+      if (k == "read-modify-write") want_gets += 2 * n;
+    }
+    SHALE_CHECK_MSG(reply["gets"] == want_gets, reply["gets"].dump() + " gets, want " +
+                                                    std::to_string(want_gets));
+    for (const char* l : {"level_lookups", "level_misses"})
+      SHALE_CHECK(reply[l].is_null() || reply[l].size() == 7);
+    if (std::string(w) == "a") first = reply;
+  }
+  json other = base;
+  other["phase"] = "run";
+  other["workload"] = "a";
+  other["operations"] = 10;
+  other["direct_io"] = false;
+  other["records"] = 3000;
+  SHALE_CHECK(run_harness(harness, other, &reply, tmp) == 1);
+  SHALE_CHECK(reply["error"].get<std::string>().find("3000 records") != std::string::npos);
+  other["records"] = 2000;
+  other["settings"]["filters"] = "nofilter";
+  SHALE_CHECK(run_harness(harness, other, &reply, tmp) == 1);
+  SHALE_CHECK(reply["error"].get<std::string>().find("nofilter") != std::string::npos);
+  other["settings"]["filters"] = "bloom10";
+  other["workload"] = "g";
+  SHALE_CHECK(run_harness(harness, other, &reply, tmp) == 1);
+  SHALE_CHECK(reply["error"].get<std::string>().find("\"g\"") != std::string::npos);
+  fs::remove_all(tmp);
+  std::cerr << "ycsb op, " << kind.name() << ": ok" << std::endl;
+  return first;
+}
+
+json test_dbbench_op(const std::string& harness, const std::string& protocol_dir,
+                     const std::string& config, const std::string& dir,
+                     const std::string& tmp_base, json* request) {
+  json fields = read_json(protocol_dir + "/dbbench.reply-fields.json");
+  fs::create_directories(tmp_base);
+  fs::remove_all(dir);
+  json req = {{"protocol", 1}, {"op", "dbbench"}, {"dir", dir}, {"config", config},
+              {"fresh", true}, {"settle", true},
+              {"benchmarks", {{{"name", "fillseq"}, {"seed", 1}}}},
+              {"num", 2000}, {"reads", 500}, {"key_size", 16}, {"value_size", 100},
+              {"threads", 1}, {"cache_bytes", 1000}, {"open_files", 0},
+              {"bloom_bits", 10}, {"compression", "none"}};
+  *request = req;
+  json reply;
+  SHALE_CHECK(run_harness(harness, req, &reply, tmp_base) == 0);
+  SHALE_CHECK(keys_of(reply) == strings_of(fields["fields"]));
+  SHALE_CHECK(keys_of(reply["results"][0]) == strings_of(fields["result_fields"]));
+  SHALE_CHECK(reply["results"][0]["ops"] == 2000);
+  SHALE_CHECK(reply["results"][0]["bytes"] == 2000 * (16 + 100));
+  // A fresh run over it destroys it first.
+  SHALE_CHECK(run_harness(harness, req, &reply, tmp_base) == 0);
+  SHALE_CHECK(reply["results"][0]["ops"] == 2000);
+  req["fresh"] = false;
+  req["settle"] = false;
+  req["threads"] = 2;
+  req["benchmarks"] = {{{"name", "readrandom"}, {"seed", 2}},
+                       {{"name", "readmissing"}, {"seed", 3}},
+                       {{"name", "seekrandom"}, {"seed", 4}},
+                       {{"name", "readseq"}, {"seed", 5}},
+                       {{"name", "readhot"}, {"seed", 6}},
+                       {{"name", "readreverse"}, {"seed", 7}}};
+  json readers;
+  SHALE_CHECK(run_harness(harness, req, &readers, tmp_base) == 0);
+  const auto& rs = readers["results"];
+  SHALE_CHECK(rs.size() == 6);
+  SHALE_CHECK(rs[0]["ops"] == 1000 && rs[0]["found"] == 1000);
+  SHALE_CHECK(rs[1]["ops"] == 1000 && rs[1]["found"] == 0);
+  SHALE_CHECK(rs[2]["found"] == 1000);
+  SHALE_CHECK(rs[3]["ops"] == 1000);  // 500 entries per thread
+  SHALE_CHECK(rs[4]["found"] == 1000);
+  SHALE_CHECK(rs[5]["ops"] == 1000 && rs[5]["bytes"] == 1000 * 116);
+  SHALE_CHECK(readers["settle_seconds"] == 0);
+  std::vector<std::string> nullable = strings_of(fields["result_nullable"]);
+  for (const json& r : rs)
+    for (const auto& [k, v] : r.items())
+      if (v.is_null())
+        SHALE_CHECK_MSG(std::find(nullable.begin(), nullable.end(), k) != nullable.end(), k);
+  req["benchmarks"] = {{{"name", "compact"}, {"seed", 0}}};
+  SHALE_CHECK(run_harness(harness, req, &reply, tmp_base) == 1);
+  SHALE_CHECK(reply["error"].get<std::string>().find("unknown benchmark") != std::string::npos);
+  std::cerr << "dbbench op: ok" << std::endl;
+  return readers;
 }
 
 }  // namespace shale::test

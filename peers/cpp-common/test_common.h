@@ -40,6 +40,28 @@ struct EndToEnd {
 EndToEnd test_end_to_end(EngineKind& kind, const std::string& harness, const std::string& config,
                          bool direct_io, const std::string& tmp_base);
 
+// (d) the shared fixtures of peers/testdata/protocol (`dir`): every
+// <op>.request.json parses to the fields it holds, info's reply has the
+// fields of info.reply-fields.json and lists the ops `kind` serves, and a
+// harness that does not serve an op refuses it naming the op.
+void test_fixtures(EngineKind& kind, const std::string& protocol_dir);
+
+// (e) op ycsb through the harness binary: a load of 2,000 records, every
+// workload on it (counts add up, reply fields as ycsb.reply-fields.json), a
+// second load refused, and runs of another layout or workload refused.
+// Returns the reply of workload a's run, for engine-specific checks.
+json test_ycsb_op(EngineKind& kind, const std::string& harness, const std::string& protocol_dir,
+                  const std::string& tmp_base);
+
+// (f) op dbbench through the harness binary on `dir` (under tmp_base): a
+// fresh fillseq of 2,000 keys twice (the second destroys the first), then
+// readrandom, readmissing, seekrandom and readseq on 2 threads, and an
+// unknown benchmark refused. Returns the readers' reply. The request used
+// is left in *request (fresh), for an engine's own lock test.
+json test_dbbench_op(const std::string& harness, const std::string& protocol_dir,
+                     const std::string& config, const std::string& dir,
+                     const std::string& tmp_base, json* request);
+
 // Runs `harness` with `request` on stdin; returns its exit code and *reply
 // (its stdout as JSON, or null if not JSON).
 int run_harness(const std::string& harness, const json& request, json* reply,

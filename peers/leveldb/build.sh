@@ -16,15 +16,15 @@ CXX="${CXX:-g++}"
 CXXFLAGS=(-O2 -std=c++17 -pthread -Wall -Wextra)
 LIBS=(-lleveldb -lsnappy)
 
-srcs=("$here/leveldb_engine.cc" "$here/table_layout.cc" "$common/harness.cc" "$here/main.cc")
-[ "${1:-}" = "--test" ] && srcs+=("$here/test.cc" "$common/test_common.cc")
+srcs=("$here/leveldb_engine.cc" "$here/table_layout.cc" "$common/harness.cc" "$common/ycsb.cc" "$common/ycsb_op.cc" "$here/main.cc")
+[ "${1:-}" = "--test" ] && srcs+=("$here/test.cc" "$common/test_common.cc" "$common/ycsb_test.cc")
 compile "$obj" "${srcs[@]}"
 
-lib_objs=("$obj/leveldb_engine.o" "$obj/table_layout.o" "$obj/harness.o")
+lib_objs=("$obj/leveldb_engine.o" "$obj/table_layout.o" "$obj/harness.o" "$obj/ycsb.o" "$obj/ycsb_op.o")
 "$CXX" "${CXXFLAGS[@]}" -o "$out/shale-leveldb-harness" "$obj/main.o" "${lib_objs[@]}" "${LIBS[@]}"
 echo "built $out/shale-leveldb-harness" >&2
 if [ "${1:-}" = "--test" ]; then
-  "$CXX" "${CXXFLAGS[@]}" -o "$out/shale-leveldb-harness-test" "$obj/test.o" "$obj/test_common.o" \
+  "$CXX" "${CXXFLAGS[@]}" -o "$out/shale-leveldb-harness-test" "$obj/test.o" "$obj/test_common.o" "$obj/ycsb_test.o" \
     "${lib_objs[@]}" "${LIBS[@]}"
   echo "built $out/shale-leveldb-harness-test" >&2
 fi

@@ -210,6 +210,7 @@ class CountingCache : public leveldb::Cache {
 };
 
 constexpr int kNumLevels = 7;           // leveldb::config::kNumLevels
+constexpr int kMaxOpenFiles = 50000;    // the most LevelDB accepts
 constexpr int kL0CompactionTrigger = 4; // leveldb::config::kL0_CompactionTrigger
 
 // The size at which LevelDB compacts level L >= 1: 10 MiB for L1, ten times
@@ -262,19 +263,32 @@ class LevelDbEngine : public shale::Engine {
  public:
   LevelDbEngine(const shale::OpenOptions& o) : dir_(o.dir) {
     env_ = std::make_unique<CountingEnv>(&c_);
-    // 10 bits a key and 1000 open files unless a dbbench request says
-    // otherwise (LevelDB clamps max_open_files to 74..50000).
-    if (o.bloom_bits != 0) filter_.reset(leveldb::NewBloomFilterPolicy(
-        o.bloom_bits < 0 ? 10 : static_cast<int>(o.bloom_bits)));
-    cache_ = std::make_unique<CountingCache>(leveldb::NewLRUCache(o.cache_bytes), &c_);
     leveldb::Options opt;  // LevelDB's defaults, except:
-    opt.create_if_missing = o.create;
-    opt.error_if_exists = o.create;
     opt.env = env_.get();
+    if (o.ycsb) {
+      // Op ycsb: the preset's options (README.md, "Op ycsb").
+      const shale::YcsbSettings& s = *o.ycsb;
+      if (s.filters == "bloom10") filter_.reset(leveldb::NewBloomFilterPolicy(10));
+      cache_ = std::make_unique<CountingCache>(
+          leveldb::NewLRUCache(std::max<uint64_t>(s.block_cache_bytes, 1)), &c_);
+      opt.create_if_missing = o.create;
+      if (s.write_buffer_size > 0) opt.write_buffer_size = s.write_buffer_size;
+      if (s.preset == "mild-pressure") opt.max_file_size = s.target_file_size_base;
+      // Every table kept open, as RocksDB's max_open_files -1 does.
+      opt.max_open_files = kMaxOpenFiles;
+    } else {
+      // 10 bits a key and 1000 open files unless a dbbench request says
+      // otherwise (LevelDB clamps max_open_files to 74..50000).
+      if (o.bloom_bits != 0) filter_.reset(leveldb::NewBloomFilterPolicy(
+          o.bloom_bits < 0 ? 10 : static_cast<int>(o.bloom_bits)));
+      cache_ = std::make_unique<CountingCache>(leveldb::NewLRUCache(o.cache_bytes), &c_);
+      opt.create_if_missing = o.create;
+      opt.error_if_exists = o.create;
+      opt.max_open_files = o.open_files < 0 ? 1000 : static_cast<int>(o.open_files);
+      if (!o.compress) opt.compression = leveldb::kNoCompression;
+    }
     opt.block_cache = cache_.get();
     opt.filter_policy = filter_.get();
-    opt.max_open_files = o.open_files < 0 ? 1000 : static_cast<int>(o.open_files);
-    if (!o.compress) opt.compression = leveldb::kNoCompression;
     leveldb::DB* db = nullptr;
     leveldb::Status s = leveldb::DB::Open(opt, o.dir, &db);
     if (!s.ok()) throw std::runtime_error("leveldb open " + o.dir + ": " + s.ToString());
@@ -288,6 +302,18 @@ class LevelDbEngine : public shale::Engine {
     for (const auto& [k, v] : kvs) b.Put(k, v);
     leveldb::Status s = db_->Write(leveldb::WriteOptions(), &b);  // sync = false
     if (!s.ok()) throw std::runtime_error("leveldb write: " + s.ToString());
+  }
+
+  void put(const std::string& key, const std::string& value) override {
+    leveldb::Status s = db_->Put(leveldb::WriteOptions(), key, value);
+    if (!s.ok()) throw std::runtime_error("leveldb put: " + s.ToString());
+  }
+
+  // LevelDB has no flush call: CompactRange over the empty range writes the
+  // memtable to a table and compacts nothing (see settle).
+  void flush() override {
+    leveldb::Slice empty;
+    db_->CompactRange(&empty, &empty);
   }
 
   bool get(const std::string& key, std::string* value) override {
@@ -307,8 +333,7 @@ class LevelDbEngine : public shale::Engine {
   //   consecutive polls 100 ms apart. (Seek-triggered compactions only arise
   //   from reads, and the load does not read.)
   void settle() override {
-    leveldb::Slice empty;
-    db_->CompactRange(&empty, &empty);
+    flush();
     std::vector<std::pair<int, uint64_t>> previous;
     int stable = 0;
     double start = shale::now_seconds();
@@ -395,6 +420,28 @@ class LevelDbEngine : public shale::Engine {
     return true;
   }
 
+  uint64_t scan_range(const std::string& start, const std::string& limit, uint64_t n) override {
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    std::string value;
+    uint64_t got = 0;
+    leveldb::Slice end(limit);
+    for (it->Seek(start); it->Valid() && got < n && it->key().compare(end) < 0; it->Next()) {
+      value.assign(it->value().data(), it->value().size());
+      got++;
+    }
+    if (!it->status().ok()) throw std::runtime_error("leveldb scan: " + it->status().ToString());
+    return got;
+  }
+
+  // Op ycsb: LevelDB counts no stalls and no compaction debt (null in the
+  // reply); block reads are the data, index and filter blocks the
+  // operation threads (in_get) read from table files; no per-level counts.
+  shale::YcsbCounters ycsb_counters() override {
+    shale::YcsbCounters c;
+    c.block_reads = c_.get_data + c_.get_index + c_.get_filter;
+    return c;
+  }
+
   uint64_t scan(uint64_t n, bool reverse, uint64_t* bytes) override {
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
     uint64_t done = 0;
@@ -424,7 +471,7 @@ std::string LevelDbKind::version() const {
 }
 
 std::unique_ptr<shale::Engine> LevelDbKind::open(const shale::OpenOptions& o) {
-  check_config(o.config);
+  if (!o.ycsb) check_config(o.config);
   return std::make_unique<LevelDbEngine>(o);
 }
 
@@ -433,6 +480,24 @@ void LevelDbKind::destroy(const std::string& dir) {
   // a database another process has open fails here with nothing deleted.
   leveldb::Status s = leveldb::DestroyDB(dir, leveldb::Options());
   if (!s.ok()) throw std::runtime_error("leveldb destroy " + dir + ": " + s.ToString());
+}
+
+}  // namespace shale_leveldb
+
+namespace shale_leveldb {
+
+std::vector<std::string> LevelDbKind::ycsb_settings_ignored(const shale::YcsbSettings& s) const {
+  std::vector<std::string> out;
+  // Index and filter blocks always stay with the open tables, outside the
+  // block cache: LevelDB can neither pin them in it nor charge them to it.
+  if (s.pin_table_metadata) out.push_back("pin_table_metadata");
+  // L1's target is fixed at 10 MiB (VersionSet's MaxBytesForLevel).
+  if (s.base_level_bytes) out.push_back("base_level_bytes");
+  // One background thread; no rate limiter.
+  if (s.preset == "mild-pressure") out.push_back("max_background_jobs");
+  if (s.compaction_rate_limit) out.push_back("compaction_rate_limit");
+  if (s.compaction_nice != 0) out.push_back("compaction_nice");
+  return out;
 }
 
 }  // namespace shale_leveldb

@@ -18,6 +18,9 @@ class LevelDbKind : public shale::EngineKind {
   // leveldb::DestroyDB: refused while another process holds LevelDB's LOCK.
   void destroy(const std::string& dir) override;
   std::unique_ptr<shale::Engine> open(const shale::OpenOptions& o) override;
+  // Op ycsb: the presets mapped to LevelDB's options (README.md).
+  bool supports_ycsb() const override { return true; }
+  std::vector<std::string> ycsb_settings_ignored(const shale::YcsbSettings& s) const override;
 };
 
 }  // namespace shale_leveldb

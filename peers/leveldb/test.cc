@@ -1,10 +1,12 @@
-// Tests of the LevelDB harness: the shared tests (vectors, protocol, end to
-// end through the binary) and LevelDB's own counters.
+// Tests of the LevelDB harness: the shared tests (vectors, protocol and its
+// fixtures, end to end through the binary, ops dbbench and ycsb) and
+// LevelDB's own counters.
 // Usage: shale-leveldb-harness-test VECTORS_JSON HARNESS_BINARY [TMP_BASE]
 #include <cstdlib>
 #include <iostream>
 
 #include "../cpp-common/test_common.h"
+#include "../cpp-common/ycsb_test.h"
 #include <leveldb/db.h>
 
 #include "leveldb_engine.h"
@@ -17,7 +19,14 @@ int main(int argc, char** argv) {
   std::string tmp_base = argc > 3 ? argv[3] : "/tmp";
   shale_leveldb::LevelDbKind kind;
   shale::test::test_vectors(argv[1]);
+  std::string vectors = argv[1];
+  size_t slash = vectors.find_last_of('/');
+  std::string testdata = slash == std::string::npos ? std::string(".") : vectors.substr(0, slash);
+  std::string protocol = testdata + "/protocol";
+  shale::test::test_ycsb_vectors(testdata + "/ycsb-vectors.json");
   shale::test::test_protocol(kind);
+  shale::test::test_fixtures(kind, protocol);
+  SHALE_CHECK(kind.ops() == (std::vector<std::string>{"info", "load", "inspect", "read", "dbbench", "ycsb"}));
   shale::test::EndToEnd e = shale::test::test_end_to_end(kind, argv[2], "default", false, tmp_base);
 
   // LevelDB-specific: the engine string, 7 levels, an unpartitioned index,
@@ -37,28 +46,20 @@ int main(int argc, char** argv) {
               2 * b["top_index"]["physical_reads"].get<uint64_t>());
   SHALE_CHECK(b["index"]["cache_misses"] == 0);
 
-  // Op dbbench: a fresh fillseq of 2000 keys, then reads with one open file
-  // (clamped by LevelDB) and a tiny block cache.
+  // Op dbbench (shared test), then a fresh run refused while another
+  // handle holds LevelDB's lock, deleting nothing.
   std::string dir = tmp_base + "/leveldb-dbbench";
-  std::system(("rm -rf '" + dir + "'").c_str());
-  shale::json req = {{"protocol", 1}, {"op", "dbbench"}, {"dir", dir}, {"config", "default"},
-                     {"fresh", true}, {"settle", true},
-                     {"benchmarks", {{{"name", "fillseq"}, {"seed", 1}}}},
-                     {"num", 2000}, {"reads", 500}, {"key_size", 16}, {"value_size", 100},
-                     {"threads", 1}, {"cache_bytes", 1000}, {"open_files", 0},
-                     {"bloom_bits", 10}, {"compression", "none"}};
-  shale::json reply;
-  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 0);
-  SHALE_CHECK(reply["results"][0]["ops"] == 2000);
-  // A fresh run over it destroys it first, and is refused while another
-  // handle holds LevelDB's lock.
-  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 0);
-  SHALE_CHECK(reply["results"][0]["ops"] == 2000);
+  shale::json req;
+  shale::json readers = shale::test::test_dbbench_op(argv[2], protocol, "default", dir, tmp_base, &req);
+  SHALE_CHECK(readers["results"][0]["table_cache_hits"].is_null());
+  SHALE_CHECK(readers["results"][0]["block_cache_misses"].get<uint64_t>() > 0);
   {
+    req["benchmarks"] = {{{"name", "fillseq"}, {"seed", 1}}};
     leveldb::DB* held = nullptr;
     SHALE_CHECK(leveldb::DB::Open(leveldb::Options(), dir, &held).ok());
     std::string before;
     SHALE_CHECK(held->Get(leveldb::ReadOptions(), "0000000000000007", &before).ok());
+    shale::json reply;
     SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) != 0);
     SHALE_CHECK(reply["error"].get<std::string>().find("lock") != std::string::npos);
     std::string after;
@@ -66,25 +67,16 @@ int main(int argc, char** argv) {
     SHALE_CHECK(after == before);
     delete held;
   }
-  req["fresh"] = false;
-  req["settle"] = false;
-  req["threads"] = 2;
-  req["benchmarks"] = {{{"name", "readrandom"}, {"seed", 2}},
-                       {{"name", "readmissing"}, {"seed", 3}},
-                       {{"name", "seekrandom"}, {"seed", 4}},
-                       {{"name", "readseq"}, {"seed", 5}}};
-  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 0);
-  const auto& rs = reply["results"];
-  SHALE_CHECK(rs.size() == 4);
-  SHALE_CHECK(rs[0]["ops"] == 1000 && rs[0]["found"] == 1000);
-  SHALE_CHECK(rs[1]["found"] == 0);
-  SHALE_CHECK(rs[2]["found"] == 1000);
-  SHALE_CHECK(rs[3]["ops"] == 1000);  // 500 entries per thread
-  SHALE_CHECK(rs[0]["table_cache_hits"].is_null());
-  SHALE_CHECK(rs[0]["block_cache_misses"].get<uint64_t>() > 0);
-  req["benchmarks"] = {{{"name", "compact"}, {"seed", 0}}};
-  SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) == 1);
-  SHALE_CHECK(reply["error"].get<std::string>().find("unknown benchmark") != std::string::npos);
+
+  // Op ycsb: LevelDB counts no stalls, compaction debt or per-level
+  // lookups (null); it counts the operation threads' block reads, and says
+  // which settings it cannot apply.
+  shale::json run = shale::test::test_ycsb_op(kind, argv[2], protocol, tmp_base);
+  SHALE_CHECK(run["stall_count"].is_null() && run["stall_micros"].is_null());
+  SHALE_CHECK(run["pending_compaction_bytes_max"].is_null());
+  SHALE_CHECK(run["level_lookups"].is_null() && run["level_misses"].is_null());
+  SHALE_CHECK(run["block_reads"].is_number());
+  SHALE_CHECK(run["settings_ignored"] == shale::json({"pin_table_metadata", "base_level_bytes"}));
 
   std::cerr << "all LevelDB harness tests passed" << std::endl;
   return 0;

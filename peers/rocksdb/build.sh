@@ -16,7 +16,7 @@ CXX="${CXX:-g++}"
 CXXFLAGS=(-O2 -std=c++17 -pthread -Wall -Wextra)
 LIBS=(-lrocksdb)
 
-srcs=("$here/rocksdb_engine.cc" "$common/harness.cc" "$common/ycsb.cc" "$here/ycsb_op.cc" "$here/main.cc")
+srcs=("$here/rocksdb_engine.cc" "$common/harness.cc" "$common/ycsb.cc" "$common/ycsb_op.cc" "$here/main.cc")
 [ "${1:-}" = "--test" ] && srcs+=("$here/test.cc" "$common/test_common.cc" "$common/ycsb_test.cc")
 compile "$obj" "${srcs[@]}"
 

@@ -1,9 +1,13 @@
-// RocksDB behind shale::Engine. Block-cache hits and misses per block kind,
+// RocksDB behind shale::Engine (ops load, inspect, read, dbbench, ycsb). Block-cache hits and misses per block kind,
 // file opens and bytes written come from RocksDB's Statistics tickers; read
 // calls on table files are counted by a FileSystemWrapper.
 #include "rocksdb_engine.h"
 
+#include <sys/stat.h>
+
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -15,7 +19,11 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/metadata.h>
+#include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
+#include <rocksdb/perf_context.h>
+#include <rocksdb/perf_level.h>
+#include <rocksdb/rate_limiter.h>
 #include <rocksdb/statistics.h>
 #include <rocksdb/table.h>
 #include <rocksdb/table_properties.h>
@@ -90,9 +98,52 @@ class CountingFs : public rocksdb::FileSystemWrapper {
   FsCounters* c_;
 };
 
+// RocksDB's options for a ycsb preset (README.md, "The ycsb op"): the
+// baseline is RocksDB's defaults with the cache; the read-optimized presets
+// add 10-bit Bloom filters, partitioned index and filters, index and filter
+// blocks in the cache with the top level pinned; mild-pressure adds the small
+// memtables and tables, the background jobs and a rate limiter. Every preset
+// sends max_bytes_for_level_base (RocksDB's default, so that shale runs with
+// the same); levels stay static (7.8's default).
+rocksdb::Options ycsb_options(const shale::YcsbSettings& s, bool create, bool direct_io,
+                              std::shared_ptr<rocksdb::Statistics> stats) {
+  rocksdb::Options o;
+  o.create_if_missing = create;
+  o.statistics = std::move(stats);
+  o.use_direct_reads = direct_io;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = rocksdb::NewLRUCache(std::max<uint64_t>(s.block_cache_bytes, 1));
+  if (s.filters == "bloom10") {
+    t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    t.partition_filters = true;
+    t.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+    t.cache_index_and_filter_blocks = true;
+    t.pin_top_level_index_and_filter = true;
+  }
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  if (s.write_buffer_size > 0) o.write_buffer_size = s.write_buffer_size;
+  if (s.base_level_bytes) o.max_bytes_for_level_base = *s.base_level_bytes;
+  if (s.preset == "mild-pressure") {
+    o.target_file_size_base = s.target_file_size_base;
+    o.max_background_jobs = static_cast<int>(s.max_background_jobs);
+    if (s.compaction_rate_limit)
+      o.rate_limiter.reset(
+          rocksdb::NewGenericRateLimiter(static_cast<int64_t>(*s.compaction_rate_limit)));
+  }
+  return o;
+}
+
 class RocksDbEngine : public shale::Engine {
  public:
   RocksDbEngine(const shale::OpenOptions& o, bool direct_io) : config_(o.config) {
+    if (o.ycsb) {
+      // Op ycsb: the preset's options on RocksDB's own Env, with statistics
+      // (stall counters) in runs only, as the ycsb op always ran.
+      ycsb_ = true;
+      if (!o.create) stats_ = rocksdb::CreateDBStatistics();
+      open(ycsb_options(*o.ycsb, o.create, direct_io, stats_), o.dir);
+      return;
+    }
     fs_ = std::make_shared<CountingFs>(&fsc_);
     env_ = rocksdb::NewCompositeEnv(fs_);
     stats_ = rocksdb::CreateDBStatistics();
@@ -103,7 +154,14 @@ class RocksDbEngine : public shale::Engine {
     opt.env = env_.get();
     opt.statistics = stats_;
     rocksdb::BlockBasedTableOptions t;
-    t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    // 10 bits a key unless a dbbench request says otherwise (0: no filter).
+    if (o.bloom_bits != 0)
+      t.filter_policy.reset(
+          rocksdb::NewBloomFilterPolicy(o.bloom_bits < 0 ? 10.0 : static_cast<double>(o.bloom_bits)));
+    // Op dbbench's open_files (-1: the default, every table kept open;
+    // RocksDB raises anything below 20 to 20) and compression.
+    if (o.open_files >= 0) opt.max_open_files = static_cast<int>(o.open_files);
+    if (!o.compress) opt.compression = rocksdb::kNoCompression;
     if (o.config == "pebble-like") {
       // Index and filter partitions live in the block cache at high
       // priority; the top levels are pinned with the open table. Half the
@@ -127,10 +185,7 @@ class RocksDbEngine : public shale::Engine {
     // buffered.
     opt.use_direct_reads = direct_io;
     opt.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-    rocksdb::DB* db = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(opt, o.dir, &db);
-    if (!s.ok()) throw std::runtime_error("rocksdb open " + o.dir + ": " + s.ToString());
-    db_.reset(db);
+    open(opt, o.dir);
   }
 
   ~RocksDbEngine() override { close_quietly(); }
@@ -142,6 +197,16 @@ class RocksDbEngine : public shale::Engine {
     for (const auto& [k, v] : kvs) b.Put(k, v);
     rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &b);  // sync = false
     if (!s.ok()) throw std::runtime_error("rocksdb write: " + s.ToString());
+  }
+
+  void put(const std::string& key, const std::string& value) override {
+    rocksdb::Status s = db_->Put(rocksdb::WriteOptions(), key, value);
+    if (!s.ok()) throw std::runtime_error("rocksdb put: " + s.ToString());
+  }
+
+  void flush() override {
+    rocksdb::Status s = db_->Flush(rocksdb::FlushOptions());  // waits
+    if (!s.ok()) throw std::runtime_error("rocksdb flush: " + s.ToString());
   }
 
   bool get(const std::string& key, std::string* value) override {
@@ -173,6 +238,7 @@ class RocksDbEngine : public shale::Engine {
   }
 
   ReadCounters counters() override {
+    if (!stats_) throw std::runtime_error("rocksdb: no statistics in a ycsb load");
     auto t = [&](rocksdb::Tickers k) { return stats_->getTickerCount(k); };
     ReadCounters r;
     // Each block-cache miss of a block is one read of it; that is what the
@@ -203,10 +269,14 @@ class RocksDbEngine : public shale::Engine {
   }
 
   uint64_t table_bytes_written() override {
+    if (!stats_) throw std::runtime_error("rocksdb: no statistics in a ycsb load");
     return stats_->getTickerCount(rocksdb::COMPACT_WRITE_BYTES) +
            stats_->getTickerCount(rocksdb::FLUSH_WRITE_BYTES);
   }
-  uint64_t wal_bytes() override { return stats_->getTickerCount(rocksdb::WAL_FILE_BYTES); }
+  uint64_t wal_bytes() override {
+    if (!stats_) throw std::runtime_error("rocksdb: no statistics in a ycsb load");
+    return stats_->getTickerCount(rocksdb::WAL_FILE_BYTES);
+  }
 
   DbShape shape(const shale::DatasetSpec&) override {
     rocksdb::ColumnFamilyMetaData meta;
@@ -250,6 +320,94 @@ class RocksDbEngine : public shale::Engine {
     return shape;
   }
 
+  // dbbench's seekrandom: a new iterator per seek.
+  bool seek(const std::string& key, std::string* landed, uint64_t* bytes) override {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    it->Seek(key);
+    if (!it->status().ok()) throw std::runtime_error("rocksdb seek: " + it->status().ToString());
+    if (!it->Valid()) return false;
+    landed->assign(it->key().data(), it->key().size());
+    *bytes = it->key().size() + it->value().size();
+    return true;
+  }
+
+  uint64_t scan(uint64_t n, bool reverse, uint64_t* bytes) override {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    uint64_t done = 0;
+    for (reverse ? it->SeekToLast() : it->SeekToFirst(); done < n && it->Valid();
+         reverse ? it->Prev() : it->Next()) {
+      *bytes += it->key().size() + it->value().size();
+      done++;
+    }
+    if (!it->status().ok()) throw std::runtime_error("rocksdb scan: " + it->status().ToString());
+    return done;
+  }
+
+  // YCSB's scan as the ycsb op always ran it: an iterator bounded above by
+  // `limit` (iterate_upper_bound), each value copied out.
+  uint64_t scan_range(const std::string& start, const std::string& limit, uint64_t n) override {
+    rocksdb::ReadOptions ro;
+    rocksdb::Slice upper(limit);
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    std::string value;
+    uint64_t got = 0;
+    for (it->Seek(start); it->Valid() && got < n; it->Next()) {
+      value.assign(it->value().data(), it->value().size());
+      got++;
+    }
+    if (!it->status().ok()) throw std::runtime_error("rocksdb scan: " + it->status().ToString());
+    return got;
+  }
+
+  // Stalls: the ticker STALL_MICROS and the count of the WRITE_STALL
+  // histogram (one sample per delayed write); Gets: NUMBER_KEYS_READ; block
+  // reads and per-level lookups: the operation threads' perf contexts.
+  shale::YcsbCounters ycsb_counters() override {
+    shale::YcsbCounters c;
+    if (stats_) {
+      rocksdb::HistogramData h;
+      stats_->histogramData(rocksdb::WRITE_STALL, &h);
+      c.stall_count = h.count;
+      c.stall_micros = stats_->getTickerCount(rocksdb::STALL_MICROS);
+      c.gets = stats_->getTickerCount(rocksdb::NUMBER_KEYS_READ);
+    }
+    c.block_reads = block_reads_.load();
+    std::array<uint64_t, 7> lookups{}, misses{};
+    for (size_t l = 0; l < lookups.size(); l++) {
+      lookups[l] = level_lookups_[l].load();
+      misses[l] = level_misses_[l].load();
+    }
+    c.level_lookups = lookups;
+    c.level_misses = misses;
+    return c;
+  }
+
+  std::optional<uint64_t> pending_compaction_bytes() override {
+    return int_property(rocksdb::DB::Properties::kEstimatePendingCompactionBytes);
+  }
+
+  void ycsb_thread_start() override {
+    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
+    rocksdb::get_perf_context()->Reset();
+    rocksdb::get_perf_context()->EnablePerLevelPerfContext();
+  }
+
+  // Adds the thread's perf context: block_read_count (the blocks its Gets
+  // and scans read from files) and each level's block-cache hits and misses.
+  void ycsb_thread_finish() override {
+    rocksdb::PerfContext* pc = rocksdb::get_perf_context();
+    block_reads_ += pc->block_read_count;
+    if (pc->level_to_perf_context != nullptr) {
+      for (const auto& [level, c] : *pc->level_to_perf_context) {
+        if (level >= level_lookups_.size()) continue;
+        level_lookups_[level] += c.block_cache_hit_count + c.block_cache_miss_count;
+        level_misses_[level] += c.block_cache_miss_count;
+      }
+    }
+    pc->DisablePerLevelPerfContext();
+  }
+
   void close() override {
     if (!db_) return;
     rocksdb::Status s = db_->Close();
@@ -258,6 +416,13 @@ class RocksDbEngine : public shale::Engine {
   }
 
  private:
+  void open(const rocksdb::Options& opt, const std::string& dir) {
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(opt, dir, &db);
+    if (!s.ok()) throw std::runtime_error("rocksdb open " + dir + ": " + s.ToString());
+    db_.reset(db);
+  }
+
   void close_quietly() {
     if (db_) db_->Close();
     db_.reset();
@@ -276,7 +441,11 @@ class RocksDbEngine : public shale::Engine {
   }
 
   std::string config_;
+  bool ycsb_ = false;
   FsCounters fsc_;
+  // Op ycsb: what the operation threads' perf contexts counted.
+  std::atomic<uint64_t> block_reads_{0};
+  std::array<std::atomic<uint64_t>, 7> level_lookups_{}, level_misses_{};
   // Declared before db_, so that the database closes first.
   std::shared_ptr<CountingFs> fs_;
   std::unique_ptr<rocksdb::Env> env_;
@@ -292,8 +461,24 @@ std::string RocksDbKind::version() const {
 }
 
 std::unique_ptr<shale::Engine> RocksDbKind::open(const shale::OpenOptions& o) {
-  check_config(o.config);
+  if (!o.ycsb) check_config(o.config);
   return std::make_unique<RocksDbEngine>(o, uses_direct_io(o));
+}
+
+void RocksDbKind::destroy(const std::string& dir) {
+  // DestroyDB takes the database's LOCK (an fcntl lock) before deleting
+  // anything, so a database another process has open is refused. A
+  // directory that does not exist holds no database: nothing to do.
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 && errno == ENOENT) return;
+  rocksdb::Status s = rocksdb::DestroyDB(dir, rocksdb::Options());
+  if (!s.ok()) throw std::runtime_error("rocksdb destroy " + dir + ": " + s.ToString());
+}
+
+std::vector<std::string> RocksDbKind::ycsb_settings_ignored(const shale::YcsbSettings& s) const {
+  std::vector<std::string> out;
+  if (s.compaction_nice != 0) out.push_back("compaction_nice");
+  return out;
 }
 
 }  // namespace shale_rocksdb

@@ -14,6 +14,13 @@ class RocksDbKind : public shale::EngineKind {
   std::vector<std::string> configs() const override { return {"pebble-like", "default"}; }
   bool supports_direct_io() const override { return true; }
   std::unique_ptr<shale::Engine> open(const shale::OpenOptions& o) override;
+  // Op dbbench: open_files, bloom_bits and compression honoured; seek,
+  // scan; destroy with rocksdb::DestroyDB (under the database's LOCK).
+  bool supports_dbbench() const override { return true; }
+  void destroy(const std::string& dir) override;
+  // Op ycsb: the presets' options (README.md), RocksDB's own counters.
+  bool supports_ycsb() const override { return true; }
+  std::vector<std::string> ycsb_settings_ignored(const shale::YcsbSettings& s) const override;
 };
 
 }  // namespace shale_rocksdb

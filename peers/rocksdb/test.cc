@@ -1,5 +1,6 @@
 // Tests of the RocksDB harness: the shared tests (vectors, protocol, end to
-// end through the binary) for both configurations, and RocksDB's counters.
+// end through the binary, the protocol fixtures, ops ycsb and dbbench) for
+// both configurations, and RocksDB's counters.
 // Usage: shale-rocksdb-harness-test VECTORS_JSON HARNESS_BINARY [TMP_BASE]
 #include <unistd.h>
 
@@ -7,53 +8,9 @@
 
 #include "../cpp-common/test_common.h"
 #include "../cpp-common/ycsb_test.h"
-#include "rocksdb_engine.h"
+#include <rocksdb/db.h>
 
-// The `ycsb` op end to end: a load of 2,000 records, then every workload on
-// it (counts per kind add up), then a database of another layout refused.
-static void test_ycsb_op(const std::string& harness, const std::string& tmp_base) {
-  std::string tmp = tmp_base + "/ycsb-" + std::to_string(getpid());
-  std::system(("rm -rf '" + tmp + "' && mkdir -p '" + tmp + "'").c_str());
-  shale::json settings = {{"preset", "readopt-512mb"},  {"filters", "bloom10"},
-                          {"block_cache_bytes", 88000}, {"pin_table_metadata", true},
-                          {"write_buffer_size", 262144}, {"target_file_size_base", 65536},
-                          {"max_background_jobs", 2},  {"compaction_rate_limit", nullptr}};
-  shale::json base = {{"protocol", 1}, {"op", "ycsb"}, {"dir", tmp + "/db"},
-                      {"records", 2000}, {"field_count", 10}, {"field_length", 100},
-                      {"seed", 1}, {"threads", 2}, {"settings", settings}};
-  shale::json load = base, reply;
-  load["phase"] = "load";
-  SHALE_CHECK(shale::test::run_harness(harness, load, &reply, tmp) == 0);
-  SHALE_CHECK(reply["engine"] == "rocksdb 7.8.3");
-  for (const char* w : {"a", "b", "c", "d", "e", "f"}) {
-    shale::json run = base;
-    run["phase"] = "run";
-    run["workload"] = w;
-    run["operations"] = 1000;
-    run["direct_io"] = false;
-    SHALE_CHECK(shale::test::run_harness(harness, run, &reply, tmp) == 0);
-    SHALE_CHECK(reply["operations"] == 1000);
-    uint64_t sum = 0;
-    for (const auto& [kind, o] : reply["ops"].items()) {
-      sum += o["count"].get<uint64_t>();
-      SHALE_CHECK(o["p50_us"].get<double>() <= o["p99_us"].get<double>());
-    }
-    SHALE_CHECK(sum == 1000);
-    SHALE_CHECK(reply["stall_micros"].is_number() && reply["pending_compaction_bytes_max"].is_number());
-  }
-  shale::json other = base;
-  other["phase"] = "run";
-  other["workload"] = "a";
-  other["operations"] = 10;
-  other["direct_io"] = false;
-  other["records"] = 3000;
-  SHALE_CHECK(shale::test::run_harness(harness, other, &reply, tmp) == 1);
-  SHALE_CHECK(reply["error"].get<std::string>().find("3000 records") != std::string::npos);
-  other["records"] = 2000;
-  other["workload"] = "g";
-  SHALE_CHECK(shale::test::run_harness(harness, other, &reply, tmp) == 1);
-  std::system(("rm -rf '" + tmp + "'").c_str());
-}
+#include "rocksdb_engine.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -65,10 +22,42 @@ int main(int argc, char** argv) {
   shale::test::test_vectors(argv[1]);
   std::string vectors = argv[1];
   size_t slash = vectors.find_last_of('/');
-  shale::test::test_ycsb_vectors(
-      (slash == std::string::npos ? std::string(".") : vectors.substr(0, slash)) +
-      "/ycsb-vectors.json");
-  test_ycsb_op(argv[2], tmp_base);
+  std::string testdata = slash == std::string::npos ? std::string(".") : vectors.substr(0, slash);
+  std::string protocol = testdata + "/protocol";
+  shale::test::test_ycsb_vectors(testdata + "/ycsb-vectors.json");
+  shale::test::test_fixtures(kind, protocol);
+  SHALE_CHECK(kind.ops() == (std::vector<std::string>{"info", "load", "inspect", "read", "dbbench", "ycsb"}));
+
+  // Op ycsb: RocksDB's own counters, all present.
+  shale::json run = shale::test::test_ycsb_op(kind, argv[2], protocol, tmp_base);
+  for (const char* f : {"stall_count", "stall_micros", "pending_compaction_bytes_max", "block_reads"})
+    SHALE_CHECK_MSG(run[f].is_number(), f);
+  SHALE_CHECK(run["level_lookups"].size() == 7 && run["level_misses"].size() == 7);
+  SHALE_CHECK(run["settings_ignored"] == shale::json::array());
+
+  // Op dbbench (shared test), on both configurations, then a fresh run
+  // refused while another handle holds RocksDB's lock, deleting nothing.
+  for (const char* config : {"default", "pebble-like"}) {
+    std::string dir = tmp_base + "/rocksdb-dbbench-" + config;
+    shale::json req;
+    shale::json readers = shale::test::test_dbbench_op(argv[2], protocol, config, dir, tmp_base, &req);
+    const shale::json& rr = readers["results"][0];
+    SHALE_CHECK(rr["block_cache_hits"].is_number() && rr["block_cache_misses"].is_number());
+    SHALE_CHECK(rr["table_cache_hits"].is_null() && rr["table_cache_misses"].is_number());
+    if (std::string(config) == "pebble-like") continue;
+    req["benchmarks"] = {{{"name", "fillseq"}, {"seed", 1}}};
+    rocksdb::DB* held = nullptr;
+    SHALE_CHECK(rocksdb::DB::Open(rocksdb::Options(), dir, &held).ok());
+    std::string before;
+    SHALE_CHECK(held->Get(rocksdb::ReadOptions(), "0000000000000007", &before).ok());
+    shale::json reply;
+    SHALE_CHECK(shale::test::run_harness(argv[2], req, &reply, tmp_base) != 0);
+    SHALE_CHECK(reply["error"].get<std::string>().find("lock") != std::string::npos);
+    std::string after;
+    SHALE_CHECK(held->Get(rocksdb::ReadOptions(), "0000000000000007", &after).ok());
+    SHALE_CHECK(after == before);
+    delete held;
+  }
   shale::test::test_protocol(kind);
   SHALE_CHECK(kind.configs().front() == "pebble-like");
 
