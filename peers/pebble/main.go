@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -45,13 +46,41 @@ func serve(r io.Reader) (any, error) {
 	return handle(req)
 }
 
+// servedOps are the ops this harness serves (info's "ops"): all of them.
+var servedOps = []string{"info", "load", "inspect", "read", "dbbench", "ycsb"}
+
+// checkServed fails, naming the op, unless served lists it.
+func checkServed(op string, served []string) error {
+	if !slices.Contains(served, op) {
+		return fmt.Errorf("op %s is not served by the %s harness (it serves %s)", op, engineName, strings.Join(served, ", "))
+	}
+	return nil
+}
+
+// checkConfig fails unless config is one this harness knows.
+func checkConfig(config string) error {
+	if !slices.Contains(configs, config) {
+		return fmt.Errorf("unknown config %q (this harness knows %q)", config, configs)
+	}
+	return nil
+}
+
 // handle carries out a parsed request and returns its reply.
 func handle(req *Request) (any, error) {
-	if req.Op == "info" {
-		return InfoReply{Engine: engineName, Version: engineVersion, Configs: configs, DirectIO: false}, nil
+	if err := checkServed(req.Op, servedOps); err != nil {
+		return nil, err
 	}
-	if req.Config != "geth" {
-		return nil, fmt.Errorf("unknown config %q (this harness knows %q)", req.Config, configs)
+	switch req.Op {
+	case "info":
+		return InfoReply{Engine: engineName, Version: engineVersion, Configs: configs, DirectIO: false, Ops: servedOps}, nil
+	case "ycsb":
+		return ycsb(req)
+	}
+	if err := checkConfig(req.Config); err != nil {
+		return nil, err
+	}
+	if req.Op == "dbbench" {
+		return dbbench(req)
 	}
 	ds, err := NewDataset(*req.Dataset)
 	if err != nil {
