@@ -1,9 +1,11 @@
-// What every C++ harness of `shale bench compare` shares: the dataset (keys
-// and values, byte-identical to crates/shale-workload), the harness protocol
-// of docs/harness-protocol.md (requests, replies), and the drivers of the
-// load and read phases. An engine only implements `Engine` and `EngineKind`
-// (open, put a batch, get, counters, settle, shape); see peers/leveldb and
-// peers/rocksdb.
+// What every C++ harness shares: the dataset (keys and values,
+// byte-identical to crates/shale-workload), the harness protocol of
+// docs/harness-protocol.md (requests, replies, which ops a harness serves),
+// and the drivers of every op (load, inspect, read, dbbench here, ycsb in
+// ycsb_op.cc). An engine only implements `Engine` and `EngineKind` (open,
+// put a batch, get, flush, settle, counters, shape; seek, scan and destroy
+// for dbbench; scan_range and optional counter hooks for ycsb) and says
+// which optional ops it serves; see peers/leveldb and peers/rocksdb.
 #pragma once
 
 #include <array>
