@@ -63,8 +63,8 @@ struct OpenRequest {
   std::string config;
 };
 
-// The preset options of a ycsb request (its `settings` object; `Settings` in
-// crates/shale-cli/src/cmd/ycsb.rs). How each engine maps them is in its
+// The preset options of a ycsb request (its `settings` object; `YcsbSettings`
+// in crates/shale-workload/src/protocol.rs). How each engine maps them is in its
 // README.md; what an engine has no equivalent for it lists in the reply's
 // `settings_ignored`.
 struct YcsbSettings {

@@ -30,7 +30,7 @@ type DbBenchStep struct {
 }
 
 // YcsbSettings are a ycsb request's preset options (Settings in
-// crates/shale-cli/src/cmd/ycsb.rs); README.md says how they map to Pebble.
+// crates/shale-workload/src/protocol.rs, YcsbSettings); README.md says how they map to Pebble.
 type YcsbSettings struct {
 	Preset              string  `json:"preset"`
 	Filters             string  `json:"filters"`

@@ -8,16 +8,7 @@
 #![allow(unreachable_pub)]
 
 mod args;
-mod bytes;
 mod cmd;
-mod error;
-mod fmt;
-mod interrupt;
-mod live;
-mod parse;
-mod report;
-mod sampler;
-mod storage;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
@@ -25,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::error::CliError;
+use shale_bench::Error as CliError;
 
 fn main() -> ExitCode {
     install_panic_hook();

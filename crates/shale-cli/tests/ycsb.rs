@@ -223,4 +223,5 @@ fn rocksdb_runs_next_to_shale() {
     }
     assert_eq!(count(&runs[0], "read"), count(&runs[1], "read"));
     assert!(dir.path().join("ycsb/rocksdb-bloom10/CURRENT").exists());
+    assert!(dir.path().join("ycsb/rocksdb-bloom10.json").is_file());
 }

@@ -43,14 +43,14 @@
 //!
 //! # Engines and results
 //!
-//! [`engine`] is the adapter a bench drives in process; [`protocol`] is how
-//! `shale bench compare` drives an engine's harness in a process of its own
-//! (shale, Pebble, RocksDB, LevelDB); [`results`] the schema of what the
-//! bench reports.
+//! Nothing here knows an engine: [`protocol`] is how `shale bench compare`
+//! drives an engine's harness in a process of its own (shale, Pebble,
+//! RocksDB, LevelDB); [`results`] the schema of what the bench reports. The
+//! adapter that drives shale in process, and shale's own harness, are in the
+//! `shale-bench` crate.
 
+pub mod csv_rows;
 pub mod dist;
-pub mod engine;
-pub mod harness;
 pub mod protocol;
 pub mod results;
 pub mod scheme;

@@ -59,10 +59,172 @@ pub enum Op {
     /// Measure Gets: [`ReadReply`].
     Read(ReadRequest),
     /// Run db_bench-style benchmarks (`shale bench db-sweep --engines`):
-    /// [`DbBenchReply`]. Optional: shale's own harness and the Pebble and
-    /// RocksDB harnesses reply with an error.
+    /// [`DbBenchReply`]. Optional: shale's own harness does not serve it
+    /// (`shale bench db` runs shale in process).
     #[serde(rename = "dbbench")]
     DbBench(DbBenchRequest),
+    /// Load or run one of YCSB's core workloads (`shale bench ycsb
+    /// --engines`): [`YcsbLoadReply`] or [`YcsbReply`]. Optional: shale's
+    /// own harness does not serve it (`shale bench ycsb` runs shale in
+    /// process).
+    Ycsb(YcsbRequest),
+}
+
+impl Op {
+    /// The op's name on the wire (`"op"`), as [`InfoReply::ops`] lists it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Info => "info",
+            Op::Load(_) => "load",
+            Op::Inspect(_) => "inspect",
+            Op::Read(_) => "read",
+            Op::DbBench(_) => "dbbench",
+            Op::Ycsb(_) => "ycsb",
+        }
+    }
+}
+
+/// The phase of a [`YcsbRequest`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum YcsbPhase {
+    /// Create the database in `dir` (replacing none: the directory must be
+    /// new or empty) and insert records `0..records`.
+    Load,
+    /// Open the loaded database and run `operations` operations of the
+    /// workload.
+    Run,
+}
+
+/// One phase of a YCSB workload on a peer, with the options of
+/// [`YcsbSettings`]. Keys, records and operation sequences are
+/// `crate::ycsb`'s (checked against `peers/testdata/ycsb-vectors.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct YcsbRequest {
+    /// Load or run.
+    pub phase: YcsbPhase,
+    /// Database directory.
+    pub dir: PathBuf,
+    /// The core workload: `a` to `f`.
+    pub workload: String,
+    /// Records loaded.
+    pub records: u64,
+    /// Fields per record.
+    pub field_count: usize,
+    /// Bytes per field.
+    pub field_length: usize,
+    /// Seed of the values and of the operation sequence.
+    pub seed: u64,
+    /// Client threads.
+    pub threads: usize,
+    /// Operations of the run (over all threads).
+    pub operations: u64,
+    /// Read table files with `O_DIRECT`.
+    pub direct_io: bool,
+    /// The options to open the database with.
+    pub settings: YcsbSettings,
+}
+
+/// What a YCSB run's database is opened with (reported with each run).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct YcsbSettings {
+    /// `default` (the engine's options) or the preset's name.
+    pub preset: String,
+    /// The filter layout of the database: fuse9, nofilter or bloom10.
+    pub filters: String,
+    /// Block cache bytes.
+    pub block_cache_bytes: u64,
+    /// Top-level indexes and filter indexes held by the table readers and
+    /// charged to the cache.
+    pub pin_table_metadata: bool,
+    /// Every table's index (and filter, if any) held by its open reader,
+    /// outside the cache and not charged to it: RocksDB's default
+    /// (`cache_index_and_filter_blocks` false), which the study's baseline
+    /// keeps.
+    pub metadata_with_tables: bool,
+    /// Memtable bytes.
+    pub write_buffer_size: usize,
+    /// Compaction output target at L0 (doubling per level).
+    pub target_file_size_base: u64,
+    /// Target size of the base level (the level L0 compacts into): shale's
+    /// `base_level_bytes`, RocksDB's `max_bytes_for_level_base`. Fixed by
+    /// the database's filter layout.
+    pub base_level_bytes: u64,
+    /// Background threads (one flushes, the others compact).
+    pub max_background_jobs: usize,
+    /// Flush and compaction bytes per second, if limited.
+    pub compaction_rate_limit: Option<u64>,
+    /// shale's `compaction_nice` (0: the process's priority).
+    pub compaction_nice: i32,
+}
+
+/// Latencies of one operation kind in a YCSB run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct YcsbOpResult {
+    /// Operations done.
+    pub count: u64,
+    /// Of them per second of the run.
+    pub ops_per_sec: f64,
+    /// Mean latency, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 95th percentile, µs.
+    pub p95_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+}
+
+/// Reply to an [`Op::Ycsb`] load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct YcsbLoadReply {
+    /// Engine, version and configuration.
+    pub engine: String,
+    /// Wall time of the load.
+    pub seconds: f64,
+    /// The [`YcsbSettings`] fields the engine has no counterpart for.
+    #[serde(default)]
+    pub settings_ignored: Vec<String>,
+}
+
+/// Reply to an [`Op::Ycsb`] run. A counter the engine does not keep is
+/// `null`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct YcsbReply {
+    /// Engine, version and configuration.
+    pub engine: String,
+    /// Operations done (fewer than asked if the harness was stopped).
+    pub operations: u64,
+    /// Wall time of the operations.
+    pub seconds: f64,
+    /// `operations / seconds`.
+    pub ops_per_sec: f64,
+    /// Latencies per operation kind (`read`, `update`, `insert`, `scan`,
+    /// `read-modify-write`).
+    pub ops: std::collections::BTreeMap<String, YcsbOpResult>,
+    /// Largest pending-compaction estimate seen.
+    pub pending_compaction_bytes_max: Option<u64>,
+    /// Write stalls.
+    pub stall_count: Option<u64>,
+    /// Time stalled, µs.
+    pub stall_micros: Option<u64>,
+    /// Gets the operations made.
+    #[serde(default)]
+    pub gets: Option<u64>,
+    /// Blocks those Gets read from files.
+    #[serde(default)]
+    pub block_reads: Option<u64>,
+    /// Block-cache lookups of those Gets per level, L0 to L6.
+    #[serde(default)]
+    pub level_lookups: Option<Vec<u64>>,
+    /// Of them, misses.
+    #[serde(default)]
+    pub level_misses: Option<Vec<u64>>,
+    /// The [`YcsbSettings`] fields the engine has no counterpart for.
+    #[serde(default)]
+    pub settings_ignored: Vec<String>,
 }
 
 /// One benchmark of a [`DbBenchRequest`].
@@ -169,7 +331,8 @@ pub struct LoadRequest {
     /// Database, dataset and configuration.
     #[serde(flatten)]
     pub target: OpenRequest,
-    /// Writer threads; thread `t` of `T` writes batches `t, t + T, ...`.
+    /// Writer threads, each writing batches of `batch` consecutive keys
+    /// (which thread writes which batch is the harness's choice).
     pub threads: usize,
     /// Keys per write batch (keys `b * batch .. (b + 1) * batch`), no sync.
     pub batch: u64,
@@ -207,6 +370,25 @@ pub struct InfoReply {
     pub configs: Vec<String>,
     /// The engine can read table files with `O_DIRECT`.
     pub direct_io: bool,
+    /// The ops the harness serves ([`Op::name`]); `load`, `inspect` and
+    /// `read` are served by every harness, so a harness older than this
+    /// list is taken to serve those.
+    #[serde(default = "InfoReply::required_ops")]
+    pub ops: Vec<String>,
+}
+
+impl InfoReply {
+    /// The ops every harness serves.
+    pub fn required_ops() -> Vec<String> {
+        ["info", "load", "inspect", "read"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    /// True if the harness serves `op` (an [`Op::name`]).
+    pub fn serves(&self, op: &str) -> bool {
+        self.ops.iter().any(|o| o == op)
+    }
 }
 
 /// Files and bytes of one level (or of L0's sublevels together).

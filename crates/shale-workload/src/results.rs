@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::csv_rows::{fixed, to_csv};
+
 /// The three phases of the study's I/O-per-Get curve.
 ///
 /// * 1: the cache holds less than IP1 (non-last-level filters and top-level
@@ -163,45 +165,78 @@ fn one_key() -> usize {
     1
 }
 
+/// One row of `results.csv`: a run of `bench kvdb`, with its database's
+/// figures.
+#[derive(Default, Serialize)]
+struct KvdbRow<'a> {
+    engine: &'a str,
+    keys: u64,
+    db_bytes: u64,
+    ip1_bytes: u64,
+    ip2_bytes: u64,
+    cache_bytes: u64,
+    #[serde(serialize_with = "fixed::d6")]
+    cache_percent: f64,
+    phase: u8,
+    gets: u64,
+    found: u64,
+    #[serde(serialize_with = "fixed::d6")]
+    io_per_get: f64,
+    #[serde(serialize_with = "fixed::d6")]
+    physical_reads_per_get: f64,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    device_reads_per_get: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    hit_filter: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    hit_top_index: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    hit_index: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    hit_data: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    hit_overall: Option<f64>,
+    #[serde(serialize_with = "fixed::d1")]
+    ops_per_sec: f64,
+    #[serde(serialize_with = "fixed::d1")]
+    p50_us: f64,
+    #[serde(serialize_with = "fixed::d1")]
+    p99_us: f64,
+    #[serde(serialize_with = "fixed::d1")]
+    p999_us: f64,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    device_limit_share: Option<f64>,
+}
+
 impl BenchResults {
     /// The CSV form: a header line and one line per run (hit rates empty when
     /// undefined).
-    pub fn to_csv(&self) -> String {
-        let mut out = String::from(
-            "engine,keys,db_bytes,ip1_bytes,ip2_bytes,cache_bytes,cache_percent,phase,gets,found,\
-             io_per_get,physical_reads_per_get,device_reads_per_get,hit_filter,hit_top_index,\
-             hit_index,hit_data,hit_overall,ops_per_sec,p50_us,p99_us,p999_us,device_limit_share\n",
-        );
-        let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
-        for r in &self.runs {
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{}\n",
-                self.engine,
-                self.keys,
-                self.db_bytes,
-                self.ip1_bytes,
-                self.ip2_bytes,
-                r.cache_bytes,
-                r.cache_percent,
-                r.phase,
-                r.gets,
-                r.found,
-                r.io_per_get,
-                r.physical_reads_per_get,
-                opt(r.device_reads_per_get),
-                opt(r.hit_rate.filter),
-                opt(r.hit_rate.top_index),
-                opt(r.hit_rate.index),
-                opt(r.hit_rate.data),
-                opt(r.hit_rate.overall),
-                r.ops_per_sec,
-                r.p50_us,
-                r.p99_us,
-                r.p999_us,
-                opt(r.device_limit_share),
-            ));
-        }
-        out
+    pub fn to_csv(&self) -> Result<String, String> {
+        to_csv(self.runs.iter().map(|r| KvdbRow {
+            engine: &self.engine,
+            keys: self.keys,
+            db_bytes: self.db_bytes,
+            ip1_bytes: self.ip1_bytes,
+            ip2_bytes: self.ip2_bytes,
+            cache_bytes: r.cache_bytes,
+            cache_percent: r.cache_percent,
+            phase: r.phase,
+            gets: r.gets,
+            found: r.found,
+            io_per_get: r.io_per_get,
+            physical_reads_per_get: r.physical_reads_per_get,
+            device_reads_per_get: r.device_reads_per_get,
+            hit_filter: r.hit_rate.filter,
+            hit_top_index: r.hit_rate.top_index,
+            hit_index: r.hit_rate.index,
+            hit_data: r.hit_rate.data,
+            hit_overall: r.hit_rate.overall,
+            ops_per_sec: r.ops_per_sec,
+            p50_us: r.p50_us,
+            p99_us: r.p99_us,
+            p999_us: r.p999_us,
+            device_limit_share: r.device_limit_share,
+        }))
     }
 }
 
@@ -305,6 +340,16 @@ pub struct BudgetRun {
     pub best: bool,
     /// The figures (`run.cache_bytes` is the block cache the engine got).
     pub run: Run,
+    /// What the budget left beyond the engine's resident memory and its
+    /// block cache: the page cache and the engine's growth had this much
+    /// (the configured slack, or less where the budget is tighter).
+    #[serde(default)]
+    pub slack_bytes: u64,
+    /// Pages of files read again after the budget had evicted them, per Get
+    /// (`null` where the control group does not count refaults): near zero
+    /// when the engine fits, and growing with every Get when it thrashes.
+    #[serde(default)]
+    pub refaults_per_get: Option<f64>,
     /// Everything the harness replied.
     pub reply: crate::protocol::ReadReply,
 }
@@ -324,7 +369,7 @@ impl Run {
     /// The figures of a harness's read reply, against the database it read.
     /// The study's I/Os per Get sums the block-cache misses the engine
     /// reports; a kind it cannot tell adds nothing (the report says which).
-    pub fn from_reply(r: &crate::protocol::ReadReply, c: &crate::engine::Composition) -> Run {
+    pub fn from_reply(r: &crate::protocol::ReadReply, c: &crate::protocol::Composition) -> Run {
         let b = &r.blocks;
         let kinds = [b.filter, b.top_index, b.index, b.data];
         let gets = r.gets.max(1) as f64;
@@ -373,54 +418,90 @@ fn budget_spec(b: &BudgetRun) -> String {
     }
 }
 
+/// One row of `compare.csv`: a run of one engine at one cache size or
+/// memory budget.
+#[derive(Default, Serialize)]
+struct CompareRow<'a> {
+    engine: &'a str,
+    config: &'a str,
+    label: &'a str,
+    spec: String,
+    db_bytes: u64,
+    cache_bytes: u64,
+    #[serde(serialize_with = "fixed::d6")]
+    cache_percent: f64,
+    phase: u8,
+    gets: u64,
+    found: u64,
+    #[serde(serialize_with = "fixed::d6")]
+    io_per_get: f64,
+    #[serde(serialize_with = "fixed::d6")]
+    physical_reads_per_get: f64,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    device_reads_per_get: Option<f64>,
+    #[serde(serialize_with = "fixed::d1")]
+    ops_per_sec: f64,
+    #[serde(serialize_with = "fixed::d1")]
+    p50_us: f64,
+    #[serde(serialize_with = "fixed::d1")]
+    p99_us: f64,
+    #[serde(serialize_with = "fixed::d1")]
+    p999_us: f64,
+    rss_bytes: Option<u64>,
+    slack_bytes: Option<u64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    refaults_per_get: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    write_amp: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    load_seconds: Option<f64>,
+}
+
 impl CompareResults {
     /// The CSV form: one line per engine and cache size, then one per engine
     /// and memory budget (`spec` is `memory:<bytes>` for the best try,
-    /// `memory:<bytes>:share=<share>` for the others).
-    pub fn to_csv(&self) -> String {
-        let mut out = String::from(
-            "engine,config,label,spec,db_bytes,cache_bytes,cache_percent,phase,gets,found,\
-             io_per_get,physical_reads_per_get,device_reads_per_get,ops_per_sec,p50_us,p99_us,\
-             p999_us,rss_bytes,write_amp,load_seconds\n",
-        );
-        let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
+    /// `memory:<bytes>:share=<share>` for the others; `slack_bytes` and
+    /// `refaults_per_get` are a budget's).
+    pub fn to_csv(&self) -> Result<String, String> {
+        let mut rows = Vec::new();
         for e in &self.engines {
-            let db = e.shape.as_ref().map_or(0, |s| s.composition.db_bytes);
+            let db_bytes = e.shape.as_ref().map_or(0, |s| s.composition.db_bytes);
             let cache_runs = e
                 .runs
                 .iter()
-                .map(|er| (er.spec.clone(), &er.run, &er.reply));
+                .map(|er| (er.spec.clone(), &er.run, &er.reply, None));
             let budget_runs = e
                 .budget_runs
                 .iter()
-                .map(|b| (budget_spec(b), &b.run, &b.reply));
-            for (spec, r, reply) in cache_runs.chain(budget_runs) {
-                out.push_str(&format!(
-                    "{},{},\"{}\",{},{},{},{:.6},{},{},{},{:.6},{:.6},{},{:.1},{:.1},{:.1},{:.1},{},{},{}\n",
-                    e.engine,
-                    e.config,
-                    e.label.replace('"', "'"),
+                .map(|b| (budget_spec(b), &b.run, &b.reply, Some(b)));
+            for (spec, r, reply, budget) in cache_runs.chain(budget_runs) {
+                rows.push(CompareRow {
+                    engine: &e.engine,
+                    config: &e.config,
+                    label: &e.label,
                     spec,
-                    db,
-                    r.cache_bytes,
-                    r.cache_percent,
-                    r.phase,
-                    r.gets,
-                    r.found,
-                    r.io_per_get,
-                    r.physical_reads_per_get,
-                    opt(r.device_reads_per_get),
-                    r.ops_per_sec,
-                    r.p50_us,
-                    r.p99_us,
-                    r.p999_us,
-                    reply.rss_bytes.map_or(String::new(), |b| b.to_string()),
-                    opt(e.load.as_ref().map(|l| l.write_amp)),
-                    opt(e.load.as_ref().map(|l| l.seconds)),
-                ));
+                    db_bytes,
+                    cache_bytes: r.cache_bytes,
+                    cache_percent: r.cache_percent,
+                    phase: r.phase,
+                    gets: r.gets,
+                    found: r.found,
+                    io_per_get: r.io_per_get,
+                    physical_reads_per_get: r.physical_reads_per_get,
+                    device_reads_per_get: r.device_reads_per_get,
+                    ops_per_sec: r.ops_per_sec,
+                    p50_us: r.p50_us,
+                    p99_us: r.p99_us,
+                    p999_us: r.p999_us,
+                    rss_bytes: reply.rss_bytes,
+                    slack_bytes: budget.map(|b| b.slack_bytes),
+                    refaults_per_get: budget.and_then(|b| b.refaults_per_get),
+                    write_amp: e.load.as_ref().map(|l| l.write_amp),
+                    load_seconds: e.load.as_ref().map(|l| l.seconds),
+                });
             }
         }
-        out
+        to_csv(rows)
     }
 }
 
@@ -475,7 +556,7 @@ mod tests {
         ] {
             assert!(v.get(field).is_some(), "{field}");
         }
-        let csv = r.to_csv();
+        let csv = r.to_csv().expect("csv");
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.lines().nth(2).is_some_and(|l| l.contains(",0.500000,")));
         // A document written before the device limit existed still reads.
@@ -509,6 +590,7 @@ mod tests {
         };
         assert!(r
             .to_csv()
+            .expect("csv")
             .lines()
             .nth(1)
             .is_some_and(|l| l.ends_with(",0.750000")));

@@ -4,19 +4,18 @@
 
 use std::io::{Read, Write};
 
-use shale_workload::engine::{EngineOpener, ShaleOpener};
-use shale_workload::harness::{handle, Served};
-use shale_workload::protocol::{ErrorReply, InfoReply, Request};
-
-use crate::error::{CliError, CliResult};
-
-/// The configurations `shale harness` knows (the first is the default).
-pub const CONFIGS: [&str; 1] = ["default"];
+use shale_bench::harness::serve_shale;
+use shale_bench::{Error as CliError, Result as CliResult};
+use shale_workload::protocol::ErrorReply;
 
 /// Reads one request on standard input and writes the reply to `out`; a
 /// failure is also written to `out` as `{"error": ...}`.
 pub fn run(out: &mut dyn Write) -> CliResult {
-    let reply = serve_stdin();
+    let mut input = String::new();
+    let reply = std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| format!("reading the request on standard input: {e}"))
+        .and_then(|_| serve_shale(&input));
     let text = match &reply {
         Ok(json) => json.clone(),
         Err(e) => serde_json::to_string(&ErrorReply { error: e.clone() })
@@ -24,29 +23,4 @@ pub fn run(out: &mut dyn Write) -> CliResult {
     };
     writeln!(out, "{text}").map_err(CliError::output)?;
     reply.map(|_| ()).map_err(CliError::msg)
-}
-
-fn serve_stdin() -> Result<String, String> {
-    let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .map_err(|e| format!("reading the request on standard input: {e}"))?;
-    let request: Request =
-        serde_json::from_str(&input).map_err(|e| format!("malformed request: {e}"))?;
-    let open = |direct_io| -> Box<dyn EngineOpener> {
-        Box::new(ShaleOpener {
-            direct_io,
-            ..ShaleOpener::default()
-        })
-    };
-    let served = Served {
-        info: InfoReply {
-            engine: "shale".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            configs: CONFIGS.iter().map(|c| c.to_string()).collect(),
-            direct_io: true,
-        },
-        open: &open,
-    };
-    handle(&served, &request)
 }

@@ -6,9 +6,9 @@ use shale::{ReadOptions, WriteBatch, WriteOptions};
 
 use super::{open, open_read_only, storage_for};
 use crate::args::{DeleteArgs, DeleteRangeArgs, GetArgs, PutArgs, ScanArgs};
-use crate::bytes::{display_key, display_value};
-use crate::error::{CliError, CliResult};
-use crate::storage::Create;
+use shale_bench::bytes::{display_key, display_value};
+use shale_bench::error::{Error as CliError, Result as CliResult};
+use shale_bench::storage::Create;
 
 const SYNC: WriteOptions = WriteOptions { sync: true };
 

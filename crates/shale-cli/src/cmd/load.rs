@@ -1,8 +1,6 @@
 //! `load`: writes keys `start..start + keys` of the study's dataset.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -10,8 +8,8 @@ use shale::{Db, WriteBatch, WriteOptions};
 use shale_workload::{Dataset, KEY_LEN};
 
 use crate::args::LoadArgs;
-use crate::error::{CliError, CliResult};
-use crate::storage::Create;
+use shale_bench::error::{Error as CliError, Result as CliResult};
+use shale_bench::storage::Create;
 
 pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     let end = a.start.checked_add(a.keys).ok_or_else(|| {
@@ -46,31 +44,31 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         opts.write_buffer_size = n;
     }
     let db = super::open_with(&storage, &dir, opts)?;
-    let job = Job {
-        db: &db,
-        dataset: Dataset::with_value_size(a.value_size),
-        write: WriteOptions { sync: a.sync },
-        next: AtomicU64::new(a.start),
-        end,
-        batch: a.batch,
-        failed: AtomicBool::new(false),
-        first_error: Mutex::new(None),
-        progress: progress_bar(a.keys),
-    };
+    let dataset = Dataset::with_value_size(a.value_size);
+    let write = WriteOptions { sync: a.sync };
+    let progress = progress_bar(a.keys);
     let started = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..a.threads {
-            s.spawn(|| job.worker());
-        }
-    });
-    job.progress.finish_and_clear();
-    let error = match job.first_error.into_inner() {
-        Ok(e) => e,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    if let Some(e) = error {
-        return Err(e.into());
-    }
+    let loaded = shale_bench::load::load(
+        a.start..end,
+        a.batch,
+        a.threads as usize,
+        &progress,
+        &|| false,
+        |i, k, v| {
+            *k = dataset.key(i).to_vec();
+            v.resize(dataset.value_size, 0);
+            dataset.fill_value(i, v);
+        },
+        |pairs| {
+            let mut batch = WriteBatch::new();
+            for (k, v) in pairs {
+                batch.put(k, v);
+            }
+            db.write(batch, &write)
+        },
+    );
+    progress.finish_and_clear();
+    loaded?;
     db.flush()?;
     let loaded = started.elapsed();
     if !a.no_settle {
@@ -101,7 +99,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
 
 /// What a load did to the zone file system, from its counters since mount.
 fn zoned_line(s: &shale_zoned::ZoneFsStats) -> String {
-    use crate::fmt::human_bytes;
+    use shale_bench::fmt::human_bytes;
     format!(
         "zone file system: {} of files written ({} WAL), {} padding, {} metadata, {} moved by \
          the collector ({} zones emptied), {} resets; device WAF {:.3}; {} of {} data zones empty",
@@ -123,114 +121,41 @@ fn zoned_line(s: &shale_zoned::ZoneFsStats) -> String {
 /// first key missing or different.
 fn verify(db: &Db, a: &LoadArgs, end: u64) -> CliResult<u64> {
     let dataset = Dataset::with_value_size(a.value_size);
-    let next = AtomicU64::new(a.start);
-    let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<CliError>> = Mutex::new(None);
     let progress = progress_bar(a.keys);
-    let fail = |e: CliError| {
-        failed.store(true, Ordering::Relaxed);
-        let mut first = match first_error.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        first.get_or_insert(e);
-    };
-    std::thread::scope(|s| {
-        for _ in 0..a.threads {
-            s.spawn(|| {
-                let mut want = vec![0u8; dataset.value_size];
-                while !failed.load(Ordering::Relaxed) {
-                    let Some((lo, hi)) = take_chunk(&next, a.batch, end) else {
-                        return;
-                    };
-                    for i in lo..hi {
-                        let key = dataset.key(i);
-                        dataset.fill_value(i, &mut want);
-                        match db.get(&key) {
-                            Ok(Some(v)) if v == want => {}
-                            Ok(got) => {
-                                return fail(CliError::msg(format!(
-                                    "verify: key {i} ({}) {}",
-                                    crate::bytes::display_key(&key),
-                                    match got {
-                                        None => "is missing".to_string(),
-                                        Some(v) => format!(
-                                            "holds {} bytes that are not the dataset's value",
-                                            v.len()
-                                        ),
-                                    }
-                                )))
+    let checked = shale_bench::load::run_chunks(
+        a.start..end,
+        a.batch,
+        a.threads as usize,
+        &progress,
+        &|| false,
+        |chunk| {
+            let mut want = vec![0u8; dataset.value_size];
+            for i in chunk {
+                let key = dataset.key(i);
+                dataset.fill_value(i, &mut want);
+                match db.get(&key) {
+                    Ok(Some(v)) if v == want => {}
+                    Ok(got) => {
+                        return Err(CliError::msg(format!(
+                            "verify: key {i} ({}) {}",
+                            shale_bench::bytes::display_key(&key),
+                            match got {
+                                None => "is missing".to_string(),
+                                Some(v) => format!(
+                                    "holds {} bytes that are not the dataset's value",
+                                    v.len()
+                                ),
                             }
-                            Err(e) => return fail(e.into()),
-                        }
+                        )))
                     }
-                    progress.inc(hi - lo);
+                    Err(e) => return Err(e.into()),
                 }
-            });
-        }
-    });
+            }
+            Ok(())
+        },
+    );
     progress.finish_and_clear();
-    let error = match first_error.into_inner() {
-        Ok(e) => e,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    match error {
-        Some(e) => Err(e),
-        None => Ok(end - a.start),
-    }
-}
-
-/// The state the writer threads share.
-struct Job<'a> {
-    db: &'a Db,
-    dataset: Dataset,
-    write: WriteOptions,
-    /// Index of the next key nobody took yet.
-    next: AtomicU64,
-    end: u64,
-    batch: u64,
-    failed: AtomicBool,
-    first_error: Mutex<Option<shale::Error>>,
-    progress: ProgressBar,
-}
-
-impl Job<'_> {
-    /// Takes chunks of `batch` consecutive keys and writes each as one batch
-    /// until the keys run out or a thread fails.
-    fn worker(&self) {
-        let mut value = vec![0u8; self.dataset.value_size];
-        while !self.failed.load(Ordering::Relaxed) {
-            let Some((lo, hi)) = take_chunk(&self.next, self.batch, self.end) else {
-                return;
-            };
-            let mut batch = WriteBatch::new();
-            for i in lo..hi {
-                self.dataset.fill_value(i, &mut value);
-                batch.put(&self.dataset.key(i), &value);
-            }
-            if let Err(e) = self.db.write(batch, &self.write) {
-                self.failed.store(true, Ordering::Relaxed);
-                let mut first = match self.first_error.lock() {
-                    Ok(g) => g,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                first.get_or_insert(e);
-                return;
-            }
-            self.progress.inc(hi - lo);
-        }
-    }
-}
-
-/// Takes the next chunk `lo..hi` of at most `batch` keys below `end` from the
-/// shared cursor `next`; `None` when every key is taken.
-fn take_chunk(next: &AtomicU64, batch: u64, end: u64) -> Option<(u64, u64)> {
-    let chunk_end = |lo: u64| lo.saturating_add(batch).min(end);
-    next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |lo| {
-        (lo < end).then(|| chunk_end(lo))
-    })
-    .ok()
-    .map(|lo| (lo, chunk_end(lo)))
+    checked.map(|_| end - a.start)
 }
 
 /// A progress bar on standard error (drawn only when it is a terminal).
@@ -260,48 +185,6 @@ pub fn summary_line(keys: u64, value_size: usize, elapsed: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunks_cover_the_range_once() {
-        let next = AtomicU64::new(5);
-        let mut chunks = Vec::new();
-        while let Some(c) = take_chunk(&next, 4, 15) {
-            chunks.push(c);
-        }
-        assert_eq!(chunks, [(5, 9), (9, 13), (13, 15)]);
-        assert_eq!(take_chunk(&AtomicU64::new(3), 4, 3), None);
-        // No wrap-around near the end of the index space.
-        let next = AtomicU64::new(u64::MAX - 2);
-        assert_eq!(
-            take_chunk(&next, 1000, u64::MAX),
-            Some((u64::MAX - 2, u64::MAX))
-        );
-        assert_eq!(take_chunk(&next, 1000, u64::MAX), None);
-    }
-
-    #[test]
-    fn chunks_are_shared_between_threads() {
-        let next = AtomicU64::new(0);
-        let taken = Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    while let Some(c) = take_chunk(&next, 7, 10_000) {
-                        taken.lock().expect("lock").push(c);
-                    }
-                });
-            }
-        });
-        let mut taken = taken.into_inner().expect("lock");
-        taken.sort_unstable();
-        let mut at = 0;
-        for (lo, hi) in taken {
-            assert_eq!(lo, at);
-            assert!(hi > lo && hi - lo <= 7);
-            at = hi;
-        }
-        assert_eq!(at, 10_000);
-    }
 
     #[test]
     fn summary_line_reports_rates() {

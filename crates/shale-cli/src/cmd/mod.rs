@@ -1,18 +1,11 @@
 //! The subcommands. Each writes its normal output to the `out` it is given and
 //! returns its failure as a [`CliError`]; `main` prints it.
 
-mod advise;
-mod bench;
-mod cgroup;
-mod compare;
-pub mod dbbench;
 mod harness;
 mod kv;
 mod load;
 mod sst;
 mod stats;
-mod ycsb;
-mod zns;
 mod zoned;
 
 use std::io::Write;
@@ -20,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use shale::{Db, Options};
 
-use crate::args::{Command, ZonedArg, ZonedCommand};
-use crate::bytes::display_key;
-use crate::error::{CliError, CliResult};
-use crate::storage::{Create, Storage};
+use crate::args::{BenchCommand, Command, ZonedArg, ZonedCommand};
+use shale_bench::bytes::display_key;
+use shale_bench::error::{Error as CliError, Result as CliResult};
+use shale_bench::storage::{Create, Storage};
 
 /// Runs one subcommand, writing its output to `out`.
 pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
@@ -38,13 +31,13 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Sst(a) => sst::run(&a, out),
         Command::Compact(a) => compact(&a, out),
         Command::Repair(a) => repair(&a, out),
-        Command::Bench(crate::args::BenchCommand::Kvdb(a)) => bench::kvdb(&a, out),
-        Command::Bench(crate::args::BenchCommand::Compare(a)) => compare::run(&a, out),
-        Command::Bench(crate::args::BenchCommand::Ycsb(a)) => ycsb::run(&a, out),
-        Command::Bench(crate::args::BenchCommand::Db(a)) => dbbench::run(&a, out),
-        Command::Bench(crate::args::BenchCommand::DbSweep(a)) => dbbench::sweep::run(&a, out),
-        Command::Bench(crate::args::BenchCommand::Zns(a)) => zns::run(&a, out),
-        Command::Advise(a) => advise::advise(&a, out),
+        Command::Bench(BenchCommand::Kvdb(a)) => shale_bench::kvdb::kvdb(&a, out),
+        Command::Bench(BenchCommand::Compare(a)) => shale_bench::compare::run(&a, out),
+        Command::Bench(BenchCommand::Ycsb(a)) => shale_bench::ycsb::run(&a, out),
+        Command::Bench(BenchCommand::Db(a)) => shale_bench::dbbench::run(&a, out),
+        Command::Bench(BenchCommand::DbSweep(a)) => shale_bench::dbbench::sweep::run(&a, out),
+        Command::Bench(BenchCommand::Zns(a)) => shale_bench::zns::run(&a, out),
+        Command::Advise(a) => shale_bench::advise::advise(&a, out),
         Command::Zoned(ZonedCommand::Mkfs(a)) => zoned::mkfs(&a, out),
         Command::Zoned(ZonedCommand::Ls(a)) => zoned::ls(&a, out),
         Command::Zoned(ZonedCommand::Df(a)) => zoned::df(&a, out),

@@ -9,9 +9,9 @@ use shale::format::parse_internal_key;
 use shale::{BlockInfo, TableLayout, TableProperties};
 
 use crate::args::SstArgs;
-use crate::bytes::{display_key, to_hex};
-use crate::error::{CliError, CliResult};
-use crate::fmt::human_bytes;
+use shale_bench::bytes::{display_key, to_hex};
+use shale_bench::error::{Error as CliError, Result as CliResult};
+use shale_bench::fmt::human_bytes;
 
 pub fn run(a: &SstArgs, out: &mut dyn Write) -> CliResult {
     let fs = PosixFs::new(PosixOptions::default());

@@ -1,6 +1,6 @@
 //! `shale zoned ...`: format a zoned device with the zone file system
 //! (`mkfs`) and inspect it. Every command opens its device through
-//! [`crate::storage::open_device`].
+//! [`shale_bench::storage::open_device`].
 
 use std::io::Write;
 
@@ -8,47 +8,12 @@ use serde_json::{json, Value};
 use shale::env::WriteLifetime;
 use shale_zoned::{FileInfo, ZoneFsError, ZoneFsStats, ZoneRole, ZoneUsage, ZonedGeometry};
 
-use crate::args::{GeometryArgs, ZonedInspectArgs, ZonedMkfsArgs};
-use crate::error::{CliError, CliResult};
-use crate::fmt::human_bytes;
-use crate::storage::{
-    self, default_geometry, geometry_line, open_device, Backend, OpenedDevice, ZonedHandle,
+use crate::args::{ZonedInspectArgs, ZonedMkfsArgs};
+use shale_bench::error::{Error as CliError, Result as CliResult};
+use shale_bench::fmt::human_bytes;
+use shale_bench::storage::{
+    self, geometry_json, geometry_line, open_device, Backend, OpenedDevice, ZonedHandle,
 };
-
-impl GeometryArgs {
-    /// True if any geometry flag was given.
-    pub fn any(&self) -> bool {
-        self.zones.is_some()
-            || self.zone_size.is_some()
-            || self.zone_capacity.is_some()
-            || self.block_size.is_some()
-            || self.max_open.is_some()
-            || self.max_active.is_some()
-    }
-
-    /// The geometry asked for: [`default_geometry`] with the flags given;
-    /// the capacity follows the zone size unless given.
-    pub fn geometry(&self) -> CliResult<ZonedGeometry> {
-        let d = default_geometry();
-        let zone_size = self.zone_size.unwrap_or(d.zone_size);
-        let block_size = match self.block_size {
-            None => d.block_size,
-            Some(b) => u32::try_from(b)
-                .map_err(|_| CliError::Usage(format!("--block-size {b} is too large")))?,
-        };
-        let g = ZonedGeometry {
-            nr_zones: self.zones.unwrap_or(d.nr_zones),
-            zone_size,
-            zone_capacity: self.zone_capacity.unwrap_or(zone_size),
-            block_size,
-            max_open_zones: self.max_open.unwrap_or(d.max_open_zones),
-            max_active_zones: self.max_active.unwrap_or(d.max_active_zones),
-        };
-        g.validate()
-            .map_err(|e| CliError::Usage(format!("bad device geometry: {e}")))?;
-        Ok(g)
-    }
-}
 
 /// `shale zoned mkfs`.
 pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
@@ -142,18 +107,6 @@ fn device_json(d: &OpenedDevice) -> Value {
         },
         "direct_io": d.direct_io,
         "geometry": geometry_json(&g),
-    })
-}
-
-/// A zone geometry as JSON (`zones`, sizes, block size, limits).
-pub fn geometry_json(g: &ZonedGeometry) -> Value {
-    json!({
-        "zones": g.nr_zones,
-        "zone_size": g.zone_size,
-        "zone_capacity": g.zone_capacity,
-        "block_size": g.block_size,
-        "max_open_zones": g.max_open_zones,
-        "max_active_zones": g.max_active_zones,
     })
 }
 
@@ -399,31 +352,6 @@ pub fn df(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
         .map_err(CliError::output)
 }
 
-/// Every counter and derived figure of [`ZoneFsStats`] as JSON.
-pub fn stats_json(s: &ZoneFsStats) -> Value {
-    json!({
-        "host_bytes": {
-            "not_set": s.host_bytes[0],
-            "short": s.host_bytes[1],
-            "medium": s.host_bytes[2],
-            "long": s.host_bytes[3],
-            "extreme": s.host_bytes[4],
-            "total": s.host_total(),
-        },
-        "padding_bytes": s.padding_bytes,
-        "metadata_bytes": s.metadata_bytes,
-        "gc_bytes": s.gc_bytes,
-        "gc_zones": s.gc_zones,
-        "gc_errors": s.gc_errors,
-        "resets": s.resets,
-        "finishes": s.finishes,
-        "fs_bytes": s.fs_bytes(),
-        "device_bytes": s.device_bytes(),
-        "waf": s.waf(),
-        "fs_overhead": s.fs_overhead(),
-    })
-}
-
 fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize, d: &DeviceCounters) -> String {
     let cap = s.zone_capacity;
     let mut t = format!(
@@ -642,7 +570,7 @@ mod tests {
             ),
             "{text}"
         );
-        let j = stats_json(&s);
+        let j = shale_bench::storage::stats_json(&s);
         assert_eq!(j["host_bytes"]["total"], 3000);
         assert_eq!(j["device_bytes"], 5000);
     }

@@ -9,32 +9,33 @@
 //! fails, hangs past `--timeout` or replies nonsense is reported with its
 //! standard error; the others' results are kept.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::engine::Composition;
 use serde::{Deserialize, Serialize};
-use shale_workload::engine::Composition;
 use shale_workload::protocol::{
-    thread_slice, write_indices, DatasetSpec, InfoReply, InspectReply, LoadReply, LoadRequest, Op,
-    OpenRequest, ReadReply, ReadRequest, Request, PROTOCOL_VERSION,
+    thread_slice, write_indices, DatasetSpec, InspectReply, LoadReply, LoadRequest, OpenRequest,
+    ReadRequest,
 };
 use shale_workload::results::{BudgetRun, CompareResults, EngineResults, EngineRun, Run};
 use shale_workload::{Distribution, KeyChooser, MEASURE_SEED, WARMUP_SEED};
 
-use super::bench::{check_workload, parse_size};
 use crate::args::BenchCompareArgs;
-use crate::error::{CliError, CliResult};
+use crate::client::{Client, PEERS};
+use crate::error::{Error, Result};
+use crate::kvdb::{check_workload, parse_size};
 use crate::sampler::Sampler;
 
 /// Keys per load batch.
 const LOAD_BATCH: u64 = 1000;
+/// The smallest block cache an engine is given in a memory budget.
+const MIN_CACHE: u64 = 1 << 20;
 /// The file in a dataset directory that says what it holds.
 pub const MARKER: &str = "shale-dataset.json";
 /// Engines with a harness, in the order of the default list.
-pub const ENGINES: [&str; 4] = ["shale", "pebble", "rocksdb", "leveldb"];
+pub const ENGINES: [&str; 4] = ["shale", PEERS[0], PEERS[1], PEERS[2]];
 
 /// What a dataset directory holds, written once its load succeeded.
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -45,11 +46,11 @@ struct Marker {
 }
 
 /// `shale bench compare`.
-pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
+pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> Result {
     let (wanted, dataset, distribution) = check_args(a)?;
     let threads = a.workload.threads.unwrap_or_else(cores).max(1);
     std::fs::create_dir_all(&a.out).map_err(|e| {
-        CliError::msg(format!(
+        Error::msg(format!(
             "cannot create --out {}: {e}; pass a writable directory",
             a.out.display()
         ))
@@ -86,7 +87,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
         None => Vec::new(),
     };
     let slack = parse_size(&a.memory_slack, &Composition::default())
-        .map_err(|e| CliError::msg(format!("--memory-slack: {e}")))?;
+        .map_err(|e| Error::msg(format!("--memory-slack: {e}")))?;
     let shares = parse_shares(&a.memory_caches)?;
     let mut results = CompareResults {
         keys: a.workload.keys,
@@ -150,29 +151,29 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
 
     // The read phases' time series: the engines run in their harnesses'
     // processes, so it holds the machine's CPU and device only.
-    let interval = a.sample.interval().map_err(CliError::msg)?;
+    let interval = a.sample.interval().map_err(Error::msg)?;
     let sampler = Sampler::start(interval, &data_dir, Some(&out_dir), None, None)
-        .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
+        .map_err(|e| Error::msg(format!("starting the sampler: {e}")))?;
     for spec in results.cache_specs.clone() {
         for (er, h) in results.engines.iter_mut().zip(&harnesses) {
             let (Some(h), Some(shape)) = (h, &er.shape) else {
                 continue;
             };
             let comp = shape.composition;
-            let cache_bytes = parse_size(&spec, &comp).map_err(CliError::msg)?;
+            let cache_bytes = parse_size(&spec, &comp).map_err(Error::msg)?;
             eprintln!(
                 "{}: {} Gets at cache {spec} ({} bytes)",
                 er.label, a.workload.reads, cache_bytes
             );
-            let request = Op::Read(ReadRequest {
+            let request = ReadRequest {
                 target: h.target(&dataset),
                 cache_bytes,
                 threads,
                 warmup_file: warmup_file.clone(),
                 reads_file: reads_file.clone(),
                 direct_io: er.direct_io(a.workload.direct_io),
-            });
-            match h.call::<ReadReply>(request, read_timeout) {
+            };
+            match h.client.read(request, read_timeout) {
                 Ok(reply) => er.runs.push(EngineRun {
                     spec: spec.clone(),
                     run: Run::from_reply(&reply, &comp),
@@ -206,31 +207,31 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> CliResult {
     }
 
     let title = format!("bench compare: read phases, {} keys", a.workload.keys);
-    crate::sampler::write_files(&sampler.finish(), &out_dir, &title).map_err(CliError::msg)?;
+    crate::sampler::write_files(&sampler.finish(), &out_dir, &title).map_err(Error::msg)?;
 
     if a.json {
         let s = serde_json::to_string_pretty(&results)
-            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-        writeln!(out, "{s}").map_err(CliError::output)
+            .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
+        writeln!(out, "{s}").map_err(Error::output)
     } else {
         write!(out, "{}", crate::report::compare::terminal_tables(&results))
-            .map_err(CliError::output)?;
-        writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
+            .map_err(Error::output)?;
+        writeln!(out, "results in {}", a.out.display()).map_err(Error::output)
     }
 }
 
-fn write_report(results: &CompareResults, out_dir: &Path) -> CliResult {
+fn write_report(results: &CompareResults, out_dir: &Path) -> Result {
     crate::report::compare::write_all(results, out_dir)
         .map(|_| ())
-        .map_err(CliError::msg)
+        .map_err(Error::msg)
 }
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-fn absolute(p: &Path) -> CliResult<PathBuf> {
-    std::path::absolute(p).map_err(|e| CliError::msg(format!("{}: {e}", p.display())))
+fn absolute(p: &Path) -> Result<PathBuf> {
+    std::path::absolute(p).map_err(|e| Error::msg(format!("{}: {e}", p.display())))
 }
 
 /// The default `--cache` (without `--memory`): the study's points.
@@ -250,30 +251,29 @@ fn read_mode(direct_io: bool) -> String {
     if direct_io { "O_DIRECT" } else { "buffered" }.to_string()
 }
 
-fn parse_budgets(list: &str) -> CliResult<Vec<u64>> {
+fn parse_budgets(list: &str) -> Result<Vec<u64>> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|s| {
             if s.ends_with('%') || s.to_ascii_lowercase().starts_with("ip") {
-                return Err(CliError::msg(format!(
+                return Err(Error::msg(format!(
                     "--memory {s:?}: a budget is an amount of memory (48MiB, 1GiB)"
                 )));
             }
-            parse_size(s, &Composition::default())
-                .map_err(|e| CliError::msg(format!("--memory: {e}")))
+            parse_size(s, &Composition::default()).map_err(|e| Error::msg(format!("--memory: {e}")))
         })
         .collect()
 }
 
 /// `--memory-caches`: shares in (0, 1].
-fn parse_shares(list: &str) -> CliResult<Vec<f64>> {
+fn parse_shares(list: &str) -> Result<Vec<f64>> {
     let mut shares = Vec::new();
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         match item.parse::<f64>() {
             Ok(x) if x > 0.0 && x <= 1.0 => shares.push(x),
             _ => {
-                return Err(CliError::msg(format!(
+                return Err(Error::msg(format!(
                     "--memory-caches: {item:?} is not a share of free memory in (0, 1] \
                      (for example 1,0.5,0.1)"
                 )))
@@ -281,12 +281,12 @@ fn parse_shares(list: &str) -> CliResult<Vec<f64>> {
         }
     }
     if shares.is_empty() {
-        return Err(CliError::msg("--memory-caches: give at least one share"));
+        return Err(Error::msg("--memory-caches: give at least one share"));
     }
     Ok(shares)
 }
 
-fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribution)> {
+fn check_args(a: &BenchCompareArgs) -> Result<(Wanted, DatasetSpec, Distribution)> {
     let (scheme, distribution) = check_workload(&a.workload)?;
     let mut wanted = Vec::new();
     for item in a
@@ -299,7 +299,7 @@ fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribut
             Some((e, "direct")) => (e, Some(true)),
             Some((e, "buffered")) => (e, Some(false)),
             Some((_, m)) => {
-                return Err(CliError::msg(format!(
+                return Err(Error::msg(format!(
                     "--engines: unknown read mode @{m}; use @direct or @buffered"
                 )))
             }
@@ -311,7 +311,7 @@ fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribut
         };
         let engine = engine.to_ascii_lowercase();
         if !ENGINES.contains(&engine.as_str()) {
-            return Err(CliError::msg(format!(
+            return Err(Error::msg(format!(
                 "--engines: unknown engine {engine:?}; use {}",
                 ENGINES.join(", ")
             )));
@@ -323,12 +323,12 @@ fn check_args(a: &BenchCompareArgs) -> CliResult<(Wanted, DatasetSpec, Distribut
         });
     }
     if wanted.is_empty() {
-        return Err(CliError::msg("--engines names no engine"));
+        return Err(Error::msg("--engines names no engine"));
     }
     let probe = Composition::default();
     let cache = a.cache.as_deref().unwrap_or(DEFAULT_CACHE);
     for spec in cache.split(',').filter(|s| !s.trim().is_empty()) {
-        parse_size(spec, &probe).map_err(|e| CliError::msg(format!("--cache: {e}")))?;
+        parse_size(spec, &probe).map_err(|e| Error::msg(format!("--cache: {e}")))?;
     }
     let dataset = DatasetSpec {
         keys: a.workload.keys,
@@ -349,17 +349,17 @@ fn write_reads(
     threads: usize,
     n: u64,
     seed: u64,
-) -> CliResult {
+) -> Result {
     let chooser = KeyChooser::new(distribution, a.workload.keys, a.workload.missing, seed)
-        .map_err(|e| CliError::msg(format!("read workload: {e}")))?;
-    let n = usize::try_from(n).map_err(|_| CliError::msg("too many reads"))?;
+        .map_err(|e| Error::msg(format!("read workload: {e}")))?;
+    let n = usize::try_from(n).map_err(|_| Error::msg("too many reads"))?;
     let mut indices = Vec::with_capacity(n);
     for t in 0..threads {
         let mut c = chooser.for_thread(t as u64);
         indices.extend((0..thread_slice(n, threads, t).len()).map(|_| c.next().0));
     }
     write_indices(path, &indices)
-        .map_err(|e| CliError::msg(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| Error::msg(format!("cannot write {}: {e}", path.display())))
 }
 
 /// The key-index files of every read phase.
@@ -384,7 +384,7 @@ fn run_budgets(
     threads: usize,
     timeout: Duration,
     out_dir: &Path,
-) -> CliResult {
+) -> Result {
     let budgets = results.memory_budgets.clone();
     let slack = results.memory_slack;
     for n in 0..results.engines.len() {
@@ -397,15 +397,15 @@ fn run_budgets(
         };
         let direct_io = er.direct_io(results.direct_io);
         // Baseline: resident memory after the warm-up Gets with a 1 MiB cache.
-        let probe = Op::Read(ReadRequest {
+        let probe = ReadRequest {
             target: h.target(dataset),
             cache_bytes: 1 << 20,
             threads,
             warmup_file: files.warmup.to_path_buf(),
             reads_file: files.warmup.to_path_buf(),
             direct_io,
-        });
-        let baseline = match h.call::<ReadReply>(probe, timeout) {
+        };
+        let baseline = match h.client.read(probe, timeout) {
             Ok(r) => r.rss_bytes.unwrap_or(0),
             Err(reason) => {
                 er.status = format!("baseline memory: {reason}");
@@ -415,21 +415,22 @@ fn run_budgets(
         er.baseline_rss_bytes = Some(baseline);
         for &budget in &budgets {
             let er = &mut results.engines[n];
-            let Some(free) = budget
-                .checked_sub(baseline + slack)
-                .filter(|&c| c >= 1 << 20)
-            else {
+            // Every budget the engine's resident memory and the smallest
+            // cache fit is run; the slack is what remains when the budget
+            // cannot also hold the configured one.
+            let Some(free) = budget.checked_sub(baseline).filter(|&f| f >= MIN_CACHE) else {
                 eprintln!(
-                    "{}: a budget of {budget} bytes is below its resident memory ({baseline}) \
-                     + slack ({slack}) + 1 MiB of cache: skipped",
+                    "{}: a budget of {budget} bytes cannot hold its resident memory \
+                     ({baseline}) and a 1 MiB cache: skipped",
                     er.label
                 );
                 continue;
             };
+            let for_cache = free.saturating_sub(slack).max(MIN_CACHE);
             let first_try = er.budget_runs.len();
             let mut tried = Vec::new();
             for &share in &results.memory_cache_shares {
-                let cache_bytes = ((free as f64 * share) as u64).max(1 << 20);
+                let cache_bytes = ((for_cache as f64 * share) as u64).max(MIN_CACHE);
                 if tried.contains(&cache_bytes) {
                     continue;
                 }
@@ -439,41 +440,53 @@ fn run_budgets(
                     "{}: Gets in {budget} bytes of memory (cache {cache_bytes} bytes)",
                     er.label
                 );
-                super::cgroup::drop_page_cache().map_err(CliError::msg)?;
+                crate::cgroup::drop_page_cache().map_err(Error::msg)?;
                 let name = format!("shale-bench-{}-{n}", std::process::id());
                 let group =
-                    super::cgroup::MemoryGroup::create(&name, budget).map_err(CliError::msg)?;
-                let (program, args) = group.wrap(&h.program, &h.args);
-                let inside = Harness {
-                    engine: h.engine.clone(),
-                    config: h.config.clone(),
-                    program,
-                    args,
-                    dir: h.dir.clone(),
-                };
-                let request = Op::Read(ReadRequest {
+                    crate::cgroup::MemoryGroup::create(&name, budget).map_err(Error::msg)?;
+                let inside = h.client.wrapped(|program, args| group.wrap(program, args));
+                let request = ReadRequest {
                     target: h.target(dataset),
                     cache_bytes,
                     threads,
                     warmup_file: files.warmup.to_path_buf(),
                     reads_file: files.reads.to_path_buf(),
                     direct_io,
-                });
-                let reply = inside.call::<ReadReply>(request, timeout);
+                };
+                let before = group.pressure();
+                let reply = inside.read(request, timeout);
+                let after = group.pressure();
                 drop(group);
                 match reply {
-                    Ok(reply) => er.budget_runs.push(BudgetRun {
-                        budget_bytes: budget,
-                        cache_share: share,
-                        best: false,
-                        run: Run::from_reply(&reply, &comp),
-                        reply,
-                    }),
+                    Ok(reply) => {
+                        let run = Run::from_reply(&reply, &comp);
+                        let refaults_per_get = match (before.refaults, after.refaults) {
+                            (Some(b), Some(a)) if run.gets > 0 => {
+                                Some(a.saturating_sub(b) as f64 / run.gets as f64)
+                            }
+                            _ => None,
+                        };
+                        er.budget_runs.push(BudgetRun {
+                            budget_bytes: budget,
+                            cache_share: share,
+                            best: false,
+                            slack_bytes: free.saturating_sub(cache_bytes),
+                            refaults_per_get,
+                            run,
+                            reply,
+                        })
+                    }
                     Err(reason) => {
-                        eprintln!("{}: {reason}", er.engine);
+                        let killed = match (before.oom_kills, after.oom_kills) {
+                            (Some(b), Some(a)) if a > b => {
+                                " (the kernel killed it for memory: the budget cannot hold it)"
+                            }
+                            _ => "",
+                        };
+                        eprintln!("{}: {reason}{killed}", er.engine);
                         er.status = format!(
                             "read in {budget} bytes of memory with a {cache_bytes}-byte cache \
-                         failed: {reason}"
+                         failed{killed}: {reason}"
                         );
                     }
                 }
@@ -497,12 +510,10 @@ fn mark_best(tries: &mut [BudgetRun]) {
     }
 }
 
-/// A built harness of one engine and configuration.
+/// A built harness of one engine and configuration, and its database.
 struct Harness {
-    engine: String,
+    client: Client,
     config: String,
-    program: PathBuf,
-    args: Vec<String>,
     dir: PathBuf,
 }
 
@@ -514,158 +525,6 @@ impl Harness {
             config: self.config.clone(),
         }
     }
-
-    /// Runs the harness with one request and parses its reply.
-    fn call<T: for<'de> Deserialize<'de>>(&self, op: Op, timeout: Duration) -> Result<T, String> {
-        let request = Request {
-            protocol: PROTOCOL_VERSION,
-            op,
-        };
-        let input =
-            serde_json::to_string(&request).map_err(|e| format!("encoding the request: {e}"))?;
-        let (status, stdout, stderr) =
-            run_with_timeout(&self.program, &self.args, &input, timeout)?;
-        let tail = stderr_tail(&stderr);
-        if !status {
-            let reason = serde_json::from_str::<shale_workload::protocol::ErrorReply>(&stdout)
-                .map(|r| r.error)
-                .unwrap_or_else(|_| "exited with an error and no reply".into());
-            return Err(format!("{reason}{tail}"));
-        }
-        serde_json::from_str(&stdout)
-            .map_err(|e| format!("malformed reply ({e}): {:?}{tail}", clip(&stdout, 300)))
-    }
-}
-
-pub(super) fn clip(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
-/// The last lines of a harness's standard error, for a failure message.
-pub(super) fn stderr_tail(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    let tail = &lines[lines.len().saturating_sub(5)..];
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; its standard error ends: {}", tail.join(" | "))
-    }
-}
-
-/// Runs `program args` with `input` on standard input; kills it after
-/// `timeout`. Returns (exited with 0, stdout, stderr).
-pub(super) fn run_with_timeout(
-    program: &Path,
-    args: &[String],
-    input: &str,
-    timeout: Duration,
-) -> Result<(bool, String, String), String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(input.as_bytes())
-            .map_err(|e| format!("writing the request: {e}"))?;
-    }
-    // Each pipe is read by a thread of its own into a shared buffer, so that
-    // a harness that fills one is never blocked, and what a killed harness
-    // wrote can be read even if its children still hold the pipe open.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let (tx, done) = std::sync::mpsc::channel::<()>();
-        let sink = buf.clone();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            if let Some(mut p) = pipe {
-                while let Ok(n) = p.read(&mut chunk) {
-                    if n == 0 {
-                        break;
-                    }
-                    if let (Ok(mut b), Some(bytes)) = (sink.lock(), chunk.get(..n)) {
-                        b.extend_from_slice(bytes);
-                    }
-                }
-            }
-            let _ = tx.send(());
-        });
-        (buf, done)
-    };
-    let collect = |(buf, done): (Arc<Mutex<Vec<u8>>>, std::sync::mpsc::Receiver<()>),
-                   wait: Duration| {
-        let _ = done.recv_timeout(wait);
-        let bytes = buf.lock().map(|b| b.clone()).unwrap_or_default();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let stderr = collect(err, Duration::from_secs(1));
-                return Err(format!(
-                    "no reply within {} s: killed{}",
-                    timeout.as_secs(),
-                    stderr_tail(&stderr)
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for {}: {e}", program.display())),
-        }
-    };
-    let stdout = collect(out, Duration::from_secs(10));
-    let stderr = collect(err, Duration::from_secs(10));
-    Ok((status.success(), stdout, stderr))
-}
-
-/// Where an engine's harness is: `shale harness` for shale; for a peer,
-/// `$SHALE_<ENGINE>_HARNESS`, else `shale-<engine>-harness` in `target/peers/`
-/// next to this executable's `target/` directory or under the working
-/// directory.
-pub(super) fn locate(engine: &str) -> Result<(PathBuf, Vec<String>), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    if engine == "shale" {
-        return Ok((exe, vec!["harness".into()]));
-    }
-    let var = format!("SHALE_{}_HARNESS", engine.to_ascii_uppercase());
-    if let Some(p) = std::env::var_os(&var) {
-        return Ok((PathBuf::from(p), Vec::new()));
-    }
-    let name = format!("shale-{engine}-harness");
-    let mut candidates = Vec::new();
-    // target/release/shale -> target/peers/
-    if let Some(target) = exe.parent().and_then(Path::parent) {
-        candidates.push(target.join("peers").join(&name));
-    }
-    candidates.push(PathBuf::from("target").join("peers").join(&name));
-    candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .map(|p| (p, Vec::new()))
-        .ok_or_else(|| {
-            format!("not built: run `scripts/peers.sh {engine}` (or set {var} to its harness)")
-        })
 }
 
 fn describe(m: &Marker) -> String {
@@ -686,23 +545,10 @@ fn prepare(
     threads: usize,
     timeout: Duration,
 ) -> Result<(Harness, InspectReply, Option<LoadReply>), String> {
-    let (program, args) = locate(engine)?;
-    let mut h = Harness {
-        engine: engine.to_string(),
-        config: String::new(),
-        program,
-        args,
-        dir: PathBuf::new(),
-    };
-    let info: InfoReply = h.call(Op::Info, timeout)?;
-    if info.engine != engine {
-        return Err(format!(
-            "{} says it serves {:?}, not {engine}",
-            h.program.display(),
-            info.engine
-        ));
-    }
-    h.config = match config {
+    let client = Client::locate(engine)?;
+    let info = client.info(timeout)?;
+    client.require(&info, "read")?;
+    let config = match config {
         Some(c) if info.configs.iter().any(|k| k == c) => c.to_string(),
         Some(c) => {
             return Err(format!(
@@ -716,12 +562,17 @@ fn prepare(
             .cloned()
             .ok_or("the harness names no configuration")?,
     };
-    h.dir = data_dir.join(format!(
-        "compare-{}-{}-{}-{}-v{}",
-        h.engine, h.config, dataset.keys, dataset.scheme, dataset.value_size
+    let dir = data_dir.join(format!(
+        "compare-{engine}-{config}-{}-{}-v{}",
+        dataset.keys, dataset.scheme, dataset.value_size
     ));
+    let h = Harness {
+        client,
+        config,
+        dir,
+    };
     let marker = Marker {
-        engine: h.engine.clone(),
+        engine: engine.to_string(),
         config: h.config.clone(),
         dataset: dataset.clone(),
     };
@@ -745,7 +596,7 @@ fn prepare(
                 describe(&marker)
             ));
         }
-        let shape: InspectReply = h.call(Op::Inspect(h.target(dataset)), timeout)?;
+        let shape = h.client.inspect(h.target(dataset), timeout)?;
         return Ok((h, shape, None));
     }
     std::fs::create_dir_all(&h.dir).map_err(|e| format!("{}: {e}", h.dir.display()))?;
@@ -755,12 +606,12 @@ fn prepare(
         dataset.keys,
         h.dir.display()
     );
-    let load: LoadReply = h.call(
-        Op::Load(LoadRequest {
+    let load = h.client.load(
+        LoadRequest {
             target: h.target(dataset),
             threads,
             batch: LOAD_BATCH,
-        }),
+        },
         timeout,
     )?;
     let text = serde_json::to_string_pretty(&marker).map_err(|e| e.to_string())?;
@@ -775,16 +626,6 @@ fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stderr_tail_keeps_the_last_lines() {
-        assert_eq!(stderr_tail(""), "");
-        let s = "a\nb\n\nc\nd\ne\nf\n";
-        assert_eq!(
-            stderr_tail(s),
-            "; its standard error ends: b | c | d | e | f"
-        );
-    }
 
     #[test]
     fn the_fastest_try_of_a_budget_is_the_best() {
@@ -811,27 +652,5 @@ mod tests {
             let e = parse_shares(bad).expect_err(bad).to_string();
             assert!(e.contains("--memory-caches"), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn a_harness_that_hangs_is_killed_and_one_that_fails_is_reported() {
-        let sh = PathBuf::from("/bin/sh");
-        let hang = run_with_timeout(
-            &sh,
-            &["-c".into(), "echo started >&2; sleep 30".into()],
-            "",
-            Duration::from_millis(1000),
-        );
-        assert!(hang.is_err_and(|e| e.contains("killed") && e.contains("started")));
-        let (ok, out, err) = run_with_timeout(
-            &sh,
-            &["-c".into(), "cat; echo oops >&2; exit 1".into()],
-            "{\"x\":1}",
-            Duration::from_secs(10),
-        )
-        .expect("runs");
-        assert!(!ok);
-        assert_eq!(out, "{\"x\":1}");
-        assert_eq!(err.trim(), "oops");
     }
 }

@@ -1,5 +1,5 @@
 //! `bench kvdb`: the I/O-per-Get study (brief, section 1) on one engine through
-//! the adapter of `shale_workload::engine` (its single-run machinery also
+//! the adapter of `crate::engine` (its single-run machinery also
 //! serves `advise --verify`).
 //!
 //! For each cache size the database is opened afresh (cold block and table
@@ -10,20 +10,19 @@
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::engine::{Composition, EngineOpener, KvEngine, ShaleFsOpener, ShaleOpener};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use shale_workload::engine::{Composition, EngineOpener, KvEngine, ShaleFsOpener, ShaleOpener};
 use shale_workload::results::{phase, BenchResults, DeviceLimit, HitRates, Run};
 use shale_workload::{
     Dataset, Distribution, KeyChooser, KeyGen, KeyScheme, MEASURE_SEED, WARMUP_SEED,
 };
 
 use crate::args::{BenchKvdbArgs, WorkloadArgs};
-use crate::error::{CliError, CliResult};
+use crate::error::{Error, Result};
 use crate::live::LiveStats;
 use crate::sampler::Sampler;
 use crate::storage::{Create, Storage};
@@ -34,8 +33,8 @@ const LOAD_BATCH: u64 = 1000;
 /// Cache used while checking or loading a database (not measured).
 pub(super) const SETUP_CACHE: u64 = 8 << 20;
 
-fn err(e: String) -> CliError {
-    CliError::msg(e)
+fn err(e: String) -> Error {
+    Error::msg(e)
 }
 
 /// What the Gets of a bench read: the keys of a scheme, drawn from a
@@ -50,12 +49,12 @@ pub(super) struct Workload {
 }
 
 /// `shale bench kvdb`.
-pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
+pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> Result {
     let (scheme, distribution) = check_workload(&a.workload)?;
     let threads = a.workload.threads.unwrap_or_else(cores).max(1);
     // clap checks the flags' ranges; these hold for arguments built in code.
     if a.batch == 0 {
-        return Err(CliError::msg(
+        return Err(Error::msg(
             "--batch must be at least 1 (keys per read call)",
         ));
     }
@@ -95,7 +94,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             ),
         };
     std::fs::create_dir_all(&a.out).map_err(|e| {
-        CliError::msg(format!(
+        Error::msg(format!(
             "cannot create --out {}: {e}; pass a writable directory",
             a.out.display()
         ))
@@ -115,7 +114,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     let mut results = header(&engine_name, a, &w, threads, &comp);
     results.direct_io = direct_io;
     if !(a.device_limit_seconds.is_finite() && a.device_limit_seconds >= 0.0) {
-        return Err(CliError::msg(
+        return Err(Error::msg(
             "--device-limit-seconds must be a number of seconds, 0 or more",
         ));
     }
@@ -139,7 +138,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
         Some(live.clone()),
         None,
     )
-    .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
+    .map_err(|e| Error::msg(format!("starting the sampler: {e}")))?;
     for (i, &cache) in sizes.iter().enumerate() {
         let label = format!(
             "run {}/{}: cache {}",
@@ -154,7 +153,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
             .and_then(|l| l.share(run.ops_per_sec));
         results.runs.push(run);
         // Written after every run, so an interrupted bench keeps what finished.
-        crate::report::write_all(&results, &a.out).map_err(CliError::msg)?;
+        crate::report::write_all(&results, &a.out).map_err(Error::msg)?;
         if crate::interrupt::requested() {
             break;
         }
@@ -162,48 +161,48 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> CliResult {
     let title = format!("bench kvdb: {engine_name}, {} keys", a.workload.keys);
     let mut series = sampler.finish();
     series.notes.extend(storage.sampler_notes());
-    crate::sampler::write_files(&series, &a.out, &title).map_err(CliError::msg)?;
+    crate::sampler::write_files(&series, &a.out, &title).map_err(Error::msg)?;
     let on = storage.zoned().map(|_| storage.label());
     storage.finish()?;
 
     if a.json {
         let s = serde_json::to_string_pretty(&results)
-            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-        writeln!(out, "{s}").map_err(CliError::output)
+            .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
+        writeln!(out, "{s}").map_err(Error::output)
     } else {
-        write!(out, "{}", crate::report::terminal_table(&results)).map_err(CliError::output)?;
+        write!(out, "{}", crate::report::terminal_table(&results)).map_err(Error::output)?;
         if crate::interrupt::requested() {
             writeln!(
                 out,
                 "interrupted: the last run was cut short; the runs after it were not run"
             )
-            .map_err(CliError::output)?;
+            .map_err(Error::output)?;
         }
         if let Some(on) = on {
-            writeln!(out, "database {} on {on}", dir.display()).map_err(CliError::output)?;
+            writeln!(out, "database {} on {on}", dir.display()).map_err(Error::output)?;
         }
-        writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
+        writeln!(out, "results in {}", a.out.display()).map_err(Error::output)
     }
 }
 
 /// Checks the workload flags shared by `bench kvdb` and `bench compare`.
-pub fn check_workload(w: &WorkloadArgs) -> CliResult<(KeyScheme, Distribution)> {
+pub fn check_workload(w: &WorkloadArgs) -> Result<(KeyScheme, Distribution)> {
     let (keys, missing, warmup) = (w.keys, w.missing, w.warmup);
     let (scheme, distribution) = (&w.scheme, &w.distribution);
     if keys == 0 {
-        return Err(CliError::msg("--keys must be at least 1"));
+        return Err(Error::msg("--keys must be at least 1"));
     }
     if !(0.0..1.0).contains(&missing) {
-        return Err(CliError::msg("--missing must be a fraction in [0, 1)"));
+        return Err(Error::msg("--missing must be a fraction in [0, 1)"));
     }
     if !(0.0..=1.0).contains(&warmup) {
-        return Err(CliError::msg("--warmup must be a fraction in [0, 1]"));
+        return Err(Error::msg("--warmup must be a fraction in [0, 1]"));
     }
     let parsed_scheme: KeyScheme = scheme
         .parse()
-        .map_err(|e| CliError::msg(format!("--scheme {scheme}: {e}; use hash, hash8 or path")))?;
+        .map_err(|e| Error::msg(format!("--scheme {scheme}: {e}; use hash, hash8 or path")))?;
     let parsed_distribution: Distribution = distribution.parse().map_err(|e| {
-        CliError::msg(format!(
+        Error::msg(format!(
             "--distribution {distribution}: {e}; use uniform, zipf[:theta] or hotset[:fraction[:probability]]"
         ))
     })?;
@@ -229,7 +228,7 @@ fn prepare(
     dir: &Path,
     w: &Workload,
     threads: usize,
-) -> CliResult {
+) -> Result {
     let (keys, dataset) = (w.keys, &w.dataset);
     if storage.has_db(dir)? {
         // Read-only: a refused database is left exactly as it was.
@@ -250,7 +249,7 @@ fn prepare(
             && e.get(&w.keygen.key_vec(keys - 1)).map_err(err)? == Some(dataset.value(keys - 1));
         e.close().map_err(err)?;
         if !same {
-            return Err(CliError::msg(format!(
+            return Err(Error::msg(format!(
                 "{} holds another dataset ({} entries, {} value bytes) than --keys {} of the {} scheme with {}-byte values; pass another --db or remove it",
                 dir.display(),
                 c.entries,
@@ -277,45 +276,24 @@ pub(super) fn bar(len: u64, msg: String) -> ProgressBar {
 }
 
 /// Loads keys `0..keys` with `threads` writers, then lets compactions settle.
-fn load(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) -> CliResult {
-    let (keys, dataset) = (w.keys, &w.dataset);
+fn load(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) -> Result {
+    let keys = w.keys;
     let e = opener.open(dir, SETUP_CACHE, true).map_err(err)?;
-    let next = AtomicU64::new(0);
-    let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
     let pb = bar(keys, format!("loading {keys} keys into {}", dir.display()));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-                while !failed.load(Ordering::Relaxed) {
-                    let lo = next.fetch_add(LOAD_BATCH, Ordering::Relaxed);
-                    if lo >= keys {
-                        return;
-                    }
-                    let hi = (lo + LOAD_BATCH).min(keys);
-                    pairs.clear();
-                    pairs.extend((lo..hi).map(|i| (w.keygen.key_vec(i), dataset.value(i))));
-                    let refs: Vec<(&[u8], &[u8])> = pairs
-                        .iter()
-                        .map(|(k, v)| (k.as_slice(), v.as_slice()))
-                        .collect();
-                    if let Err(m) = e.load_batch(&refs) {
-                        failed.store(true, Ordering::Relaxed);
-                        if let Ok(mut g) = first_error.lock() {
-                            g.get_or_insert(m);
-                        }
-                        return;
-                    }
-                    pb.inc(hi - lo);
-                }
-            });
-        }
-    });
+    let loaded = crate::load::load(
+        0..keys,
+        LOAD_BATCH,
+        threads,
+        &pb,
+        &|| false,
+        |i, k, v| {
+            *k = w.keygen.key_vec(i);
+            *v = w.dataset.value(i);
+        },
+        |pairs| e.load_batch(pairs),
+    );
     pb.finish_and_clear();
-    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(CliError::msg(m));
-    }
+    loaded.map_err(Error::msg)?;
     e.settle().map_err(err)?;
     e.close().map_err(err)
 }
@@ -567,7 +545,7 @@ pub(super) fn run_one(
     comp: &Composition,
     label: &str,
     live: &LiveStats,
-) -> CliResult<Run> {
+) -> Result<Run> {
     // The measured runs only read: nothing in the database is written.
     let e = opener.open_read_only(dir, cache).map_err(err)?;
     let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
@@ -648,13 +626,13 @@ fn reads(
     seed: u64,
     pb: &ProgressBar,
     live: &LiveStats,
-) -> CliResult<Histogram<u64>> {
+) -> Result<Histogram<u64>> {
     let dataset = &w.dataset;
     let chooser = KeyChooser::new(w.distribution, w.keys, w.missing, seed)
-        .map_err(|e| CliError::msg(format!("read workload: {e}")))?;
+        .map_err(|e| Error::msg(format!("read workload: {e}")))?;
     let chooser = &chooser;
     let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
-        .map_err(|e| CliError::msg(format!("histogram: {e}")))?;
+        .map_err(|e| Error::msg(format!("histogram: {e}")))?;
     let results: Vec<Result<Histogram<u64>, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads as u64)
             .map(|t| {
@@ -704,10 +682,10 @@ fn reads(
             .collect()
     });
     for r in results {
-        let h = r.map_err(CliError::msg)?;
+        let h = r.map_err(Error::msg)?;
         total
             .add(&h)
-            .map_err(|e| CliError::msg(format!("histogram: {e}")))?;
+            .map_err(|e| Error::msg(format!("histogram: {e}")))?;
     }
     Ok(total)
 }

@@ -24,13 +24,19 @@ use self::plot::{
 };
 use crate::fmt::{human_bytes, rate_text, ratio};
 
-/// The files [`write_all`] writes, in that order.
+/// The files [`write_all`] writes, in that order: the results as JSON,
 pub const RESULTS_JSON: &str = "results.json";
+/// one row per cache size as CSV,
 pub const RESULTS_CSV: &str = "results.csv";
+/// I/O per Get over the cache size (SVG and PNG),
 pub const IO_PER_GET_SVG: &str = "io_per_get.svg";
+/// (the PNG),
 pub const IO_PER_GET_PNG: &str = "io_per_get.png";
+/// hit rates per block kind over the cache size (SVG and PNG),
 pub const HIT_RATES_SVG: &str = "hit_rates.svg";
+/// (the PNG),
 pub const HIT_RATES_PNG: &str = "hit_rates.png";
+/// and the page that shows them all.
 pub const REPORT_HTML: &str = "report.html";
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -58,7 +64,7 @@ pub fn write_all(results: &BenchResults, out_dir: &Path) -> Result<Vec<PathBuf>,
     let html = html_report(results, &io_svg, &hit_svg);
     let files: [(&str, Vec<u8>); 7] = [
         (RESULTS_JSON, json.into_bytes()),
-        (RESULTS_CSV, results.to_csv().into_bytes()),
+        (RESULTS_CSV, results.to_csv()?.into_bytes()),
         (IO_PER_GET_SVG, io_svg.into_bytes()),
         (IO_PER_GET_PNG, io_png),
         (HIT_RATES_SVG, hit_svg.into_bytes()),
@@ -714,7 +720,7 @@ mod tests {
         // JSON round-trips; the CSV is the schema's.
         let back: BenchResults = serde_json::from_str(&text(RESULTS_JSON)).expect("parse json");
         assert_eq!(back, r);
-        assert_eq!(text(RESULTS_CSV), r.to_csv());
+        assert_eq!(text(RESULTS_CSV), r.to_csv().expect("csv"));
 
         // PNGs: signature, header size, and they decode to that many pixels.
         for name in [IO_PER_GET_PNG, HIT_RATES_PNG] {

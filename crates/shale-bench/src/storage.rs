@@ -15,15 +15,17 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde_json::{json, Value};
 use shale::env::FileSystem;
 use shale::{Db, Options};
 use shale_zoned::linux::LinuxZoned;
 use shale_zoned::{
-    EmulatedOptions, EmulatedZoned, FormatOptions, MountOptions, ZoneFs, ZoneFsError, ZonedDevice,
-    ZonedError, ZonedGeometry,
+    EmulatedOptions, EmulatedZoned, FormatOptions, MountOptions, ZoneFs, ZoneFsError, ZoneFsStats,
+    ZonedDevice, ZonedError, ZonedGeometry,
 };
 
-use crate::error::{CliError, CliResult};
+use crate::args::GeometryArgs;
+use crate::error::{Error, Result};
 use crate::fmt::human_bytes;
 
 /// The database directory inside a zone file system when `--db` is not given.
@@ -97,7 +99,7 @@ impl OpenedDevice {
 /// emulated device is created with that geometry when `path` does not exist
 /// (an existing one must have the same geometry); without, it must exist.
 /// Every zoned command opens its device here.
-pub fn open_device(path: &Path, create: Option<ZonedGeometry>) -> CliResult<OpenedDevice> {
+pub fn open_device(path: &Path, create: Option<ZonedGeometry>) -> Result<OpenedDevice> {
     let backend = Backend::of(path);
     let at = |e: ZonedError| device_error(path, e);
     match backend {
@@ -114,12 +116,12 @@ pub fn open_device(path: &Path, create: Option<ZonedGeometry>) -> CliResult<Open
         Backend::Emulated => {
             let exists = path
                 .try_exists()
-                .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
+                .map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
             let options = EmulatedOptions::default();
             let dev = match create {
                 Some(g) => EmulatedZoned::create(path, &g, options).map_err(at)?,
                 None if !exists => {
-                    return Err(CliError::msg(format!(
+                    return Err(Error::msg(format!(
                         "zoned device {} does not exist; create and format an emulated device \
                          with `shale zoned mkfs --device {}`",
                         path.display(),
@@ -141,13 +143,13 @@ pub fn open_device(path: &Path, create: Option<ZonedGeometry>) -> CliResult<Open
 }
 
 /// A device error naming the device (the typed errors mostly do already).
-fn device_error(path: &Path, e: ZonedError) -> CliError {
+fn device_error(path: &Path, e: ZonedError) -> Error {
     let text = e.to_string();
     let p = path.display().to_string();
     if text.contains(&p) {
-        CliError::msg(text)
+        Error::msg(text)
     } else {
-        CliError::msg(format!("{p}: {text}"))
+        Error::msg(format!("{p}: {text}"))
     }
 }
 
@@ -155,18 +157,18 @@ fn device_error(path: &Path, e: ZonedError) -> CliError {
 /// Only a blank device (zones 0 and 1 empty: [`ZoneFsError::NotFormatted`])
 /// gets the advice to run `mkfs`, which erases every zone; a damaged file
 /// system gets `shale zoned check`, which writes nothing.
-pub fn zonefs_error(path: &Path, e: ZoneFsError) -> CliError {
+pub fn zonefs_error(path: &Path, e: ZoneFsError) -> Error {
     let p = path.display();
     match e {
-        ZoneFsError::NotFormatted => CliError::msg(format!(
+        ZoneFsError::NotFormatted => Error::msg(format!(
             "{p} holds no zone file system (not formatted); run `shale zoned mkfs --device {p}` first"
         )),
-        ZoneFsError::Corrupt { .. } => CliError::msg(format!(
+        ZoneFsError::Corrupt { .. } => Error::msg(format!(
             "{p}: {e}. `shale zoned check --device {p}` reports the damage without writing; \
              do not format the device (`shale zoned mkfs` erases every zone)"
         )),
         ZoneFsError::Device(d) => device_error(path, d),
-        other => CliError::msg(format!("{p}: {other}")),
+        other => Error::msg(format!("{p}: {other}")),
     }
 }
 
@@ -189,7 +191,7 @@ pub enum Mount {
 }
 
 /// Mounts the zone file system of `device` (replaying its metadata log).
-pub fn mount(device: OpenedDevice, how: Mount) -> CliResult<ZonedHandle> {
+pub fn mount(device: OpenedDevice, how: Mount) -> Result<ZonedHandle> {
     let path = device.path.clone();
     try_mount(device, how).map_err(|e| zonefs_error(&path, e))
 }
@@ -209,7 +211,7 @@ pub fn try_mount(device: OpenedDevice, how: Mount) -> Result<ZonedHandle, ZoneFs
 /// that is not formatted, or formatted and empty, may be formatted. A zone
 /// file system that does not mount (damaged) is refused too: its data may
 /// still be recovered. Looks read-only: nothing is written.
-pub fn check_formattable(device: &OpenedDevice, own_dir: Option<&Path>) -> CliResult {
+pub fn check_formattable(device: &OpenedDevice, own_dir: Option<&Path>) -> Result {
     let p = device.path.display();
     let options = MountOptions {
         read_only: true,
@@ -220,7 +222,7 @@ pub fn check_formattable(device: &OpenedDevice, own_dir: Option<&Path>) -> CliRe
         Err(ZoneFsError::NotFormatted) => return Ok(()),
         Err(ZoneFsError::Device(d)) => return Err(device_error(&device.path, d)),
         Err(e) => {
-            return Err(CliError::msg(format!(
+            return Err(Error::msg(format!(
                 "{p} holds a zone file system that does not mount ({e}); formatting it would \
                  erase what may still be recovered: look with `shale zoned check --device {p}`"
             )))
@@ -234,7 +236,7 @@ pub fn check_formattable(device: &OpenedDevice, own_dir: Option<&Path>) -> CliRe
         .collect();
     match foreign.first() {
         None => Ok(()),
-        Some(first) => Err(CliError::msg(format!(
+        Some(first) => Err(Error::msg(format!(
             "{p} holds a zone file system with {} file(s) (such as {first}); formatting it \
              would erase them",
             foreign.len()
@@ -252,7 +254,7 @@ pub fn remove_emulated(path: &Path) {
 }
 
 /// Formats `device` with `meta_zones` metadata zones and returns it mounted.
-pub fn format(device: OpenedDevice, meta_zones: u32) -> CliResult<ZonedHandle> {
+pub fn format(device: OpenedDevice, meta_zones: u32) -> Result<ZonedHandle> {
     let options = FormatOptions {
         meta_zones,
         ..FormatOptions::default()
@@ -285,20 +287,35 @@ pub fn is_db_file(engine: &str, name: &str, is_dir: bool) -> bool {
         return engine == "shale" && name == shale::LOST_DIR;
     }
     let numbered = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let leveldb = engine == "leveldb"
-        && (name == "LOG" || name == "LOG.old" || name.strip_suffix(".ldb").is_some_and(numbered));
-    leveldb
-        || name == "CURRENT"
+    let own = match engine {
+        "leveldb" => {
+            name == "LOG" || name == "LOG.old" || name.strip_suffix(".ldb").is_some_and(numbered)
+        }
+        "rocksdb" => {
+            name == "LOG"
+                || name == "IDENTITY"
+                || name.starts_with("LOG.old.")
+                || name.strip_prefix("OPTIONS-").is_some_and(numbered)
+        }
+        // Its format-version and manifest markers replace CURRENT in newer
+        // formats.
+        "pebble" => {
+            name.starts_with("marker.") || name.strip_prefix("OPTIONS-").is_some_and(numbered)
+        }
+        _ => false,
+    };
+    own || name == "CURRENT"
         || name == "LOCK"
         || name.ends_with(".tmp")
+        || name.ends_with(".dbtmp")
         || name.strip_prefix("MANIFEST-").is_some_and(numbered)
         || name.strip_suffix(".log").is_some_and(numbered)
         || name.strip_suffix(".sst").is_some_and(numbered)
 }
 
 /// The refusal of `--mmap_read` on a zone file system.
-pub fn mmap_needs_posix() -> CliError {
-    CliError::Usage(
+pub fn mmap_needs_posix() -> Error {
+    Error::Usage(
         "--mmap_read needs the regular file system: a zone file system reads its own device".into(),
     )
 }
@@ -321,7 +338,7 @@ impl Storage {
     /// This storage with its table files read through a memory mapping
     /// ([`PosixOptions::mmap_reads`](shale::env::PosixOptions::mmap_reads));
     /// the regular file system only.
-    pub fn mmap_reads(self) -> CliResult<Storage> {
+    pub fn mmap_reads(self) -> Result<Storage> {
         if self.zoned.is_some() {
             return Err(mmap_needs_posix());
         }
@@ -346,13 +363,13 @@ impl Storage {
     /// device is created and formatted with the default geometry when
     /// `create` allows it (a line on standard error says so); an existing one
     /// must be formatted.
-    pub fn open(zoned: Option<&Path>, create: Create) -> CliResult<Storage> {
+    pub fn open(zoned: Option<&Path>, create: Create) -> Result<Storage> {
         let Some(path) = zoned else {
             return Ok(Storage::posix());
         };
         let missing = !path
             .try_exists()
-            .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
         let handle = if missing && create == Create::IfMissing {
             let g = default_geometry();
             let device = open_device(path, Some(g))?;
@@ -396,7 +413,7 @@ impl Storage {
     /// default is the last component of `default` at the root (`/dbbench`
     /// for `shale-data/dbbench`), or [`ZONED_DEFAULT_DB`] without one, and a
     /// relative `--db` is taken from the root (`db` is `/db`).
-    pub fn db_dir(&self, db: Option<&Path>, default: Option<&Path>) -> CliResult<PathBuf> {
+    pub fn db_dir(&self, db: Option<&Path>, default: Option<&Path>) -> Result<PathBuf> {
         match (db, &self.zoned) {
             (Some(d), Some(_)) if d.is_relative() => Ok(Path::new("/").join(d)),
             (Some(d), _) => Ok(d.to_path_buf()),
@@ -406,7 +423,7 @@ impl Storage {
             }),
             (None, None) => default
                 .map(Path::to_path_buf)
-                .ok_or_else(|| CliError::Usage("--db DIR is required (or --zoned DEVICE)".into())),
+                .ok_or_else(|| Error::Usage("--db DIR is required (or --zoned DEVICE)".into())),
         }
     }
 
@@ -419,10 +436,10 @@ impl Storage {
     }
 
     /// True if `dir` holds a database (its `CURRENT` file).
-    pub fn has_db(&self, dir: &Path) -> CliResult<bool> {
+    pub fn has_db(&self, dir: &Path) -> Result<bool> {
         self.fs
             .exists(&dir.join("CURRENT"))
-            .map_err(|e| CliError::msg(format!("checking {}: {e}", dir.display())))
+            .map_err(|e| Error::msg(format!("checking {}: {e}", dir.display())))
     }
 
     /// The path whose device the time-series sampler watches: the database
@@ -459,9 +476,9 @@ impl Storage {
     /// database's lock, so a database another process has open (a running
     /// `load`, a reader) is refused with the lock error and nothing is
     /// deleted. The directory itself stays.
-    pub fn remove_db_dir(&self, dir: &Path) -> CliResult {
+    pub fn remove_db_dir(&self, dir: &Path) -> Result {
         Db::destroy(dir, &self.options(Options::default())).map_err(|e| {
-            CliError::msg(format!(
+            Error::msg(format!(
                 "refusing to remove {}: {e}; pass another --db (or --use_existing_db)",
                 dir.display()
             ))
@@ -469,13 +486,13 @@ impl Storage {
     }
 
     /// Checks that `dir` (on the regular file system) is absent, empty or
-    /// holds only files of a peer `engine`'s database (`leveldb`), with its
-    /// `CURRENT`, before the engine's harness is asked for a fresh one. The
+    /// holds only files of a peer `engine`'s database ([`is_db_file`]), with
+    /// its `CURRENT` (or Pebble's manifest marker), before the engine's harness is asked for a fresh one. The
     /// harness deletes it with the engine's own destroy, under the engine's
     /// lock; nothing is removed here.
-    pub fn check_peer_db_dir(dir: &Path, engine: &str) -> CliResult {
+    pub fn check_peer_db_dir(dir: &Path, engine: &str) -> Result {
         let refuse = |why: String| {
-            CliError::msg(format!(
+            Error::msg(format!(
                 "refusing to remove {}: {why}; pass another --db (or --use_existing_db)",
                 dir.display()
             ))
@@ -484,12 +501,12 @@ impl Storage {
             Ok(entries) => entries
                 .map(|e| e.map(|e| (e.file_name().to_string_lossy().into_owned(), e.path())))
                 .collect::<io::Result<Vec<_>>>()
-                .map_err(|e| CliError::msg(format!("reading {}: {e}", dir.display())))?,
+                .map_err(|e| Error::msg(format!("reading {}: {e}", dir.display())))?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotADirectory || dir.is_file() => {
                 return Err(refuse("it is not a directory".into()))
             }
-            Err(e) => return Err(CliError::msg(format!("reading {}: {e}", dir.display()))),
+            Err(e) => return Err(Error::msg(format!("reading {}: {e}", dir.display()))),
         };
         for (name, path) in &names {
             if !is_db_file(engine, name, path.is_dir()) {
@@ -498,7 +515,8 @@ impl Storage {
                 )));
             }
         }
-        if !names.is_empty() && !names.iter().any(|(n, _)| n == "CURRENT") {
+        let current = |n: &str| n == "CURRENT" || n.starts_with("marker.manifest.");
+        if !names.is_empty() && !names.iter().any(|(n, _)| current(n)) {
             return Err(refuse(format!(
                 "it holds files but no {engine} database (no CURRENT)"
             )));
@@ -511,15 +529,15 @@ impl Storage {
     /// databases are closed, before exiting. A command that fails before
     /// leaves the file system as a crash would: as of its last metadata sync,
     /// which the engine's own syncs make (nothing durable is lost).
-    pub fn finish(self) -> CliResult {
+    pub fn finish(self) -> Result {
         self.sync()
     }
 
     /// Syncs the zone file system's metadata.
-    pub fn sync(&self) -> CliResult {
+    pub fn sync(&self) -> Result {
         match &self.zoned {
             Some(z) => z.fs.sync_metadata().map_err(|e| {
-                CliError::msg(format!(
+                Error::msg(format!(
                     "syncing the zone file system on {}: {e}",
                     z.device.path.display()
                 ))
@@ -548,6 +566,78 @@ pub fn geometry_line(g: &ZonedGeometry) -> String {
         limit(g.max_open_zones),
         limit(g.max_active_zones)
     )
+}
+
+impl GeometryArgs {
+    /// True if any geometry flag was given.
+    pub fn any(&self) -> bool {
+        self.zones.is_some()
+            || self.zone_size.is_some()
+            || self.zone_capacity.is_some()
+            || self.block_size.is_some()
+            || self.max_open.is_some()
+            || self.max_active.is_some()
+    }
+
+    /// The geometry asked for: [`default_geometry`] with the flags given;
+    /// the capacity follows the zone size unless given.
+    pub fn geometry(&self) -> Result<ZonedGeometry> {
+        let d = default_geometry();
+        let zone_size = self.zone_size.unwrap_or(d.zone_size);
+        let block_size = match self.block_size {
+            None => d.block_size,
+            Some(b) => u32::try_from(b)
+                .map_err(|_| Error::Usage(format!("--block-size {b} is too large")))?,
+        };
+        let g = ZonedGeometry {
+            nr_zones: self.zones.unwrap_or(d.nr_zones),
+            zone_size,
+            zone_capacity: self.zone_capacity.unwrap_or(zone_size),
+            block_size,
+            max_open_zones: self.max_open.unwrap_or(d.max_open_zones),
+            max_active_zones: self.max_active.unwrap_or(d.max_active_zones),
+        };
+        g.validate()
+            .map_err(|e| Error::Usage(format!("bad device geometry: {e}")))?;
+        Ok(g)
+    }
+}
+
+/// A zone geometry as JSON (`zones`, sizes, block size, limits).
+pub fn geometry_json(g: &ZonedGeometry) -> Value {
+    json!({
+        "zones": g.nr_zones,
+        "zone_size": g.zone_size,
+        "zone_capacity": g.zone_capacity,
+        "block_size": g.block_size,
+        "max_open_zones": g.max_open_zones,
+        "max_active_zones": g.max_active_zones,
+    })
+}
+
+/// Every counter and derived figure of [`ZoneFsStats`] as JSON.
+pub fn stats_json(s: &ZoneFsStats) -> Value {
+    json!({
+        "host_bytes": {
+            "not_set": s.host_bytes[0],
+            "short": s.host_bytes[1],
+            "medium": s.host_bytes[2],
+            "long": s.host_bytes[3],
+            "extreme": s.host_bytes[4],
+            "total": s.host_total(),
+        },
+        "padding_bytes": s.padding_bytes,
+        "metadata_bytes": s.metadata_bytes,
+        "gc_bytes": s.gc_bytes,
+        "gc_zones": s.gc_zones,
+        "gc_errors": s.gc_errors,
+        "resets": s.resets,
+        "finishes": s.finishes,
+        "fs_bytes": s.fs_bytes(),
+        "device_bytes": s.device_bytes(),
+        "waf": s.waf(),
+        "fs_overhead": s.fs_overhead(),
+    })
 }
 
 #[cfg(test)]
@@ -637,7 +727,7 @@ mod tests {
         s.finish().expect("sync");
         let p = Storage::posix();
         match p.db_dir(None, None) {
-            Err(CliError::Usage(m)) => assert!(m.contains("--db DIR is required"), "{m}"),
+            Err(Error::Usage(m)) => assert!(m.contains("--db DIR is required"), "{m}"),
             other => panic!("expected a usage error, got {other:?}"),
         }
         assert_eq!(

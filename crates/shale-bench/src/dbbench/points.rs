@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
+use shale_workload::csv_rows::{fixed, to_csv};
 
 /// One measured point: one benchmark at one value of the swept option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -102,6 +103,30 @@ pub struct Series {
     pub points: Vec<(u64, f64)>,
 }
 
+/// One row of `sweep.csv`: one benchmark at one value of the parameter.
+#[derive(Default, Serialize)]
+struct SweepRow<'a> {
+    engine: &'a str,
+    param: &'a str,
+    value: u64,
+    benchmark: &'a str,
+    ops: u64,
+    #[serde(serialize_with = "fixed::d3")]
+    micros_per_op: f64,
+    #[serde(serialize_with = "fixed::d1")]
+    ops_per_sec: f64,
+    found: u64,
+    table_cache_hits: Option<u64>,
+    table_cache_misses: Option<u64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    table_cache_hit_rate: Option<f64>,
+    block_cache_hits: Option<u64>,
+    block_cache_misses: Option<u64>,
+    #[serde(serialize_with = "fixed::opt_d6")]
+    block_cache_hit_rate: Option<f64>,
+    interrupted: bool,
+}
+
 impl SweepResults {
     /// One [`Series`] per engine and benchmark, in order of first appearance.
     pub fn series(&self) -> Vec<Series> {
@@ -127,36 +152,24 @@ impl SweepResults {
     }
 
     /// `sweep.csv`: a header, then one row per point.
-    pub fn csv(&self) -> String {
-        let rate = |r: Option<f64>| r.map_or(String::new(), |r| format!("{r:.6}"));
-        let count = |c: Option<u64>| c.map_or(String::new(), |c| c.to_string());
-        let mut s = String::from(
-            "engine,param,value,benchmark,ops,micros_per_op,ops_per_sec,found,\
-             table_cache_hits,table_cache_misses,table_cache_hit_rate,\
-             block_cache_hits,block_cache_misses,block_cache_hit_rate,interrupted\n",
-        );
-        for p in &self.points {
-            let _ = writeln!(
-                s,
-                "{},{},{},{},{},{:.3},{:.1},{},{},{},{},{},{},{},{}",
-                p.engine,
-                self.param,
-                p.value,
-                p.benchmark,
-                p.ops,
-                p.micros_per_op,
-                p.ops_per_sec,
-                p.found,
-                count(p.table_cache_hits),
-                count(p.table_cache_misses),
-                rate(p.table_cache_hit_rate),
-                count(p.block_cache_hits),
-                count(p.block_cache_misses),
-                rate(p.block_cache_hit_rate),
-                p.interrupted
-            );
-        }
-        s
+    pub fn csv(&self) -> Result<String, String> {
+        to_csv(self.points.iter().map(|p| SweepRow {
+            engine: &p.engine,
+            param: &self.param,
+            value: p.value,
+            benchmark: &p.benchmark,
+            ops: p.ops,
+            micros_per_op: p.micros_per_op,
+            ops_per_sec: p.ops_per_sec,
+            found: p.found,
+            table_cache_hits: p.table_cache_hits,
+            table_cache_misses: p.table_cache_misses,
+            table_cache_hit_rate: p.table_cache_hit_rate,
+            block_cache_hits: p.block_cache_hits,
+            block_cache_misses: p.block_cache_misses,
+            block_cache_hit_rate: p.block_cache_hit_rate,
+            interrupted: p.interrupted,
+        }))
     }
 
     /// The terminal table: one row per point, then micros/op per value and

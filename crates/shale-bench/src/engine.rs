@@ -16,8 +16,8 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use crate::protocol::Composition;
-use crate::protocol::{HitMiss, LevelShape};
+pub use shale_workload::protocol::Composition;
+use shale_workload::protocol::{HitMiss, LevelShape};
 
 use shale::{BlockKind, Db, Metrics, Options, WriteBatch, WriteOptions};
 

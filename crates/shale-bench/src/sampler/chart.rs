@@ -13,7 +13,7 @@ type Line = (&'static str, fn(&Sample) -> Option<f64>, Rgb);
 /// The figure of `series`. A panel whose columns are empty in every sample
 /// (the sampler could not read them) is left out; the timeline has a lane
 /// per kind of span present.
-pub fn figure(series: &TimeSeries, title: &str) -> Figure {
+pub(crate) fn figure(series: &TimeSeries, title: &str) -> Figure {
     let mut fig = Figure::new(title);
     let points = |get: fn(&Sample) -> Option<f64>| -> Vec<(f64, f64)> {
         series

@@ -28,9 +28,9 @@ use shale::{Db, Metrics, Options};
 use shale_zoned::ftl::{replay_trace, FtlStats, ReplayOptions, ReplayReport, FTL_PAGE_SIZE};
 use shale_zoned::{EmulatedOptions, EmulatedZoned, ZoneFsStats, ZonedGeometry};
 
-use super::dbbench::{check_key_size, interrupted, run_bench, Bench, BenchResult, Config};
 use crate::args::BenchZnsArgs;
-use crate::error::{CliError, CliResult};
+use crate::dbbench::{check_key_size, interrupted, run_bench, Bench, BenchResult, Config};
+use crate::error::{Error, Result};
 use crate::fmt::human_bytes;
 use crate::storage::{self, geometry_line, open_device, Backend, Storage};
 
@@ -161,7 +161,7 @@ pub struct ZnsRun {
     /// posix: the FTL replays behind `waf`.
     pub ftl: Vec<FtlFigure>,
     /// zoned: the zone file system's counters over the benchmark and its
-    /// gauges at the end ([`crate::cmd::zoned::stats_json`] plus the
+    /// gauges at the end ([`crate::storage::stats_json`] plus the
     /// gauges).
     pub zonefs: Option<Value>,
 }
@@ -183,8 +183,8 @@ fn run_benches<M>(
     cfg: &Config,
     opts: &Options,
     label: &str,
-    mut mark: impl FnMut() -> CliResult<M>,
-) -> CliResult<(Vec<Measured>, Vec<M>)> {
+    mut mark: impl FnMut() -> Result<M>,
+) -> Result<(Vec<Measured>, Vec<M>)> {
     let db = Db::open(
         dir,
         Options {
@@ -293,8 +293,8 @@ fn ftl_windows(
     op: f64,
     utilisation: f64,
     pages_per_block: u32,
-) -> CliResult<Vec<FtlFigure>> {
-    let replay = |upto: usize, logical: Option<u64>| -> CliResult<ReplayReport> {
+) -> Result<Vec<FtlFigure>> {
+    let replay = |upto: usize, logical: Option<u64>| -> Result<ReplayReport> {
         let options = ReplayOptions {
             logical_bytes: logical,
             utilisation,
@@ -302,7 +302,7 @@ fn ftl_windows(
             ..ReplayOptions::new(op)
         };
         replay_trace(&events[..upto], &options).map_err(|e| {
-            CliError::msg(format!(
+            Error::msg(format!(
                 "replaying the posix run's writes on the FTL model at {:.0}% over-provisioning: {e}",
                 op * 100.0
             ))
@@ -314,7 +314,7 @@ fn ftl_windows(
     // deterministic, so the prefix's counters are the whole replay's at that
     // point.
     let logical = Some(whole.logical_pages * FTL_PAGE_SIZE);
-    let at = |end: usize| -> CliResult<FtlStats> {
+    let at = |end: usize| -> Result<FtlStats> {
         if end == last {
             Ok(whole.stats)
         } else if end == 0 {
@@ -346,12 +346,12 @@ fn ftl_windows(
 
 /// The zoned device of the run, formatted afresh; `peak_live_bytes` of the
 /// posix run sizes it by default.
-fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
+fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> Result<Storage> {
     let path = &a.device;
     let backend = Backend::of(path);
     if backend == Backend::Block {
         if a.geometry.any() {
-            return Err(CliError::Usage(format!(
+            return Err(Error::Usage(format!(
                 "{} is a block device: it has its own geometry; the geometry flags are for \
                  emulated devices",
                 path.display()
@@ -359,18 +359,18 @@ fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
         }
         let device = open_device(path, None)?;
         storage::check_formattable(&device, Some(Path::new(ZONED_DIR)))
-            .map_err(|e| CliError::msg(format!("{e}; pass another --device")))?;
+            .map_err(|e| Error::msg(format!("{e}; pass another --device")))?;
         return Ok(Storage::on_zoned(storage::format(device, 2)?));
     }
     let mut g: ZonedGeometry = a.geometry.geometry()?;
     if a.geometry.zones.is_none() {
         g.nr_zones = default_zones(peak_live_bytes, a.utilisation, g.zone_capacity);
         g.validate()
-            .map_err(|e| CliError::Usage(format!("bad device geometry: {e}")))?;
+            .map_err(|e| Error::Usage(format!("bad device geometry: {e}")))?;
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
-            .map_err(|e| CliError::msg(format!("cannot create {}: {e}", parent.display())))?;
+            .map_err(|e| Error::msg(format!("cannot create {}: {e}", parent.display())))?;
     }
     // An emulated device of another geometry from an earlier run is
     // replaced, when it holds nothing but an earlier run's database;
@@ -387,12 +387,12 @@ fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
                 created: false,
             };
             storage::check_formattable(&opened, Some(Path::new(ZONED_DIR)))
-                .map_err(|e| CliError::msg(format!("{e}; pass another --device")))?;
+                .map_err(|e| Error::msg(format!("{e}; pass another --device")))?;
             drop(opened);
             if other {
                 for f in [path.as_path(), state.as_path()] {
                     std::fs::remove_file(f)
-                        .map_err(|e| CliError::msg(format!("removing {}: {e}", f.display())))?;
+                        .map_err(|e| Error::msg(format!("removing {}: {e}", f.display())))?;
                 }
             }
         }
@@ -412,7 +412,7 @@ fn fresh_zoned(a: &BenchZnsArgs, peak_live_bytes: u64) -> CliResult<Storage> {
 const ZONED_DIR: &str = "/zns";
 
 /// `shale bench zns`.
-pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
+pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> Result {
     let num = a.num.unwrap_or_else(|| default_num(a.value_size));
     check_key_size(num, KEY_SIZE)?;
     if a.op.is_empty()
@@ -420,7 +420,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
             .iter()
             .any(|&op| !(op.is_finite() && op > 0.0 && op <= 10.0))
     {
-        return Err(CliError::Usage(format!(
+        return Err(Error::Usage(format!(
             "--op {:?}: over-provisioning levels are fractions above 0 (0.07 for 7%)",
             a.op
         )));
@@ -429,13 +429,13 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
         || !a.erase_block.is_multiple_of(FTL_PAGE_SIZE)
         || a.erase_block / FTL_PAGE_SIZE > u64::from(u32::MAX)
     {
-        return Err(CliError::Usage(format!(
+        return Err(Error::Usage(format!(
             "--erase-block {}: a multiple of the model's {FTL_PAGE_SIZE}-byte page",
             a.erase_block
         )));
     }
     if !(a.utilisation > 0.0 && a.utilisation <= 1.0) {
-        return Err(CliError::Usage(format!(
+        return Err(Error::Usage(format!(
             "--utilisation {}: a fraction in (0, 1]",
             a.utilisation
         )));
@@ -464,7 +464,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
         } else {
             "raise --op".to_string()
         };
-        return Err(CliError::Usage(format!(
+        return Err(Error::Usage(format!(
             "--num {num}: too little data for the SSD model at --op {smallest_op} (it needs a \
              few spare erase blocks); {advice}"
         )));
@@ -483,7 +483,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
     let mut opts = Options::default();
     if let Some(n) = a.write_buffer_size {
         if n == 0 {
-            return Err(CliError::Usage(
+            return Err(Error::Usage(
                 "--write_buffer_size must be at least 1 byte".into(),
             ));
         }
@@ -491,7 +491,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
     }
     if let Some(o) = &a.out {
         std::fs::create_dir_all(o)
-            .map_err(|e| CliError::msg(format!("cannot create --out {}: {e}", o.display())))?;
+            .map_err(|e| Error::msg(format!("cannot create --out {}: {e}", o.display())))?;
     }
     crate::interrupt::install();
     let user_bytes = num * (KEY_SIZE + a.value_size) as u64;
@@ -503,8 +503,8 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
             a.value_size,
             user_bytes as f64 / 1e6
         )
-        .map_err(CliError::output)?;
-        out.flush().map_err(CliError::output)?;
+        .map_err(Error::output)?;
+        out.flush().map_err(Error::output)?;
     }
 
     // The device is checked before anything runs: one that holds files
@@ -513,7 +513,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
     if a.device.exists() {
         let device = open_device(&a.device, None)?;
         storage::check_formattable(&device, Some(Path::new(ZONED_DIR)))
-            .map_err(|e| CliError::msg(format!("{e}; pass another --device")))?;
+            .map_err(|e| Error::msg(format!("{e}; pass another --device")))?;
     }
 
     // posix, traced.
@@ -551,7 +551,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
         let peak = shale_zoned::ftl::peak_live_pages(&events) * FTL_PAGE_SIZE;
         let storage = fresh_zoned(a, peak)?;
         let Some(z) = storage.zoned() else {
-            return Err(CliError::msg(
+            return Err(Error::msg(
                 "internal error: the zoned run has no zone file system",
             ));
         };
@@ -573,7 +573,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
                 over_provisioning: None,
                 waf: d.waf(),
             });
-            let mut j = super::zoned::stats_json(&d);
+            let mut j = crate::storage::stats_json(&d);
             if let Value::Object(o) = &mut j {
                 o.insert("live_bytes".into(), d.live_bytes.into());
                 o.insert("written_bytes".into(), d.written_bytes.into());
@@ -603,7 +603,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
             "seed": a.seed,
             "posix_db": a.db,
             "zoned_device": zoned_label,
-            "zoned_geometry": geometry.map(|g| super::zoned::geometry_json(&g)),
+            "zoned_geometry": geometry.map(|g| crate::storage::geometry_json(&g)),
             "over_provisioning": a.op,
             "utilisation": a.utilisation,
             "trace_events": events.len(),
@@ -614,14 +614,14 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
     if let Some(o) = &a.out {
         let path = o.join("results.json");
         let s = serde_json::to_string_pretty(&doc)
-            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+            .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
         std::fs::write(&path, s + "\n")
-            .map_err(|e| CliError::msg(format!("writing {}: {e}", path.display())))?;
+            .map_err(|e| Error::msg(format!("writing {}: {e}", path.display())))?;
     }
     if a.json {
         let s = serde_json::to_string_pretty(&doc)
-            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-        return writeln!(out, "{s}").map_err(CliError::output);
+            .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
+        return writeln!(out, "{s}").map_err(Error::output);
     }
     if let Some(g) = &geometry {
         writeln!(
@@ -631,19 +631,18 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> CliResult {
             zoned_label,
             geometry_line(g)
         )
-        .map_err(CliError::output)?;
+        .map_err(Error::output)?;
     }
-    write!(out, "{}", table(&runs)).map_err(CliError::output)?;
+    write!(out, "{}", table(&runs)).map_err(Error::output)?;
     if interrupted() {
         writeln!(
             out,
             "interrupted: the benchmarks after this point were not run"
         )
-        .map_err(CliError::output)?;
+        .map_err(Error::output)?;
     }
     if let Some(o) = &a.out {
-        writeln!(out, "results in {}", o.join("results.json").display())
-            .map_err(CliError::output)?;
+        writeln!(out, "results in {}", o.join("results.json").display()).map_err(Error::output)?;
     }
     Ok(())
 }

@@ -11,7 +11,7 @@
 
 /// Cumulative CPU time of all CPUs, in clock ticks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     /// User time, nice included.
     pub user: u64,
     /// System time, interrupts included.
@@ -24,7 +24,7 @@ pub struct CpuTimes {
 
 /// CPU shares of an interval, in percent of all CPUs' time.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CpuShares {
+pub(crate) struct CpuShares {
     /// User time.
     pub user: f64,
     /// System time.
@@ -35,7 +35,7 @@ pub struct CpuShares {
 
 /// The aggregate `cpu` line of `/proc/stat`, or `None` if there is none or
 /// it is malformed.
-pub fn parse_cpu(stat: &str) -> Option<CpuTimes> {
+pub(crate) fn parse_cpu(stat: &str) -> Option<CpuTimes> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let fields: Vec<u64> = line
         .split_whitespace()
@@ -60,7 +60,7 @@ pub fn parse_cpu(stat: &str) -> Option<CpuTimes> {
 impl CpuTimes {
     /// Shares of the interval from `earlier` to `self`; `None` if no tick
     /// passed.
-    pub fn shares_since(&self, earlier: &CpuTimes) -> Option<CpuShares> {
+    pub(crate) fn shares_since(&self, earlier: &CpuTimes) -> Option<CpuShares> {
         let total = self.total.checked_sub(earlier.total).filter(|&t| t > 0)? as f64;
         let pct = |now: u64, then: u64| now.saturating_sub(then) as f64 * 100.0 / total;
         Some(CpuShares {
@@ -73,7 +73,7 @@ impl CpuTimes {
 
 /// Cumulative counters of one block device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DiskCounters {
+pub(crate) struct DiskCounters {
     /// The kernel's name of the device (`vda`, `nvme0n1p2`).
     pub name: String,
     /// Reads completed.
@@ -90,7 +90,7 @@ pub struct DiskCounters {
 
 /// Device rates over an interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DiskRates {
+pub(crate) struct DiskRates {
     /// Share of the interval with I/O in flight, in percent (at most 100).
     pub util: f64,
     /// Reads per second.
@@ -105,7 +105,7 @@ pub struct DiskRates {
 
 /// The counters of device `major:minor` in `/proc/diskstats`, or `None` if
 /// it is not listed or its line is malformed.
-pub fn parse_disk(diskstats: &str, major: u32, minor: u32) -> Option<DiskCounters> {
+pub(crate) fn parse_disk(diskstats: &str, major: u32, minor: u32) -> Option<DiskCounters> {
     diskstats.lines().find_map(|line| {
         let mut it = line.split_whitespace();
         let ma: u32 = it.next()?.parse().ok()?;
@@ -131,7 +131,7 @@ pub fn parse_disk(diskstats: &str, major: u32, minor: u32) -> Option<DiskCounter
 
 impl DiskCounters {
     /// Rates over `seconds` since `earlier` (a reading of the same device).
-    pub fn rates_since(&self, earlier: &DiskCounters, seconds: f64) -> Option<DiskRates> {
+    pub(crate) fn rates_since(&self, earlier: &DiskCounters, seconds: f64) -> Option<DiskRates> {
         if seconds <= 0.0 {
             return None;
         }
@@ -148,7 +148,7 @@ impl DiskCounters {
 
 /// Major and minor numbers of a device number (`st_dev`), in glibc's
 /// encoding (12 + 20 bits split around the classic 8 + 8).
-pub fn split_dev(dev: u64) -> (u32, u32) {
+pub(crate) fn split_dev(dev: u64) -> (u32, u32) {
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
     (major as u32, minor as u32)

@@ -16,9 +16,11 @@ use super::plot::{
 use super::{grouped, grouped_f64, mib, optional, reason, STYLE};
 use crate::fmt::human_bytes;
 
-/// The files [`write_all`] writes.
+/// The files [`write_all`] writes: the results as JSON,
 pub const COMPARE_JSON: &str = "compare.json";
+/// one row per engine and cache size as CSV,
 pub const COMPARE_CSV: &str = "compare.csv";
+/// and the page with the plots.
 pub const COMPARE_HTML: &str = "compare.html";
 /// The plots, each written as `<name>.svg` and `<name>.png`.
 pub const PLOTS: [&str; 3] = ["compare_io_per_get", "compare_device_reads", "compare_ops"];
@@ -45,7 +47,7 @@ pub fn write_all(results: &CompareResults, out_dir: &Path) -> Result<Vec<PathBuf
     }
     let mut files: Vec<(String, Vec<u8>)> = vec![
         (COMPARE_JSON.into(), json.into_bytes()),
-        (COMPARE_CSV.into(), results.to_csv().into_bytes()),
+        (COMPARE_CSV.into(), results.to_csv()?.into_bytes()),
     ];
     let mut svgs = Vec::new();
     for (name, c) in &charts {
@@ -380,10 +382,12 @@ pub fn terminal_tables(r: &CompareResults) -> String {
     out
 }
 
-const BUDGET_COLUMNS: [(&str, usize); 9] = [
+const BUDGET_COLUMNS: [(&str, usize); 11] = [
     ("engine", 30),
     ("base RSS", 9),
     ("cache MiB", 9),
+    ("slack MiB", 9),
+    ("refault/Get", 11),
     ("dev/Get", 7),
     ("reads/Get", 9),
     ("Gets/s", 9),
@@ -396,11 +400,15 @@ const BUDGET_COLUMNS: [(&str, usize); 9] = [
 fn cache_rule(r: &CompareResults) -> String {
     let slack = human_bytes(r.memory_slack);
     match r.memory_cache_shares.as_slice() {
-        [] | [1.0] => format!("cache = budget - baseline RSS - {slack} slack"),
+        [] | [1.0] => format!(
+            "cache = budget - baseline RSS - {slack} slack, at least 1 MiB (the slack is what \
+             remains in a tighter budget)"
+        ),
         shares => {
             let list: Vec<String> = shares.iter().map(|s| format!("{s}")).collect();
             format!(
-                "cache = the best for Gets/s of {} x (budget - baseline RSS - {slack} slack)",
+                "cache = the best for Gets/s of {} x (budget - baseline RSS - {slack} slack), at \
+                 least 1 MiB (the slack is what remains in a tighter budget)",
                 list.join(", ")
             )
         }
@@ -414,21 +422,25 @@ fn budget_rows(r: &CompareResults, budget: u64) -> Vec<Vec<String>> {
         e.budget_runs
             .iter()
             .find(|b| b.budget_bytes == budget && b.best)
-            .map(|b| b.run.clone())
+            .cloned()
     };
     let shale = r
         .engines
         .iter()
         .filter(|e| e.engine == "shale")
-        .find_map(of);
+        .find_map(of)
+        .map(|b| b.run);
     r.engines
         .iter()
         .filter_map(|e| {
-            let run = of(e)?;
+            let b = of(e)?;
+            let run = &b.run;
             Some(vec![
                 e.label.clone(),
                 e.baseline_rss_bytes.map_or("-".into(), mib),
                 mib(run.cache_bytes),
+                mib(b.slack_bytes),
+                b.refaults_per_get.map_or("-".into(), |x| format!("{x:.3}")),
                 optional(run.device_reads_per_get),
                 format!("{:.3}", run.physical_reads_per_get),
                 grouped_f64(run.ops_per_sec),
@@ -547,7 +559,7 @@ fn html(r: &CompareResults, svgs: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shale_workload::engine::Composition;
+    use crate::engine::Composition;
     use shale_workload::protocol::{DbShape, ReadReply};
 
     fn engine(name: &str, ops: f64, status: &str) -> EngineResults {
@@ -632,6 +644,8 @@ mod tests {
                 budget_bytes: 48 << 20,
                 cache_share: 1.0,
                 best: true,
+                slack_bytes: 32 << 20,
+                refaults_per_get: Some(0.25 * i as f64),
                 run: Run {
                     cache_bytes: 6 << 20,
                     ops_per_sec: 1000.0 * (2 - i) as f64,
@@ -645,6 +659,8 @@ mod tests {
                 budget_bytes: 48 << 20,
                 cache_share: 0.5,
                 best: false,
+                slack_bytes: 35 << 20,
+                refaults_per_get: None,
                 run: Run {
                     cache_bytes: 3 << 20,
                     ops_per_sec: 10.0,
@@ -665,6 +681,10 @@ mod tests {
             .find(|l| l.starts_with("pebble") && l.contains("6.00"))
             .expect("pebble's budget row");
         assert!(
+            pebble.contains("32.00") && pebble.contains("0.250"),
+            "slack and refaults per Get: {pebble}"
+        );
+        assert!(
             pebble.contains("0.50x") && pebble.contains("2.00x"),
             "{pebble}"
         );
@@ -674,7 +694,7 @@ mod tests {
         assert_eq!(written.len(), 3 + 2 * (PLOTS.len() + BUDGET_PLOTS.len()));
         let svg = fs::read_to_string(dir.path().join("compare_budget_ops.svg")).expect("svg");
         assert!(svg.contains("budget"), "{svg}");
-        let csv = r.to_csv();
+        let csv = r.to_csv().expect("csv");
         assert!(csv.contains(",memory:50331648,"), "{csv}");
         assert!(csv.contains(",memory:50331648:share=0.5,"), "{csv}");
     }

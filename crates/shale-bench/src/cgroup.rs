@@ -12,6 +12,21 @@ use std::path::{Path, PathBuf};
 /// A memory-limited control group, removed when dropped.
 pub struct MemoryGroup {
     dir: PathBuf,
+    v2: bool,
+}
+
+/// How hard a group's limit pressed on what ran in it, from the kernel's
+/// counters of the group (`None` where its cgroup version has no such
+/// counter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pressure {
+    /// Pages of files read again after the limit had evicted them (cgroup
+    /// v2's `workingset_refault_file`, or `workingset_refault` before Linux
+    /// 5.9): the group thrashed when this grows with every operation.
+    pub refaults: Option<u64>,
+    /// Processes of the group the kernel killed for memory (v2's
+    /// `memory.events` `oom_kill`, v1's `memory.oom_control`).
+    pub oom_kills: Option<u64>,
 }
 
 const V2_ROOT: &str = "/sys/fs/cgroup";
@@ -37,7 +52,7 @@ impl MemoryGroup {
                 dir.display()
             )
         })?;
-        let group = MemoryGroup { dir };
+        let group = MemoryGroup { dir, v2 };
         if v2 {
             group.write("memory.max", limit_bytes)?;
             // Swap would let the group exceed its budget without reading.
@@ -53,6 +68,24 @@ impl MemoryGroup {
         let path = self.dir.join(file);
         std::fs::write(&path, value.to_string())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// The group's pressure counters so far.
+    pub fn pressure(&self) -> Pressure {
+        let read = |file: &str| std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+        if self.v2 {
+            let stat = read("memory.stat");
+            Pressure {
+                refaults: counter(&stat, "workingset_refault_file")
+                    .or_else(|| counter(&stat, "workingset_refault")),
+                oom_kills: counter(&read("memory.events"), "oom_kill"),
+            }
+        } else {
+            Pressure {
+                refaults: None,
+                oom_kills: counter(&read("memory.oom_control"), "oom_kill"),
+            }
+        }
     }
 
     /// The command that runs `program args` inside the group: a shell that
@@ -78,6 +111,14 @@ impl Drop for MemoryGroup {
     }
 }
 
+/// The value of `name` in a file of `name value` lines (`memory.stat`).
+fn counter(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == name).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
 /// Writes dirty pages back and drops the page cache, so that a read phase
 /// starts with nothing of the database in memory.
 pub fn drop_page_cache() -> Result<(), String> {
@@ -90,4 +131,18 @@ pub fn drop_page_cache() -> Result<(), String> {
     std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
         format!("cannot drop the page cache (/proc/sys/vm/drop_caches): {e} (--memory needs root)")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_read_by_name() {
+        let stat = "anon 4096\nworkingset_refault_anon 0\nworkingset_refault_file 1234\n";
+        assert_eq!(counter(stat, "workingset_refault_file"), Some(1234));
+        assert_eq!(counter(stat, "workingset_refault"), None);
+        assert_eq!(counter("oom 0\noom_kill 2\n", "oom_kill"), Some(2));
+        assert_eq!(counter("oom_kill x\n", "oom_kill"), None);
+    }
 }

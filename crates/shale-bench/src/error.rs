@@ -1,11 +1,12 @@
-//! The error of a command: printed by `main` as one line `shale: <message>`.
+//! The error of a runner: the `shale` tool prints it as one line
+//! `shale: <message>`.
 
 use std::fmt;
 use std::io;
 
-/// Why a command failed.
+/// Why a runner failed.
 #[derive(Debug)]
-pub enum CliError {
+pub enum Error {
     /// Anything worth reporting; exit code 1.
     Msg(String),
     /// A bad combination of arguments that clap cannot check; exit code 2,
@@ -16,33 +17,33 @@ pub enum CliError {
     BrokenPipe,
 }
 
-impl CliError {
+impl Error {
     /// An error with this message.
-    pub fn msg(m: impl Into<String>) -> CliError {
-        CliError::Msg(m.into())
+    pub fn msg(m: impl Into<String>) -> Error {
+        Error::Msg(m.into())
     }
 
     /// An error of writing the command's output.
-    pub fn output(e: io::Error) -> CliError {
+    pub fn output(e: io::Error) -> Error {
         if e.kind() == io::ErrorKind::BrokenPipe {
-            CliError::BrokenPipe
+            Error::BrokenPipe
         } else {
-            CliError::Msg(format!("writing output: {e}"))
+            Error::Msg(format!("writing output: {e}"))
         }
     }
 }
 
-impl fmt::Display for CliError {
+impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Msg(m) | CliError::Usage(m) => f.write_str(m),
-            CliError::BrokenPipe => f.write_str("output closed"),
+            Error::Msg(m) | Error::Usage(m) => f.write_str(m),
+            Error::BrokenPipe => f.write_str("output closed"),
         }
     }
 }
 
-impl From<shale::Error> for CliError {
-    fn from(e: shale::Error) -> CliError {
+impl From<shale::Error> for Error {
+    fn from(e: shale::Error) -> Error {
         let hint = match &e {
             shale::Error::Corruption { file, .. }
                 if file
@@ -55,9 +56,9 @@ impl From<shale::Error> for CliError {
             }
             _ => "",
         };
-        CliError::Msg(format!("{e}{hint}"))
+        Error::Msg(format!("{e}{hint}"))
     }
 }
 
-/// Result of a command.
-pub type CliResult<T = ()> = Result<T, CliError>;
+/// Result of a runner; `Result<T, E>` is the standard one.
+pub type Result<T = (), E = Error> = std::result::Result<T, E>;

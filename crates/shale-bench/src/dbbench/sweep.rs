@@ -13,14 +13,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shale::{Db, Options};
-use shale_workload::protocol::{
-    DbBenchReply, DbBenchRequest, DbBenchStep, ErrorReply, Op, Request, PROTOCOL_VERSION,
-};
+use shale_workload::protocol::{DbBenchReply, DbBenchRequest, DbBenchStep};
 
 pub use super::points::{SweepFill, SweepPoint, SweepResults};
 use super::{check_key_size, db_options, interrupted, open_existing, run_bench, Bench, Config};
 use crate::args::DbSweepArgs;
-use crate::error::{CliError, CliResult};
+use crate::client::Client;
+use crate::error::{Error, Result};
 use crate::live::LiveSlot;
 use crate::sampler::{DbSlot, Sampler, Timeline};
 use crate::storage::Storage;
@@ -40,35 +39,38 @@ pub const CACHE_SIZE_VALUES: [u64; 7] = [
 ];
 
 /// Parses `--values`: non-negative integers, comma-separated.
-fn parse_values(list: &str) -> CliResult<Vec<u64>> {
+fn parse_values(list: &str) -> Result<Vec<u64>> {
     let values: Vec<u64> = list
         .split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
             s.trim().parse::<u64>().map_err(|_| {
-                CliError::Usage(format!(
+                Error::Usage(format!(
                     "--values {list}: {s:?} is not a whole number; give comma-separated integers (1000,10000)"
                 ))
             })
         })
-        .collect::<CliResult<_>>()?;
+        .collect::<Result<_>>()?;
     if values.is_empty() {
-        return Err(CliError::Usage("--values is empty".into()));
+        return Err(Error::Usage("--values is empty".into()));
     }
     Ok(values)
 }
 
 /// `sweep.json`, `sweep.csv` and the charts (`sweep_micros`,
 /// `sweep_table_cache`, `sweep_block_cache`, each `.svg` and `.png`).
-fn write_files(r: &SweepResults, dir: &Path) -> CliResult {
-    let json = serde_json::to_string_pretty(r)
-        .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+fn write_files(r: &SweepResults, dir: &Path) -> Result {
+    let json =
+        serde_json::to_string_pretty(r).map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
     let mut files = vec![
         ("sweep.json".to_string(), (json + "\n").into_bytes()),
-        ("sweep.csv".to_string(), r.csv().into_bytes()),
+        (
+            "sweep.csv".to_string(),
+            r.csv().map_err(Error::msg)?.into_bytes(),
+        ),
     ];
     for (stem, chart) in super::chart::charts(r) {
-        let drawn = |e| CliError::msg(format!("drawing {stem}: {e}"));
+        let drawn = |e| Error::msg(format!("drawing {stem}: {e}"));
         files.push((
             format!("{stem}.svg"),
             chart.to_svg().map_err(drawn)?.into_bytes(),
@@ -78,7 +80,7 @@ fn write_files(r: &SweepResults, dir: &Path) -> CliResult {
     for (name, bytes) in files {
         let path = dir.join(name);
         std::fs::write(&path, bytes)
-            .map_err(|e| CliError::msg(format!("writing {}: {e}", path.display())))?;
+            .map_err(|e| Error::msg(format!("writing {}: {e}", path.display())))?;
     }
     Ok(())
 }
@@ -92,48 +94,6 @@ fn engine_dir(db: &Path, engine: &str) -> PathBuf {
     let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(format!("-{engine}"));
     db.with_file_name(name)
-}
-
-/// A peer's harness, for the dbbench op.
-struct Peer {
-    program: PathBuf,
-    args: Vec<String>,
-    timeout: Duration,
-}
-
-impl Peer {
-    fn call(&self, r: DbBenchRequest) -> CliResult<DbBenchReply> {
-        let request = Request {
-            protocol: PROTOCOL_VERSION,
-            op: Op::DbBench(r),
-        };
-        let input = serde_json::to_string(&request)
-            .map_err(|e| CliError::msg(format!("encoding the request: {e}")))?;
-        let (ok, stdout, stderr) = super::super::compare::run_with_timeout(
-            &self.program,
-            &self.args,
-            &input,
-            self.timeout,
-        )
-        .map_err(|e| CliError::msg(format!("{}: {e}", self.program.display())))?;
-        let tail = super::super::compare::stderr_tail(&stderr);
-        if !ok {
-            let reason = serde_json::from_str::<ErrorReply>(&stdout)
-                .map(|r| r.error)
-                .unwrap_or_else(|_| "exited with an error and no reply".into());
-            return Err(CliError::msg(format!(
-                "{}: {reason}{tail}",
-                self.program.display()
-            )));
-        }
-        serde_json::from_str(&stdout).map_err(|e| {
-            CliError::msg(format!(
-                "{}: malformed reply ({e}): {:?}{tail}",
-                self.program.display(),
-                super::super::compare::clip(&stdout, 300)
-            ))
-        })
-    }
 }
 
 /// Everything one engine's sweep needs.
@@ -163,7 +123,7 @@ fn sweep_shale(
     dir: &Path,
     results: &mut SweepResults,
     out: &mut dyn Write,
-) -> CliResult {
+) -> Result {
     let (a, cfg) = (c.a, c.cfg);
     if a.db.use_existing_db {
         open_existing(c.storage, dir, c.base.clone(), cfg.key_size)?.close()?;
@@ -187,9 +147,9 @@ fn sweep_shale(
         let settle_seconds = t0.elapsed().as_secs_f64();
         c.db.close(db)?;
         if !a.json {
-            writeln!(out, "shale    {}", r.line()).map_err(CliError::output)?;
-            writeln!(out, "shale    settled in {settle_seconds:.3} s").map_err(CliError::output)?;
-            out.flush().map_err(CliError::output)?;
+            writeln!(out, "shale    {}", r.line()).map_err(Error::output)?;
+            writeln!(out, "shale    settled in {settle_seconds:.3} s").map_err(Error::output)?;
+            out.flush().map_err(Error::output)?;
         }
         results.fills.push(SweepFill {
             engine: "shale".into(),
@@ -210,7 +170,7 @@ fn sweep_shale(
         match a.param.as_str() {
             "open_files" => {
                 opts.max_open_files = usize::try_from(value).map_err(|_| {
-                    CliError::Usage(format!("--values: {value} open files is too many"))
+                    Error::Usage(format!("--values: {value} open files is too many"))
                 })?
             }
             _ => opts.block_cache_bytes = value,
@@ -223,8 +183,8 @@ fn sweep_shale(
             let r = run_bench(&db, cfg, *bench, name, i + 1, Some(c.ops))?;
             if !a.json {
                 writeln!(out, "shale    {:>12} = {value:<12} {}", a.param, r.line())
-                    .map_err(CliError::output)?;
-                out.flush().map_err(CliError::output)?;
+                    .map_err(Error::output)?;
+                out.flush().map_err(Error::output)?;
             }
             results.points.push(SweepPoint {
                 engine: "shale".into(),
@@ -260,21 +220,31 @@ fn sweep_peer(
     dir: &Path,
     results: &mut SweepResults,
     out: &mut dyn Write,
-) -> CliResult {
+) -> Result {
     let (a, cfg) = (c.a, c.cfg);
-    let (program, args) = super::super::compare::locate(engine)
-        .map_err(|e| CliError::msg(format!("{engine}: {e}")))?;
-    let peer = Peer {
-        program,
-        args,
-        timeout: Duration::from_secs(a.timeout),
+    let timeout = Duration::from_secs(a.timeout);
+    let client = Client::locate(engine).map_err(|e| Error::msg(format!("{engine}: {e}")))?;
+    let info = client
+        .info(timeout)
+        .map_err(|e| Error::msg(format!("{engine}: {e}")))?;
+    client.require(&info, "dbbench").map_err(Error::msg)?;
+    // The harness's default configuration (Pebble's is `geth`).
+    let config = info
+        .configs
+        .first()
+        .cloned()
+        .ok_or_else(|| Error::msg(format!("{engine}: its harness names no configuration")))?;
+    let call = |r: DbBenchRequest| -> Result<DbBenchReply> {
+        client
+            .dbbench(r, timeout)
+            .map_err(|e| Error::msg(format!("{}: {e}", client.program().display())))
     };
     let dir =
-        std::path::absolute(dir).map_err(|e| CliError::msg(format!("{}: {e}", dir.display())))?;
+        std::path::absolute(dir).map_err(|e| Error::msg(format!("{}: {e}", dir.display())))?;
     let request = |fresh: bool, steps: Vec<DbBenchStep>, threads: usize, cache: u64, files: i64| {
         DbBenchRequest {
             dir: dir.clone(),
-            config: "default".into(),
+            config: config.clone(),
             fresh,
             settle: fresh,
             benchmarks: steps,
@@ -296,7 +266,7 @@ fn sweep_peer(
     let default_files = a.db.open_files.map_or(-1, |n| n as i64);
     if a.db.use_existing_db {
         if !dir.join("CURRENT").exists() {
-            return Err(CliError::msg(format!(
+            return Err(Error::msg(format!(
                 "--use_existing_db: {} holds no {engine} database",
                 dir.display()
             )));
@@ -307,11 +277,11 @@ fn sweep_peer(
             name: "fillrandom".into(),
             seed: super::bench_seed(cfg.seed, "fillrandom", 0),
         }];
-        let reply = peer.call(request(true, steps, 1, a.db.cache_size, default_files))?;
+        let reply = call(request(true, steps, 1, a.db.cache_size, default_files))?;
         let r = reply
             .results
             .first()
-            .ok_or_else(|| CliError::msg(format!("{engine}: no result for the fill")))?;
+            .ok_or_else(|| Error::msg(format!("{engine}: no result for the fill")))?;
         if !a.json {
             let line = super::result_line(
                 "fillrandom",
@@ -320,9 +290,9 @@ fn sweep_peer(
                 (r.bytes > 0).then(|| r.bytes as f64 / 1_048_576.0 / r.seconds.max(1e-9)),
                 "",
             );
-            writeln!(out, "{engine:<8} {line}").map_err(CliError::output)?;
+            writeln!(out, "{engine:<8} {line}").map_err(Error::output)?;
             writeln!(out, "{engine:<8} settled in {:.3} s", reply.settle_seconds)
-                .map_err(CliError::output)?;
+                .map_err(Error::output)?;
         }
         results.fills.push(SweepFill {
             engine: engine.into(),
@@ -349,7 +319,7 @@ fn sweep_peer(
                 seed: super::bench_seed(cfg.seed, name, i + 1),
             })
             .collect();
-        let reply = peer.call(request(false, steps, cfg.threads, cache, files))?;
+        let reply = call(request(false, steps, cfg.threads, cache, files))?;
         for r in &reply.results {
             let wall = r.seconds.max(1e-9);
             if !a.json {
@@ -366,8 +336,8 @@ fn sweep_peer(
                     },
                 );
                 writeln!(out, "{engine:<8} {:>12} = {value:<12} {line}", a.param)
-                    .map_err(CliError::output)?;
-                out.flush().map_err(CliError::output)?;
+                    .map_err(Error::output)?;
+                out.flush().map_err(Error::output)?;
             }
             results.points.push(SweepPoint {
                 engine: engine.into(),
@@ -393,11 +363,11 @@ fn sweep_peer(
 }
 
 /// `shale bench db-sweep`.
-pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
+pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> Result {
     let key_size = a.db.key_size as usize;
     check_key_size(a.db.num, key_size)?;
     if a.db.zoned.zoned.is_some() && a.engines.iter().any(|e| e != "shale") {
-        return Err(CliError::Usage(
+        return Err(Error::Usage(
             "--zoned runs shale only: the peers' harnesses use the regular file system \
              (pass --engines shale)"
                 .into(),
@@ -411,7 +381,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
         (None, "open_files") => OPEN_FILES_VALUES.to_vec(),
         (None, "cache_size") => CACHE_SIZE_VALUES.to_vec(),
         (None, other) => {
-            return Err(CliError::Usage(format!(
+            return Err(Error::Usage(format!(
                 "--param {other}: use open_files or cache_size"
             )))
         }
@@ -424,13 +394,13 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
                 .filter(|_| super::SWEEP_BENCHMARK_NAMES.contains(&n.as_str()))
                 .map(|b| (b, n.clone()))
                 .ok_or_else(|| {
-                    CliError::Usage(format!(
+                    Error::Usage(format!(
                         "--benchmarks {n}: a sweep runs {}",
                         super::SWEEP_BENCHMARK_NAMES.join(", ")
                     ))
                 })
         })
-        .collect::<CliResult<_>>()?;
+        .collect::<Result<_>>()?;
     let mut engines: Vec<String> = Vec::new();
     for e in &a.engines {
         if !engines.contains(e) {
@@ -450,7 +420,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
         histogram: false,
     };
     std::fs::create_dir_all(&a.out)
-        .map_err(|e| CliError::msg(format!("cannot create --out {}: {e}", a.out.display())))?;
+        .map_err(|e| Error::msg(format!("cannot create --out {}: {e}", a.out.display())))?;
     crate::interrupt::install();
     let mut results = SweepResults {
         param: a.param.clone(),
@@ -472,7 +442,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
     // the machine's CPU and device throughout (the peers' phases included).
     let ops = Arc::new(LiveSlot::default());
     let db_slot = Arc::new(DbSlot::default());
-    let interval = a.sample.interval().map_err(CliError::Usage)?;
+    let interval = a.sample.interval().map_err(Error::Usage)?;
     let sampler = Sampler::start(
         interval,
         &storage.sample_path(&db_dir),
@@ -480,7 +450,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
         Some(ops.clone()),
         Some(db_slot.metrics_source()),
     )
-    .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
+    .map_err(|e| Error::msg(format!("starting the sampler: {e}")))?;
     let timeline = Arc::new(Timeline::new(sampler.started_at()));
     let mut base = base;
     base.listeners.push(timeline.clone());
@@ -512,14 +482,14 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> CliResult {
     series.notes.extend(storage.sampler_notes());
     storage.finish()?;
     let title = format!("bench db-sweep: {} on {}", a.param, engines.join(", "));
-    crate::sampler::write_files(&series, &a.out, &title).map_err(CliError::msg)?;
+    crate::sampler::write_files(&series, &a.out, &title).map_err(Error::msg)?;
     if a.json {
         let s = serde_json::to_string_pretty(&results)
-            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-        writeln!(out, "{s}").map_err(CliError::output)
+            .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
+        writeln!(out, "{s}").map_err(Error::output)
     } else {
-        writeln!(out, "\n{}", results.text()).map_err(CliError::output)?;
-        writeln!(out, "results in {}", a.out.display()).map_err(CliError::output)
+        writeln!(out, "\n{}", results.text()).map_err(Error::output)?;
+        writeln!(out, "results in {}", a.out.display()).map_err(Error::output)
     }
 }
 
@@ -574,7 +544,7 @@ mod tests {
         assert_eq!(s[0].benchmark, "readrandom");
         assert_eq!(s[0].points, vec![(0, 5.0), (10, 4.0)]);
         assert_eq!(s[1].points, vec![(0, 2.0), (10, 1.5)]);
-        let csv = r.csv();
+        let csv = r.csv().expect("csv");
         assert_eq!(csv.lines().count(), 5);
         assert!(
             csv.lines().nth(1).is_some_and(|l| l
@@ -592,10 +562,7 @@ mod tests {
     fn values_parse_or_are_usage_errors() {
         assert_eq!(parse_values("0, 10,100").expect("parses"), vec![0, 10, 100]);
         for bad in ["", "1,x", "-1", "1.5"] {
-            assert!(
-                matches!(parse_values(bad), Err(CliError::Usage(_))),
-                "{bad}"
-            );
+            assert!(matches!(parse_values(bad), Err(Error::Usage(_))), "{bad}");
         }
     }
 }

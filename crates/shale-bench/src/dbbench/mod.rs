@@ -36,7 +36,7 @@ pub use format::{histogram_text, result_line};
 
 use crate::args::{BenchDbArgs, DbBenchDbArgs};
 pub use crate::args::{BENCHMARK_NAMES, SWEEP_BENCHMARK_NAMES};
-use crate::error::{CliError, CliResult};
+use crate::error::{Error, Result};
 use crate::live::{self, LiveSlot, LiveStats, OpStats};
 use crate::sampler::{DbSlot, Sampler, Timeline};
 use crate::storage::{Create, Storage};
@@ -689,7 +689,7 @@ pub fn run_bench(
     name: &str,
     index: usize,
     sampled: Option<&LiveSlot>,
-) -> CliResult<BenchResult> {
+) -> Result<BenchResult> {
     let threads = cfg.threads.max(1);
     let live = Arc::new(LiveStats::new(threads + 1));
     if let Some(slot) = sampled {
@@ -774,7 +774,7 @@ pub fn run_bench(
         Bench::Stats => (Box::new(|_: &Ctx, _| Ok(ThreadOut::default())), false, 1),
     };
     let (sum, writer_out, wall) =
-        run_threads(&ctx, measured_threads, &*body, writer).map_err(CliError::msg)?;
+        run_threads(&ctx, measured_threads, &*body, writer).map_err(Error::msg)?;
     let delta = db.metrics().delta(&before);
     let totals = live.totals();
     let measured = match bench {
@@ -845,7 +845,7 @@ pub fn run_bench(
 /// The storage a run's database is on: the zone file system of `--zoned`,
 /// or the regular file system, its tables read through memory mappings with
 /// `--mmap_read` (refused with `--zoned` before anything is created).
-pub fn open_storage(a: &DbBenchDbArgs) -> CliResult<Storage> {
+pub fn open_storage(a: &DbBenchDbArgs) -> Result<Storage> {
     let zoned = a.zoned.zoned.as_deref();
     if a.mmap_read && zoned.is_some() {
         return Err(crate::storage::mmap_needs_posix());
@@ -859,7 +859,7 @@ pub fn open_storage(a: &DbBenchDbArgs) -> CliResult<Storage> {
 }
 
 /// The options a run opens its database with.
-pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
+pub fn db_options(a: &DbBenchDbArgs) -> Result<Options> {
     let mut o = Options {
         block_cache_bytes: a.cache_size,
         verify_checksums: a.verify_checksum,
@@ -870,7 +870,7 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
     }
     if let Some(n) = a.write_buffer_size {
         if n == 0 {
-            return Err(CliError::Usage(
+            return Err(Error::Usage(
                 "--write_buffer_size must be at least 1 byte".into(),
             ));
         }
@@ -887,7 +887,7 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
             let bits = u32::try_from(n)
                 .ok()
                 .filter(|&b| b <= 64)
-                .ok_or_else(|| CliError::Usage(format!("--bloom_bits {n}: use 0 to 64")))?;
+                .ok_or_else(|| Error::Usage(format!("--bloom_bits {n}: use 0 to 64")))?;
             o.filter_policy = FilterPolicy {
                 levels: FilterLevels::All,
                 ..FilterPolicy::bloom(bits)
@@ -909,7 +909,7 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
         }
         "all" => o.table_metadata = MetadataPlacement::all_kinds_at(LevelSet::ALL),
         other => {
-            return Err(CliError::Usage(format!(
+            return Err(Error::Usage(format!(
                 "--table_metadata {other}: use none, pin, index, all-but-last or all"
             )))
         }
@@ -918,7 +918,7 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
         "none" => Compression::None,
         "lz4" => Compression::Lz4,
         other => {
-            return Err(CliError::Usage(format!(
+            return Err(Error::Usage(format!(
                 "--compression_type {other}: use none or lz4"
             )))
         }
@@ -927,10 +927,10 @@ pub fn db_options(a: &DbBenchDbArgs) -> CliResult<Options> {
 }
 
 /// Checks that `num` keys fit in `key_size` decimal digits.
-pub fn check_key_size(num: u64, key_size: usize) -> CliResult {
+pub fn check_key_size(num: u64, key_size: usize) -> Result {
     let digits = decimal_digits(num.saturating_sub(1));
     if digits > key_size {
-        return Err(CliError::Usage(format!(
+        return Err(Error::Usage(format!(
             "--key_size {key_size} cannot hold --num {num}: keys are decimal and need {digits} bytes; pass --key_size {digits} or more"
         )));
     }
@@ -945,14 +945,9 @@ fn is_shale_file(name: &str, is_dir: bool) -> bool {
 
 /// Opens the database of `--use_existing_db` after checking that it holds
 /// db_bench keys of `key_size` (its first and last keys).
-pub fn open_existing(
-    storage: &Storage,
-    dir: &Path,
-    opts: Options,
-    key_size: usize,
-) -> CliResult<Db> {
+pub fn open_existing(storage: &Storage, dir: &Path, opts: Options, key_size: usize) -> Result<Db> {
     if !storage.has_db(dir)? {
-        return Err(CliError::msg(format!(
+        return Err(Error::msg(format!(
             "--use_existing_db: {} holds no database; run a fill benchmark without --use_existing_db first",
             dir.display()
         )));
@@ -984,7 +979,7 @@ pub fn open_existing(
     };
     check.close()?;
     if let Some(key) = bad {
-        return Err(CliError::msg(format!(
+        return Err(Error::msg(format!(
             "--use_existing_db: {} does not hold db_bench keys of --key_size {key_size} (it holds {key}); pass the --key_size it was filled with, or another --db",
             dir.display()
         )));
@@ -1030,19 +1025,19 @@ fn config_json(a: &BenchDbArgs, cfg: &Config, dir: &Path, storage: &str) -> Valu
 }
 
 /// `shale bench db`.
-pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
+pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
     let benches: Vec<(Bench, &str)> = a
         .benchmarks
         .iter()
         .map(|n| {
             Bench::parse(n).map(|b| (b, n.as_str())).ok_or_else(|| {
-                CliError::Usage(format!(
+                Error::Usage(format!(
                     "unknown benchmark {n:?}; valid: {}",
                     BENCHMARK_NAMES.join(", ")
                 ))
             })
         })
-        .collect::<CliResult<_>>()?;
+        .collect::<Result<_>>()?;
     let key_size = a.db.key_size as usize;
     check_key_size(a.db.num, key_size)?;
     let storage = open_storage(&a.db)?;
@@ -1059,7 +1054,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     };
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::msg(format!("cannot create --out {}: {e}", dir.display())))?;
+            .map_err(|e| Error::msg(format!("cannot create --out {}: {e}", dir.display())))?;
     }
     let dir = &storage.db_dir(a.db.db.as_deref(), Some(Path::new(DEFAULT_DB)))?;
     let label = storage.label();
@@ -1070,7 +1065,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     let ops = Arc::new(LiveSlot::default());
     let sampling = match &a.out {
         Some(out_dir) => {
-            let interval = a.sample.interval().map_err(CliError::Usage)?;
+            let interval = a.sample.interval().map_err(Error::Usage)?;
             let sampler = Sampler::start(
                 interval,
                 &storage.sample_path(dir),
@@ -1078,7 +1073,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
                 Some(ops.clone()),
                 Some(slot.metrics_source()),
             )
-            .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))?;
+            .map_err(|e| Error::msg(format!("starting the sampler: {e}")))?;
             let timeline = Arc::new(Timeline::new(sampler.started_at()));
             opts.listeners.push(timeline.clone());
             Some((sampler, timeline, out_dir))
@@ -1094,7 +1089,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
     crate::interrupt::install();
     let mut dirty = a.db.use_existing_db;
     let mut results: Vec<BenchResult> = Vec::new();
-    let write_results = |results: &[BenchResult]| -> CliResult {
+    let write_results = |results: &[BenchResult]| -> Result {
         if let Some(o) = &a.out {
             let doc = RunDoc {
                 engine: "shale",
@@ -1103,10 +1098,10 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
                 interrupted: interrupted(),
             };
             let s = serde_json::to_string_pretty(&doc)
-                .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+                .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
             let path = o.join("results.json");
             std::fs::write(&path, s + "\n")
-                .map_err(|e| CliError::msg(format!("writing {}: {e}", path.display())))?;
+                .map_err(|e| Error::msg(format!("writing {}: {e}", path.display())))?;
         }
         Ok(())
     };
@@ -1126,9 +1121,9 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
                 String::new()
             }
         )
-        .map_err(CliError::output)?;
-        writeln!(out, "{}", "-".repeat(48)).map_err(CliError::output)?;
-        out.flush().map_err(CliError::output)?;
+        .map_err(Error::output)?;
+        writeln!(out, "{}", "-".repeat(48)).map_err(Error::output)?;
+        out.flush().map_err(Error::output)?;
     }
     for (index, &(bench, name)) in benches.iter().enumerate() {
         if interrupted() {
@@ -1138,7 +1133,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             if a.db.use_existing_db {
                 let r = BenchResult::skipped(name);
                 if !a.json {
-                    writeln!(out, "{}", r.line()).map_err(CliError::output)?;
+                    writeln!(out, "{}", r.line()).map_err(Error::output)?;
                 }
                 results.push(r);
                 continue;
@@ -1157,11 +1152,11 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             let metrics = db.metrics();
             if !a.json {
                 write!(out, "{}", shale::stat::stat_text(&summary, &metrics))
-                    .map_err(CliError::output)?;
+                    .map_err(Error::output)?;
             }
-            r.stats = Some(super::stats::stats_json(&summary, &metrics));
+            r.stats = Some(crate::stats_doc::stats_json(&summary, &metrics));
         } else if !a.json {
-            writeln!(out, "{}", r.line()).map_err(CliError::output)?;
+            writeln!(out, "{}", r.line()).map_err(Error::output)?;
             if a.histogram {
                 let what = match bench {
                     Bench::SeekRandom => "seek",
@@ -1177,10 +1172,10 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
                     .histogram
                     .clone()
                     .unwrap_or_else(|| live::all_kinds(&live::ByKind::new()));
-                writeln!(out, "\n{}", histogram_text(what, &stats)).map_err(CliError::output)?;
+                writeln!(out, "\n{}", histogram_text(what, &stats)).map_err(Error::output)?;
             }
         }
-        out.flush().map_err(CliError::output)?;
+        out.flush().map_err(Error::output)?;
         results.push(r);
         write_results(&results)?;
     }
@@ -1191,7 +1186,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
         series.spans = timeline.spans();
         series.notes.extend(storage.sampler_notes());
         let title = format!("bench db: {}", a.benchmarks.join(","));
-        crate::sampler::write_files(&series, out_dir, &title).map_err(CliError::msg)?;
+        crate::sampler::write_files(&series, out_dir, &title).map_err(Error::msg)?;
     }
     storage.finish()?;
     if a.json {
@@ -1202,14 +1197,14 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> CliResult {
             interrupted: interrupted(),
         };
         let s = serde_json::to_string_pretty(&doc)
-            .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
-        writeln!(out, "{s}").map_err(CliError::output)?;
+            .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
+        writeln!(out, "{s}").map_err(Error::output)?;
     } else if interrupted() {
         writeln!(
             out,
             "interrupted: the benchmarks after this point were not run"
         )
-        .map_err(CliError::output)?;
+        .map_err(Error::output)?;
     }
     Ok(())
 }
@@ -1235,10 +1230,7 @@ mod tests {
         assert_eq!(decimal_digits(10), 2);
         assert_eq!(decimal_digits(999_999), 6);
         assert!(check_key_size(1_000_000, 6).is_ok());
-        assert!(matches!(
-            check_key_size(1_000_001, 6),
-            Err(CliError::Usage(_))
-        ));
+        assert!(matches!(check_key_size(1_000_001, 6), Err(Error::Usage(_))));
     }
 
     #[test]
@@ -1323,16 +1315,18 @@ mod tests {
         assert!(!is_shale_file("sub", true));
     }
 
+    /// `bench db`'s arguments as the command line gives them.
+    #[derive(clap::Parser)]
+    struct BenchDb {
+        #[command(flatten)]
+        a: BenchDbArgs,
+    }
+
     fn db_args(extra: &[&str]) -> DbBenchDbArgs {
         use clap::Parser;
-        let cli = crate::args::Cli::try_parse_from(
-            ["shale", "bench", "db"].iter().chain(extra.iter()).copied(),
-        )
-        .expect("parses");
-        match cli.command {
-            crate::args::Command::Bench(crate::args::BenchCommand::Db(a)) => a.db,
-            _ => panic!("not bench db"),
-        }
+        let cli =
+            BenchDb::try_parse_from(["db"].iter().chain(extra.iter()).copied()).expect("parses");
+        cli.a.db
     }
 
     #[test]
@@ -1367,11 +1361,11 @@ mod tests {
         assert_eq!(default.filter_policy, FilterPolicy::default());
         assert!(matches!(
             db_options(&db_args(&["--bloom_bits=65"])),
-            Err(CliError::Usage(_))
+            Err(Error::Usage(_))
         ));
         assert!(matches!(
             db_options(&db_args(&["--write_buffer_size=0"])),
-            Err(CliError::Usage(_))
+            Err(Error::Usage(_))
         ));
         // Where table metadata lives: by default with the tables, outside
         // the cache, as db_bench's --cache_index_and_filter_blocks=false.

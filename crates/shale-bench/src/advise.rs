@@ -34,13 +34,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::engine::{Composition, EngineOpener, ShaleOpener};
 use shale::{Db, FilterPolicy, Options, WriteBatch, WriteOptions, NUM_LEVELS};
-use shale_workload::engine::{Composition, EngineOpener, ShaleOpener};
 use shale_workload::{Dataset, Distribution, KeyGen, KeyScheme};
 
-use super::bench::{cores, run_one, Workload, SETUP_CACHE};
 use crate::args::{AdviseArgs, BenchKvdbArgs, WorkloadArgs};
-use crate::error::{CliError, CliResult};
+use crate::error::{Error, Result};
+use crate::kvdb::{cores, run_one, Workload, SETUP_CACHE};
 
 const MIB: f64 = 1024.0 * 1024.0;
 const LAST: usize = NUM_LEVELS - 1;
@@ -258,11 +258,11 @@ const STUDY: [Study; 3] = [
 ];
 
 /// Measures the projection's costs on `db` (opened with `opts`).
-fn measure(db: &Db, opts: &Options) -> CliResult<Costs> {
+fn measure(db: &Db, opts: &Options) -> Result<Costs> {
     let s = db.summary()?;
     let t = s.total();
     if t.entries == 0 {
-        return Err(CliError::msg(
+        return Err(Error::msg(
             "the database holds no table to measure; load it (and let it settle) first",
         ));
     }
@@ -305,7 +305,7 @@ fn measure(db: &Db, opts: &Options) -> CliResult<Costs> {
 /// Filter bytes per key of a table written with `policy` from the first
 /// [`FILTER_SAMPLE_KEYS`] entries of `db`, in memory: a flush to L0, which
 /// has filters under every policy that writes any.
-fn sample_filter_cost(db: &Db, policy: FilterPolicy) -> CliResult<(f64, u64)> {
+fn sample_filter_cost(db: &Db, policy: FilterPolicy) -> Result<(f64, u64)> {
     let opts = Options {
         fs: Arc::new(shale::env::MemFs::new()),
         filter_policy: policy,
@@ -340,7 +340,7 @@ fn sample_filter_cost(db: &Db, policy: FilterPolicy) -> CliResult<(f64, u64)> {
             (k + l.entries, b + l.filter_bytes)
         });
     if keys == 0 {
-        return Err(CliError::msg(
+        return Err(Error::msg(
             "measuring filter bytes per key: a sample table written with the filter policy has no filter",
         ));
     }
@@ -446,7 +446,7 @@ impl Row {
     }
 }
 
-fn write_rows(out: &mut dyn Write, rows: &[Row], target: f64) -> CliResult {
+fn write_rows(out: &mut dyn Write, rows: &[Row], target: f64) -> Result {
     let header = format!(
         "{:>15}  {:<15} {:>9} {:>7} {:>8} {:>11} {:>10} {:>9} {:>10} {:>9} {:>7} {:>12}",
         "keys",
@@ -462,7 +462,7 @@ fn write_rows(out: &mut dyn Write, rows: &[Row], target: f64) -> CliResult {
         "IP2 %",
         format!("for {target:.2} I/O")
     );
-    writeln!(out, "{header}").map_err(CliError::output)?;
+    writeln!(out, "{header}").map_err(Error::output)?;
     for r in rows {
         writeln!(
             out,
@@ -480,7 +480,7 @@ fn write_rows(out: &mut dyn Write, rows: &[Row], target: f64) -> CliResult {
             r.ip2_pct,
             r.cache
         )
-        .map_err(CliError::output)?;
+        .map_err(Error::output)?;
     }
     Ok(())
 }
@@ -495,8 +495,8 @@ fn write_projection(
     measured: &Shape,
     keys: &[u64],
     target: f64,
-) -> CliResult {
-    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(CliError::output);
+) -> Result {
+    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(Error::output);
     w(out, String::new())?;
     w(
         out,
@@ -588,32 +588,30 @@ fn write_projection(
 }
 
 /// `shale advise`.
-pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> CliResult {
+pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
     let opener = ShaleOpener {
         direct_io: true,
         ..ShaleOpener::default()
     };
     if !a.db.join("CURRENT").exists() {
-        return Err(CliError::msg(format!(
+        return Err(Error::msg(format!(
             "{} is not a shale database (no CURRENT); pass the directory of one",
             a.db.display()
         )));
     }
     let target = a.target_io.unwrap_or(1.0);
     if !(target.is_finite() && target > 0.0) {
-        return Err(CliError::Usage(
-            "--target-io must be a positive number".into(),
-        ));
+        return Err(Error::Usage("--target-io must be a positive number".into()));
     }
     // Advice only reads: nothing in the database is written.
     let e = opener
         .open_read_only(&a.db, SETUP_CACHE)
-        .map_err(CliError::msg)?;
-    let comp = e.composition().map_err(CliError::msg)?;
-    e.close().map_err(CliError::msg)?;
+        .map_err(Error::msg)?;
+    let comp = e.composition().map_err(Error::msg)?;
+    e.close().map_err(Error::msg)?;
     let size = advised_size(target, &comp);
     let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
-    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(CliError::output);
+    let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(Error::output);
     w(
         out,
         format!("database: {:.1} MiB in tables", comp.db_bytes as f64 / MIB),

@@ -7,7 +7,7 @@ use crate::report::plot::{Axis, LineChart, Rgb, Series, Shape, BLUE, GRAY, GREEN
 use super::points::{SweepPoint, SweepResults};
 
 /// File stem and chart, for each chart of `r`.
-pub fn charts(r: &SweepResults) -> Vec<(&'static str, LineChart)> {
+pub(crate) fn charts(r: &SweepResults) -> Vec<(&'static str, LineChart)> {
     let x_label = match r.param.as_str() {
         "cache_size" => "cache_size (bytes, log scale)",
         _ => "open_files (log scale)",

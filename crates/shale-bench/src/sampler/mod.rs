@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use shale::Metrics;
 
+use shale_workload::csv_rows::{self, fixed};
+
 use crate::live::{all_kinds, OpsSource};
 use proc::{CpuTimes, DiskCounters};
 
@@ -197,7 +199,8 @@ impl Sampler {
             Some(dir) => {
                 let path = dir.join("samples.csv");
                 let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
-                writeln!(file, "{CSV_HEADER}")?;
+                let header = csv_rows::header::<SampleRow>().map_err(std::io::Error::other)?;
+                file.write_all(header.as_bytes())?;
                 file.flush()?;
                 Some(file)
             }
@@ -337,7 +340,11 @@ impl State {
             self.last_metrics = Some(m);
         }
         if let Some(file) = &mut self.csv {
-            if let Err(e) = writeln!(file, "{}", csv_row(&s)).and_then(|()| file.flush()) {
+            let written = csv_rows::row(&SampleRow::from(&s))
+                .map_err(std::io::Error::other)
+                .and_then(|row| file.write_all(row.as_bytes()))
+                .and_then(|()| file.flush());
+            if let Err(e) = written {
                 self.series
                     .notes
                     .push(format!("samples.csv: writing stopped: {e}"));
@@ -400,56 +407,90 @@ fn find_disk(dir: &Path, notes: &mut Vec<String>) -> Option<(u32, u32, DiskCount
     }
 }
 
-/// The columns of [`write_csv`], in order.
-const CSV_HEADER: &str = "t,seconds,ops,ops_per_sec,mean_us,p50_us,p95_us,p99_us,p999_us,\
-cpu_user,cpu_system,cpu_iowait,device_util,device_read_iops,device_write_iops,\
-device_read_bytes,device_write_bytes,l0_tables,pending_compaction_bytes,running_flushes,\
-running_compactions,stalls,stall_micros";
-
-/// Writes the samples as CSV, one row per interval; empty cells for what
-/// could not be read.
-pub fn write_csv(series: &TimeSeries, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "{CSV_HEADER}")?;
-    for s in &series.samples {
-        writeln!(out, "{}", csv_row(s))?;
-    }
-    Ok(())
+/// One row of `samples.csv`: a [`Sample`] with its figures rounded (rates
+/// and times to three decimals, operations per second to one).
+#[derive(Default, Serialize)]
+struct SampleRow {
+    #[serde(serialize_with = "fixed::d3")]
+    t: f64,
+    #[serde(serialize_with = "fixed::d3")]
+    seconds: f64,
+    ops: Option<u64>,
+    #[serde(serialize_with = "fixed::opt_d1")]
+    ops_per_sec: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    mean_us: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    p50_us: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    p95_us: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    p99_us: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    p999_us: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    cpu_user: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    cpu_system: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    cpu_iowait: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    device_util: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    device_read_iops: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    device_write_iops: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    device_read_bytes: Option<f64>,
+    #[serde(serialize_with = "fixed::opt_d3")]
+    device_write_bytes: Option<f64>,
+    l0_tables: Option<u64>,
+    pending_compaction_bytes: Option<u64>,
+    running_flushes: Option<u64>,
+    running_compactions: Option<u64>,
+    stalls: Option<u64>,
+    stall_micros: Option<u64>,
 }
 
-/// One sample as a CSV row (no line end).
-fn csv_row(s: &Sample) -> String {
-    fn f(v: Option<f64>) -> String {
-        v.map(|x| format!("{x:.3}")).unwrap_or_default()
+impl From<&Sample> for SampleRow {
+    fn from(s: &Sample) -> SampleRow {
+        SampleRow {
+            t: s.t,
+            seconds: s.seconds,
+            ops: s.ops,
+            ops_per_sec: s.ops_per_sec,
+            mean_us: s.mean_us,
+            p50_us: s.p50_us,
+            p95_us: s.p95_us,
+            p99_us: s.p99_us,
+            p999_us: s.p999_us,
+            cpu_user: s.cpu_user,
+            cpu_system: s.cpu_system,
+            cpu_iowait: s.cpu_iowait,
+            device_util: s.device_util,
+            device_read_iops: s.device_read_iops,
+            device_write_iops: s.device_write_iops,
+            device_read_bytes: s.device_read_bytes,
+            device_write_bytes: s.device_write_bytes,
+            l0_tables: s.l0_tables,
+            pending_compaction_bytes: s.pending_compaction_bytes,
+            running_flushes: s.running_flushes,
+            running_compactions: s.running_compactions,
+            stalls: s.stalls,
+            stall_micros: s.stall_micros,
+        }
     }
-    fn u(v: Option<u64>) -> String {
-        v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// The samples as CSV, one row per interval; empty cells for what could
+/// not be read.
+pub fn to_csv(series: &TimeSeries) -> Result<String, String> {
+    let text = csv_rows::to_csv(series.samples.iter().map(SampleRow::from))?;
+    // No sample: the header alone.
+    if text.is_empty() {
+        return csv_rows::header::<SampleRow>();
     }
-    [
-        format!("{:.3}", s.t),
-        format!("{:.3}", s.seconds),
-        u(s.ops),
-        s.ops_per_sec.map(|x| format!("{x:.1}")).unwrap_or_default(),
-        f(s.mean_us),
-        f(s.p50_us),
-        f(s.p95_us),
-        f(s.p99_us),
-        f(s.p999_us),
-        f(s.cpu_user),
-        f(s.cpu_system),
-        f(s.cpu_iowait),
-        f(s.device_util),
-        f(s.device_read_iops),
-        f(s.device_write_iops),
-        f(s.device_read_bytes),
-        f(s.device_write_bytes),
-        u(s.l0_tables),
-        u(s.pending_compaction_bytes),
-        u(s.running_flushes),
-        u(s.running_compactions),
-        u(s.stalls),
-        u(s.stall_micros),
-    ]
-    .join(",")
+    Ok(text)
 }
 
 /// Writes `samples.csv` (the samples), `samples.json` (everything: the
@@ -460,9 +501,8 @@ pub fn write_files(series: &TimeSeries, dir: &Path, title: &str) -> Result<(), S
         let path = dir.join(name);
         std::fs::write(&path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))
     };
-    let mut csv = Vec::new();
-    write_csv(series, &mut csv).map_err(|e| format!("encoding samples.csv: {e}"))?;
-    write("samples.csv", &csv)?;
+    let csv = to_csv(series).map_err(|e| format!("samples.csv: {e}"))?;
+    write("samples.csv", csv.as_bytes())?;
     let json =
         serde_json::to_string_pretty(series).map_err(|e| format!("encoding samples.json: {e}"))?;
     write("samples.json", json.as_bytes())?;
@@ -571,9 +611,7 @@ mod tests {
         if std::path::Path::new("/proc/stat").exists() {
             assert!(first.cpu_user.is_some(), "{:?}", series.notes);
         }
-        let mut csv = Vec::new();
-        write_csv(&series, &mut csv).expect("csv");
-        let csv = String::from_utf8(csv).expect("utf-8");
+        let csv = to_csv(&series).expect("csv");
         // The file written as samples were taken holds the same rows.
         let live_csv = std::fs::read_to_string(dir.path().join("samples.csv")).expect("file");
         assert_eq!(live_csv, csv);

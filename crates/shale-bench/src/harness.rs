@@ -1,22 +1,21 @@
-//! The server side of the harness protocol ([`crate::protocol`]) for any
+//! The server side of the harness protocol ([`shale_workload::protocol`]) for any
 //! engine behind the in-process adapter ([`EngineOpener`]): `shale harness`
 //! is this over shale. The Pebble, RocksDB and LevelDB harnesses implement
 //! the same operations in their own languages.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::engine::{EngineOpener, KindCounters, KvEngine};
-use crate::protocol::{
+use crate::engine::{EngineOpener, KindCounters, KvEngine, ShaleOpener};
+use shale_workload::protocol::{
     read_indices, thread_slice, BlockCounts, DatasetSpec, DbShape, InfoReply, InspectReply,
     KindCounts, Latency, LoadReply, LoadRequest, Op, OpenRequest, ReadReply, ReadRequest, Request,
     PROTOCOL_VERSION,
 };
-use crate::{Dataset, KeyGen, KeyScheme};
+use shale_workload::{Dataset, KeyGen, KeyScheme};
 
 /// An engine served over the protocol.
 pub struct Served<'a> {
@@ -40,11 +39,44 @@ pub fn handle(served: &Served<'_>, request: &Request) -> Result<String, String> 
         Op::Load(r) => to_json(&load(served, r)?),
         Op::Inspect(r) => to_json(&inspect(served, r)?),
         Op::Read(r) => to_json(&read(served, r)?),
-        Op::DbBench(_) => Err(
-            "op dbbench is not served by this harness: `shale bench db` runs shale in-process"
-                .to_string(),
-        ),
+        Op::DbBench(_) | Op::Ycsb(_) => Err(format!(
+            "op {} is not served by the {} harness: `shale bench {}` runs shale in-process",
+            request.op.name(),
+            served.info.engine,
+            if request.op.name() == "ycsb" {
+                "ycsb"
+            } else {
+                "db"
+            },
+        )),
     }
+}
+
+/// The configurations shale's own harness knows (the first is the default).
+pub const SHALE_CONFIGS: [&str; 1] = ["default"];
+
+/// shale behind the protocol (`shale harness`): parses one request and
+/// returns the JSON reply, or the one-line error to reply with.
+pub fn serve_shale(input: &str) -> Result<String, String> {
+    let request: Request =
+        serde_json::from_str(input).map_err(|e| format!("malformed request: {e}"))?;
+    let open = |direct_io| -> Box<dyn EngineOpener> {
+        Box::new(ShaleOpener {
+            direct_io,
+            ..ShaleOpener::default()
+        })
+    };
+    let served = Served {
+        info: InfoReply {
+            engine: "shale".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            configs: SHALE_CONFIGS.iter().map(|c| c.to_string()).collect(),
+            direct_io: true,
+            ops: InfoReply::required_ops(),
+        },
+        open: &open,
+    };
+    handle(&served, &request)
 }
 
 fn to_json(reply: &impl Serialize) -> Result<String, String> {
@@ -93,51 +125,28 @@ fn load(served: &Served<'_>, r: &LoadRequest) -> Result<LoadReply, String> {
         ));
     }
     let batch = r.batch.max(1);
-    let threads = r.threads.max(1) as u64;
+    let threads = r.threads.max(1);
     let start = Instant::now();
     let e = (served.open)(false).open(&t.dir, SETUP_CACHE, true)?;
-    let batches = t.dataset.keys.div_ceil(batch);
-    let user_bytes = AtomicU64::new(0);
-    let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        for w in 0..threads {
-            let (e, failed, first_error, user_bytes) = (&e, &failed, &first_error, &user_bytes);
-            s.spawn(move || {
-                let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-                let mut b = w;
-                while b < batches && !failed.load(Ordering::Relaxed) {
-                    let lo = b * batch;
-                    let hi = (lo + batch).min(t.dataset.keys);
-                    pairs.clear();
-                    pairs.extend((lo..hi).map(|i| (keygen.key_vec(i), dataset.value(i))));
-                    let refs: Vec<(&[u8], &[u8])> = pairs
-                        .iter()
-                        .map(|(k, v)| (k.as_slice(), v.as_slice()))
-                        .collect();
-                    let bytes: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
-                    user_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
-                    if let Err(m) = e.load_batch(&refs) {
-                        failed.store(true, Ordering::Relaxed);
-                        if let Ok(mut g) = first_error.lock() {
-                            g.get_or_insert(m);
-                        }
-                    }
-                    b += threads;
-                }
-            });
-        }
-    });
-    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(m);
-    }
+    let loaded = crate::load::load(
+        0..t.dataset.keys,
+        batch,
+        threads,
+        &indicatif::ProgressBar::hidden(),
+        &|| false,
+        |i, k, v| {
+            *k = keygen.key_vec(i);
+            *v = dataset.value(i);
+        },
+        |pairs| e.load_batch(pairs),
+    )?;
     e.settle()?;
     let w = e.write_counters();
     let shape = shape(&*e)?;
     e.close()?;
     // Counted here, not by the engine (shale counts its batches' encoding),
     // so that every engine divides by the same figure.
-    let user_bytes = user_bytes.into_inner();
+    let user_bytes = loaded.user_bytes;
     Ok(LoadReply {
         engine: engine_name(served, t),
         seconds: start.elapsed().as_secs_f64(),
@@ -262,7 +271,7 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
     let io_after = proc_io_read_bytes();
     let d = e.counters().since(&before);
     let table_cache = match (table_cache_before, e.table_cache()) {
-        (Some(b), Some(a)) => Some(crate::protocol::HitMiss {
+        (Some(b), Some(a)) => Some(shale_workload::protocol::HitMiss {
             hits: a.hits.saturating_sub(b.hits),
             misses: a.misses.saturating_sub(b.misses),
         }),
@@ -340,8 +349,7 @@ fn proc_field(path: &str, name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ShaleOpener;
-    use crate::protocol::write_indices;
+    use shale_workload::protocol::write_indices;
 
     fn served_shale(f: &dyn Fn(bool) -> Box<dyn EngineOpener>) -> Served<'_> {
         Served {
@@ -350,6 +358,7 @@ mod tests {
                 version: "test".into(),
                 configs: vec!["default".into()],
                 direct_io: false,
+                ops: InfoReply::required_ops(),
             },
             open: f,
         }
@@ -435,7 +444,7 @@ mod tests {
         unknown.config = "geth".into();
         assert!(handle(&served, &request(Op::Inspect(unknown)))
             .is_err_and(|e| e.contains("unknown configuration")));
-        let dbbench = request(Op::DbBench(crate::protocol::DbBenchRequest {
+        let dbbench = request(Op::DbBench(shale_workload::protocol::DbBenchRequest {
             dir,
             config: "default".into(),
             fresh: true,

@@ -27,10 +27,12 @@ use shale::{
     BlockKind, Db, FilterLevels, FilterPolicy, LevelSet, MetadataPlacement, Options, ReadOptions,
     WriteBatch, WriteOptions,
 };
+use shale_workload::protocol::{YcsbPhase, YcsbReply, YcsbRequest};
 use shale_workload::ycsb::{key_into, Generator, Operation, Shared, Values, Workload, KEY_PREFIX};
 
 use crate::args::{BenchYcsbArgs, YcsbEngine, YcsbPreset, YcsbWorkloadArg};
-use crate::error::{CliError, CliResult};
+use crate::client::Client;
+use crate::error::{Error, Result};
 use crate::live::{LiveStats, OpStats};
 use crate::sampler::{DbSlot, Sampler, Timeline};
 use crate::storage::{Create, Storage};
@@ -115,45 +117,12 @@ impl Filters {
     }
 }
 
-/// What a run's database is opened with (reported with each run).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Settings {
-    /// `default` (shale's options) or the preset's name.
-    pub preset: String,
-    /// The filter layout of the database: fuse9, nofilter or bloom10.
-    pub filters: String,
-    /// Block cache bytes.
-    pub block_cache_bytes: u64,
-    /// Top-level indexes and filter indexes held by the table readers and
-    /// charged to the cache.
-    pub pin_table_metadata: bool,
-    /// Every table's index (and filter, if any) held by its open reader,
-    /// outside the cache and not charged to it: RocksDB's default
-    /// (`cache_index_and_filter_blocks` false), which the study's baseline
-    /// keeps.
-    #[serde(default)]
-    pub metadata_with_tables: bool,
-    /// Memtable bytes.
-    pub write_buffer_size: usize,
-    /// Compaction output target at L0 (doubling per level).
-    pub target_file_size_base: u64,
-    /// Target size of the base level (the level L0 compacts into): shale's
-    /// `base_level_bytes`, RocksDB's `max_bytes_for_level_base`. Fixed by the
-    /// database's layout (see [`Filters::base_level_bytes`]).
-    #[serde(default = "default_base_level_bytes")]
-    pub base_level_bytes: u64,
-    /// Background threads (one flushes, the others compact).
-    pub max_background_jobs: usize,
-    /// Flush and compaction bytes per second, if limited.
-    pub compaction_rate_limit: Option<u64>,
-    /// shale's `compaction_nice` (0: the process's priority).
-    #[serde(default)]
-    pub compaction_nice: i32,
-}
+/// What a run's database is opened with (reported with each run, and sent
+/// to a peer's harness).
+pub use shale_workload::protocol::YcsbSettings as Settings;
 
-fn default_base_level_bytes() -> u64 {
-    Options::default().base_level_bytes
-}
+/// Latencies of one operation kind in a run.
+pub use shale_workload::protocol::YcsbOpResult as OpResult;
 
 fn preset_name(p: Option<YcsbPreset>) -> &'static str {
     match p {
@@ -250,36 +219,16 @@ struct Marker {
     base_level_bytes: u64,
 }
 
-/// Latencies of one operation kind in a run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OpResult {
-    /// Operations done.
-    pub count: u64,
-    /// Of them per second of the run.
-    pub ops_per_sec: f64,
-    /// Mean latency, µs.
-    pub mean_us: f64,
-    /// Median, µs.
-    pub p50_us: f64,
-    /// 95th percentile, µs.
-    pub p95_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-    /// 99.9th percentile, µs.
-    pub p999_us: f64,
-}
-
-impl OpResult {
-    fn of(s: &OpStats, seconds: f64) -> OpResult {
-        OpResult {
-            count: s.count,
-            ops_per_sec: s.count as f64 / seconds.max(1e-9),
-            mean_us: s.mean_micros(),
-            p50_us: s.quantile_micros(0.5),
-            p95_us: s.quantile_micros(0.95),
-            p99_us: s.quantile_micros(0.99),
-            p999_us: s.quantile_micros(0.999),
-        }
+/// The latencies of `s`, over a run of `seconds`.
+fn op_result(s: &OpStats, seconds: f64) -> OpResult {
+    OpResult {
+        count: s.count,
+        ops_per_sec: s.count as f64 / seconds.max(1e-9),
+        mean_us: s.mean_micros(),
+        p50_us: s.quantile_micros(0.5),
+        p95_us: s.quantile_micros(0.95),
+        p99_us: s.quantile_micros(0.99),
+        p999_us: s.quantile_micros(0.999),
     }
 }
 
@@ -303,12 +252,14 @@ pub struct RunResult {
     pub ops_per_sec: f64,
     /// Per operation kind (read, update, insert, scan, read-modify-write).
     pub ops: BTreeMap<String, OpResult>,
-    /// Largest estimated compaction debt sampled during the run.
-    pub pending_compaction_bytes_max: u64,
-    /// Write stalls during the run.
-    pub stall_count: u64,
+    /// Largest estimated compaction debt sampled during the run (`null`
+    /// for an engine without that figure).
+    pub pending_compaction_bytes_max: Option<u64>,
+    /// Write stalls during the run (`null` for an engine that does not
+    /// count them).
+    pub stall_count: Option<u64>,
     /// Time writers spent stalled, µs.
-    pub stall_micros: u64,
+    pub stall_micros: Option<u64>,
     /// Blocks (data, index, filter) read from files by the run's Gets, per
     /// Get: a reader's cache misses, the device reads the operations waited
     /// for (shale: its metrics' physical reads of those kinds; RocksDB: its
@@ -398,12 +349,13 @@ pub struct Summary {
     pub update_mean_us: Option<Spread>,
     /// p99 update latency, µs.
     pub update_p99_us: Option<Spread>,
-    /// Largest compaction debt seen in a run, bytes.
-    pub pending_compaction_bytes_max: Spread,
+    /// Largest compaction debt seen in a run, bytes (`null` for an engine
+    /// without that figure).
+    pub pending_compaction_bytes_max: Option<Spread>,
     /// Write stalls per run.
-    pub stall_count: Spread,
+    pub stall_count: Option<Spread>,
     /// Stalled time per run, seconds.
-    pub stall_seconds: Spread,
+    pub stall_seconds: Option<Spread>,
     /// Block reads per Get.
     #[serde(default)]
     pub block_reads_per_get: Option<Spread>,
@@ -458,7 +410,7 @@ fn workload_of(w: YcsbWorkloadArg) -> Workload {
 }
 
 /// `shale bench ycsb`.
-pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
+pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
     crate::interrupt::install();
     let workload = workload_of(a.workload);
     let values = Values {
@@ -473,12 +425,32 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
     };
     let threads = a.threads as usize;
     let engines = &a.engines.0;
-    if a.zoned.zoned.is_some() && engines.contains(&YcsbEngine::RocksDb) {
-        return Err(CliError::Usage(
-            "--zoned runs shale only: RocksDB's harness uses the regular file system \
+    let has_peer = engines.iter().any(|e| matches!(e, YcsbEngine::Peer(_)));
+    if a.zoned.zoned.is_some() && has_peer {
+        return Err(Error::Usage(
+            "--zoned runs shale only: the peers' harnesses use the regular file system \
              (pass --engines shale)"
                 .into(),
         ));
+    }
+    if has_peer && configs.contains(&None) {
+        return Err(Error::msg(
+            "the peers run only under --preset or --presets (shale's default filter layout has \
+             no counterpart in them)",
+        ));
+    }
+    // Each peer's harness, asked whether it serves the ycsb op before any
+    // work starts.
+    let mut peers = BTreeMap::new();
+    for &engine in engines {
+        if let YcsbEngine::Peer(name) = engine {
+            let client = Client::locate(name).map_err(|e| Error::msg(format!("{name}: {e}")))?;
+            let info = client
+                .info(INFO_TIMEOUT)
+                .map_err(|e| Error::msg(format!("{name}: {e}")))?;
+            client.require(&info, "ycsb").map_err(Error::msg)?;
+            peers.insert(name, client);
+        }
     }
     let storage = Storage::open(a.zoned.zoned.as_deref(), Create::IfMissing)?;
     let default_base = PathBuf::from("shale-data").join(format!(
@@ -486,19 +458,6 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         a.records, a.field_count, a.field_length
     ));
     let base = storage.db_dir(a.db.as_deref(), Some(&default_base))?;
-    if engines.contains(&YcsbEngine::RocksDb) && configs.contains(&None) {
-        return Err(CliError::msg(
-            "rocksdb runs only under --preset or --presets (shale's default filter layout has \
-             no RocksDB counterpart)",
-        ));
-    }
-    let rocksdb = if engines.contains(&YcsbEngine::RocksDb) {
-        let (program, args) = super::compare::locate("rocksdb")
-            .map_err(|e| CliError::msg(format!("rocksdb: {e}")))?;
-        Some(PeerHarness { program, args })
-    } else {
-        None
-    };
     let mut layouts: Vec<Filters> = configs.iter().map(|&p| filters_of(p)).collect();
     layouts.sort_by_key(|l| l.name());
     layouts.dedup();
@@ -508,24 +467,18 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
                 break;
             }
             let dir = db_dir(&base, engine, layout);
-            match (engine, &rocksdb) {
-                (YcsbEngine::Shale, _) => {
-                    prepare(&storage, &dir, layout, a.records, &values, threads)?
+            match engine {
+                YcsbEngine::Shale => prepare(&storage, &dir, layout, a.records, &values, threads)?,
+                YcsbEngine::Peer(name) => {
+                    let preset = configs
+                        .iter()
+                        .copied()
+                        .find(|&p| filters_of(p) == layout)
+                        .flatten();
+                    let s = settings(preset, data_bytes, a.rate_limit);
+                    let client = peers.get(name).ok_or_else(|| Error::msg("no harness"))?;
+                    prepare_peer(client, a, s, &dir)?;
                 }
-                (YcsbEngine::RocksDb, Some(h)) => {
-                    if !dir.join("CURRENT").exists() {
-                        let preset = configs
-                            .iter()
-                            .copied()
-                            .find(|&p| filters_of(p) == layout)
-                            .flatten();
-                        let s = settings(preset, data_bytes, a.rate_limit);
-                        eprintln!("loading {} records into {}", a.records, dir.display());
-                        h.call::<serde_json::Value>(&peer_request(a, &s, &dir, "load"))
-                            .map_err(|e| CliError::msg(format!("rocksdb load: {e}")))?;
-                    }
-                }
-                (YcsbEngine::RocksDb, None) => {}
             }
         }
     }
@@ -571,10 +524,11 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
                     ))
                 });
                 let run_dir = run_dir.as_deref();
-                let r = match (engine, &rocksdb) {
-                    (YcsbEngine::RocksDb, Some(h)) => {
+                let r = match engine.name() {
+                    name if peers.contains_key(name) => {
                         eprintln!("{label}");
-                        match run_peer(h, a, s, &dir, rep, run_dir) {
+                        let client = peers.get(name).ok_or_else(|| Error::msg("no harness"))?;
+                        match run_peer(client, a, s, &dir, rep, run_dir) {
                             Ok(r) => r,
                             // Ctrl-C reaches the harness too: its run is lost.
                             Err(_) if stopped() => break 'runs,
@@ -586,7 +540,7 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
                     )?,
                 };
                 if !a.json {
-                    write_run(out, &label, &r).map_err(CliError::output)?;
+                    write_run(out, &label, &r).map_err(Error::output)?;
                 }
                 results.runs.push(r);
             }
@@ -605,159 +559,165 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> CliResult {
         .collect();
     storage.finish()?;
     let json = serde_json::to_string_pretty(&results)
-        .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+        .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
     if let Some(o) = &a.out {
         std::fs::create_dir_all(o)
             .and_then(|()| std::fs::write(o.join("results.json"), format!("{json}\n")))
-            .map_err(|e| CliError::msg(format!("writing {}/results.json: {e}", o.display())))?;
+            .map_err(|e| Error::msg(format!("writing {}/results.json: {e}", o.display())))?;
     }
     if a.json {
-        writeln!(out, "{json}").map_err(CliError::output)?;
+        writeln!(out, "{json}").map_err(Error::output)?;
     } else {
         if results.runs.len() > 1 {
-            write_summary(out, &results.summary).map_err(CliError::output)?;
+            write_summary(out, &results.summary).map_err(Error::output)?;
         }
         if results.interrupted {
-            writeln!(out, "interrupted: results so far").map_err(CliError::output)?;
+            writeln!(out, "interrupted: results so far").map_err(Error::output)?;
         }
     }
     Ok(())
 }
 
 /// Where an engine's database of a filter layout lives: `DIR/<layout>` for
-/// shale, `DIR/rocksdb-<layout>` for RocksDB.
+/// shale, `DIR/<peer>-<layout>` for a peer.
 fn db_dir(base: &Path, engine: YcsbEngine, filters: Filters) -> PathBuf {
     match engine {
         YcsbEngine::Shale => base.join(filters.name()),
-        YcsbEngine::RocksDb => base.join(format!("rocksdb-{}", filters.name())),
+        YcsbEngine::Peer(name) => base.join(format!("{name}-{}", filters.name())),
     }
 }
 
-/// A peer's harness (docs/harness-protocol.md, the `ycsb` op).
-struct PeerHarness {
-    program: PathBuf,
-    args: Vec<String>,
-}
+/// How long a harness may take to say what it serves.
+const INFO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a harness may take for one load or run.
 const PEER_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
 
-impl PeerHarness {
-    fn call<T: for<'de> Deserialize<'de>>(&self, request: &serde_json::Value) -> Result<T, String> {
-        let input = request.to_string();
-        let (ok, stdout, stderr) =
-            super::compare::run_with_timeout(&self.program, &self.args, &input, PEER_TIMEOUT)?;
-        let tail = super::compare::stderr_tail(&stderr);
-        if !ok {
-            let reason = serde_json::from_str::<shale_workload::protocol::ErrorReply>(&stdout)
-                .map(|r| r.error)
-                .unwrap_or_else(|_| "exited with an error and no reply".into());
-            return Err(format!("{reason}{tail}"));
-        }
-        serde_json::from_str(&stdout).map_err(|e| {
-            format!(
-                "malformed reply ({e}): {:?}{tail}",
-                super::compare::clip(&stdout, 300)
-            )
-        })
+/// A `ycsb` request of `phase` for the settings `s`.
+fn peer_request(a: &BenchYcsbArgs, s: &Settings, dir: &Path, phase: YcsbPhase) -> YcsbRequest {
+    YcsbRequest {
+        phase,
+        dir: dir.to_path_buf(),
+        workload: workload_of(a.workload).letter().to_string(),
+        records: a.records,
+        field_count: a.field_count,
+        field_length: a.field_length,
+        seed: a.seed,
+        threads: a.threads as usize,
+        operations: a.operations,
+        direct_io: a.direct_io,
+        settings: s.clone(),
     }
 }
 
-/// A `ycsb` request of `phase` (load or run) for the preset `s`.
-fn peer_request(a: &BenchYcsbArgs, s: &Settings, dir: &Path, phase: &str) -> serde_json::Value {
-    serde_json::json!({
-        "protocol": shale_workload::protocol::PROTOCOL_VERSION,
-        "op": "ycsb",
-        "phase": phase,
-        "dir": dir,
-        "workload": workload_of(a.workload).letter(),
-        "records": a.records,
-        "field_count": a.field_count,
-        "field_length": a.field_length,
-        "seed": a.seed,
-        "threads": a.threads,
-        "operations": a.operations,
-        "direct_io": a.direct_io,
-        "settings": s,
-    })
-}
-
-/// What a harness replies to a `ycsb` run.
-#[derive(Deserialize)]
-struct PeerRun {
+/// What a peer's database of a filter layout was loaded with: written
+/// beside it (`DIR/<peer>-<layout>.json`) once its load succeeded.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct PeerMarker {
     engine: String,
-    operations: u64,
-    seconds: f64,
-    ops_per_sec: f64,
-    ops: BTreeMap<String, OpResult>,
-    pending_compaction_bytes_max: u64,
-    stall_count: u64,
-    stall_micros: u64,
-    /// Gets the operations made (absent from older harnesses).
-    #[serde(default)]
-    gets: Option<u64>,
-    /// Blocks those Gets read from files.
-    #[serde(default)]
-    block_reads: Option<u64>,
-    /// Block-cache lookups of those Gets per level, L0 to L6.
-    #[serde(default)]
-    level_lookups: Option<Vec<u64>>,
-    /// Of them, misses.
-    #[serde(default)]
-    level_misses: Option<Vec<u64>>,
+    filters: String,
+    records: u64,
+    field_count: usize,
+    field_length: usize,
+    seed: u64,
 }
 
-impl PeerRun {
-    /// Tables searched per Get at each level and the data-block hit rate,
-    /// when every block-cache lookup is a data block: with index and filter
-    /// blocks held by the open tables (`metadata_with_tables`, RocksDB's
-    /// default) a Get looks up one data block per table it searches.
-    fn tables_searched(&self, s: &Settings) -> (Option<Vec<f64>>, Option<f64>) {
-        let (Some(lookups), Some(misses), Some(gets)) =
-            (&self.level_lookups, &self.level_misses, self.gets)
-        else {
-            return (None, None);
-        };
-        if !s.metadata_with_tables || gets == 0 {
-            return (None, None);
+/// Loads a peer's database of `s`'s filter layout unless its marker says
+/// it holds these records; refuses a directory that holds files but no
+/// marker (an interrupted load, or something else's).
+fn prepare_peer(client: &Client, a: &BenchYcsbArgs, s: Settings, dir: &Path) -> Result {
+    let engine = client.engine().to_string();
+    let marker = PeerMarker {
+        engine: engine.clone(),
+        filters: s.filters.clone(),
+        records: a.records,
+        field_count: a.field_count,
+        field_length: a.field_length,
+        seed: a.seed,
+    };
+    let marker_path = dir.with_extension("json");
+    if let Ok(text) = std::fs::read_to_string(&marker_path) {
+        let found: PeerMarker = serde_json::from_str(&text)
+            .map_err(|e| Error::msg(format!("{}: {e}", marker_path.display())))?;
+        if found == marker && dir.is_dir() {
+            return Ok(());
         }
-        let per_get = lookups.iter().map(|&n| n as f64 / gets as f64).collect();
-        let (all, missed): (u64, u64) = (lookups.iter().sum(), misses.iter().sum());
-        let hit_rate = (all > 0).then(|| 1.0 - missed as f64 / all as f64);
-        (Some(per_get), hit_rate)
+        return Err(Error::msg(format!(
+            "{} holds another load ({found:?}); remove {} and it, or pass another --db",
+            dir.display(),
+            marker_path.display()
+        )));
     }
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(Error::msg(format!(
+            "{} holds files but no {}: an interrupted load or files of something else; remove \
+             it or pass another --db",
+            dir.display(),
+            marker_path.display()
+        )));
+    }
+    eprintln!("loading {} records into {}", a.records, dir.display());
+    client
+        .ycsb_load(peer_request(a, &s, dir, YcsbPhase::Load), PEER_TIMEOUT)
+        .map_err(|e| Error::msg(format!("{engine} load: {e}")))?;
+    let text = serde_json::to_string_pretty(&marker)
+        .map_err(|e| Error::msg(format!("encoding {}: {e}", marker_path.display())))?;
+    std::fs::write(&marker_path, format!("{text}\n"))
+        .map_err(|e| Error::msg(format!("writing {}: {e}", marker_path.display())))
+}
+
+/// Tables searched per Get at each level and the data-block hit rate of a
+/// peer's run, when every block-cache lookup is a data block: with index and
+/// filter blocks held by the open tables (`metadata_with_tables`, RocksDB's
+/// default) a Get looks up one data block per table it searches.
+fn tables_searched(r: &YcsbReply, s: &Settings) -> (Option<Vec<f64>>, Option<f64>) {
+    let (Some(lookups), Some(misses), Some(gets)) = (&r.level_lookups, &r.level_misses, r.gets)
+    else {
+        return (None, None);
+    };
+    if !s.metadata_with_tables || gets == 0 {
+        return (None, None);
+    }
+    let per_get = lookups.iter().map(|&n| n as f64 / gets as f64).collect();
+    let (all, missed): (u64, u64) = (lookups.iter().sum(), misses.iter().sum());
+    let hit_rate = (all > 0).then(|| 1.0 - missed as f64 / all as f64);
+    (Some(per_get), hit_rate)
 }
 
 /// One run on a peer's database through its harness.
 fn run_peer(
-    h: &PeerHarness,
+    client: &Client,
     a: &BenchYcsbArgs,
     settings: Settings,
     dir: &Path,
     repetition: u32,
     run_dir: Option<&Path>,
-) -> CliResult<RunResult> {
+) -> Result<RunResult> {
     // The operations run in the harness's process: the sampler sees the
     // machine (CPU, device) but not the operations or the engine's gauges.
     let sampler = start_sampler(a, dir, run_dir, None, None)?;
-    let r: PeerRun = h
-        .call(&peer_request(a, &settings, dir, "run"))
-        .map_err(|e| CliError::msg(format!("rocksdb run: {e}")))?;
+    let engine = client.engine();
+    let r = client
+        .ycsb_run(
+            peer_request(a, &settings, dir, YcsbPhase::Run),
+            PEER_TIMEOUT,
+        )
+        .map_err(|e| Error::msg(format!("{engine} run: {e}")))?;
     let series = sampler.finish();
     if let Some(d) = run_dir {
         let title = format!(
-            "bench ycsb: rocksdb {}, repetition {repetition}",
+            "bench ycsb: {engine} {}, repetition {repetition}",
             settings.preset
         );
-        crate::sampler::write_files(&series, d, &title).map_err(CliError::msg)?;
+        crate::sampler::write_files(&series, d, &title).map_err(Error::msg)?;
     }
     // The call also opens the database (well under a second) and settles it
     // after the operations: the machine's figures are those of the call's
     // first `seconds`.
     let machine = series.summary_until(r.seconds);
-    let (tables_searched_per_get, data_hit_rate) = r.tables_searched(&settings);
+    let (tables_searched_per_get, data_hit_rate) = tables_searched(&r, &settings);
     Ok(RunResult {
-        engine: YcsbEngine::RocksDb.name().to_string(),
+        engine: engine.to_string(),
         engine_version: r.engine,
         settings,
         repetition,
@@ -790,14 +750,14 @@ fn start_sampler(
     run_dir: Option<&Path>,
     ops: Option<Arc<dyn crate::live::OpsSource>>,
     metrics: Option<crate::sampler::MetricsSource>,
-) -> CliResult<Sampler> {
+) -> Result<Sampler> {
     if let Some(d) = run_dir {
         std::fs::create_dir_all(d)
-            .map_err(|e| CliError::msg(format!("cannot create {}: {e}", d.display())))?;
+            .map_err(|e| Error::msg(format!("cannot create {}: {e}", d.display())))?;
     }
-    let interval = a.sample.interval().map_err(CliError::msg)?;
+    let interval = a.sample.interval().map_err(Error::msg)?;
     Sampler::start(interval, db_dir, run_dir, ops, metrics)
-        .map_err(|e| CliError::msg(format!("starting the sampler: {e}")))
+        .map_err(|e| Error::msg(format!("starting the sampler: {e}")))
 }
 
 fn load_options(storage: &Storage, filters: Filters, create: bool) -> Options {
@@ -810,17 +770,17 @@ fn load_options(storage: &Storage, filters: Filters, create: bool) -> Options {
     })
 }
 
-fn read_marker(db: &Db) -> CliResult<Option<Marker>> {
+fn read_marker(db: &Db) -> Result<Option<Marker>> {
     match db.get(MARKER_KEY)? {
         None => Ok(None),
         Some(v) => serde_json::from_slice(&v)
             .map(Some)
-            .map_err(|e| CliError::msg(format!("unreadable YCSB marker record: {e}"))),
+            .map_err(|e| Error::msg(format!("unreadable YCSB marker record: {e}"))),
     }
 }
 
-fn write_marker(db: &Db, m: &Marker) -> CliResult {
-    let v = serde_json::to_vec(m).map_err(|e| CliError::msg(format!("encoding marker: {e}")))?;
+fn write_marker(db: &Db, m: &Marker) -> Result {
+    let v = serde_json::to_vec(m).map_err(|e| Error::msg(format!("encoding marker: {e}")))?;
     db.put(MARKER_KEY, &v)?;
     Ok(())
 }
@@ -834,7 +794,7 @@ fn prepare(
     records: u64,
     values: &Values,
     threads: usize,
-) -> CliResult {
+) -> Result {
     if storage.has_db(dir)? {
         let db = Db::open(dir, load_options(storage, filters, false))?;
         let marker = read_marker(&db)?;
@@ -843,7 +803,7 @@ fn prepare(
         let first = db.get(&key)?;
         db.close()?;
         let Some(m) = marker else {
-            return Err(CliError::msg(format!(
+            return Err(Error::msg(format!(
                 "{} holds a database without a complete YCSB load (no marker record); \
                  pass another --db or remove it",
                 dir.display()
@@ -856,7 +816,7 @@ fn prepare(
             && m.base_level_bytes == filters.base_level_bytes()
             && first.is_some_and(|v| v.len() == values.record_len());
         if !same {
-            return Err(CliError::msg(format!(
+            return Err(Error::msg(format!(
                 "{} holds a YCSB database of {} records of {} fields of {} bytes with {} \
                  filters and a base level target of {} bytes (0: not recorded), not \
                  --records {records} --field-count {} --field-length {} with {} filters and \
@@ -887,54 +847,39 @@ fn load(
     records: u64,
     values: &Values,
     threads: usize,
-) -> CliResult {
+) -> Result {
     storage
         .fs()
         .create_dir_all(dir)
-        .map_err(|e| CliError::msg(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| Error::msg(format!("cannot create {}: {e}", dir.display())))?;
     let db = Db::open(dir, load_options(storage, filters, true))?;
-    let next = AtomicU64::new(0);
-    let failed = AtomicBool::new(false);
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
-    let pb = super::bench::bar(
+    let pb = crate::kvdb::bar(
         records,
         format!("loading {records} records into {}", dir.display()),
     );
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut key = Vec::new();
-                let mut value = Vec::new();
-                while !failed.load(Ordering::Relaxed) && !stopped() {
-                    let lo = next.fetch_add(LOAD_BATCH, Ordering::Relaxed);
-                    if lo >= records {
-                        return;
-                    }
-                    let hi = (lo + LOAD_BATCH).min(records);
-                    let mut batch = WriteBatch::new();
-                    for k in lo..hi {
-                        key_into(k, &mut key);
-                        values.fill_record(k, &mut value);
-                        batch.put(&key, &value);
-                    }
-                    if let Err(e) = db.write(batch, &WriteOptions { sync: false }) {
-                        failed.store(true, Ordering::Relaxed);
-                        let mut g = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                        g.get_or_insert(e.to_string());
-                        return;
-                    }
-                    pb.inc(hi - lo);
-                }
-            });
-        }
-    });
+    let loaded = crate::load::load(
+        0..records,
+        LOAD_BATCH,
+        threads,
+        &pb,
+        &stopped,
+        |k, key, value| {
+            key_into(k, key);
+            values.fill_record(k, value);
+        },
+        |pairs| {
+            let mut batch = WriteBatch::new();
+            for (k, v) in pairs {
+                batch.put(k, v);
+            }
+            db.write(batch, &WriteOptions { sync: false })
+        },
+    );
     pb.finish_and_clear();
-    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(CliError::msg(m));
-    }
-    if stopped() {
+    let loaded = loaded?;
+    if loaded.stopped {
         db.close()?;
-        return Err(CliError::msg(format!(
+        return Err(Error::msg(format!(
             "interrupted while loading {}; it has no marker and will be refused: remove it",
             dir.display()
         )));
@@ -1003,7 +948,7 @@ fn run_one(
     repetition: u32,
     label: &str,
     run_dir: Option<&Path>,
-) -> CliResult<RunResult> {
+) -> Result<RunResult> {
     let filters = filters_of_name(&settings.filters);
     let threads = a.threads as usize;
     let live = Arc::new(LiveStats::new(threads));
@@ -1020,9 +965,9 @@ fn run_one(
     opts.listeners.push(timeline.clone());
     let db = slot.open(Db::open(dir, opts)?);
     let marker = read_marker(&db)?
-        .ok_or_else(|| CliError::msg(format!("{} lost its YCSB marker", dir.display())))?;
+        .ok_or_else(|| Error::msg(format!("{} lost its YCSB marker", dir.display())))?;
     let shared = Shared::new(workload, marker.records, marker.present, a.operations);
-    let pb = super::bench::bar(a.operations, label.to_string());
+    let pb = crate::kvdb::bar(a.operations, label.to_string());
     let before = db.metrics();
     let first_error: Mutex<Option<String>> = Mutex::new(None);
     let failed = AtomicBool::new(false);
@@ -1089,7 +1034,7 @@ fn run_one(
             "bench ycsb: shale {}, repetition {repetition}",
             settings.preset
         );
-        crate::sampler::write_files(&series, d, &title).map_err(CliError::msg)?;
+        crate::sampler::write_files(&series, d, &title).map_err(Error::msg)?;
     }
     let machine = series.summary();
     let after = db.metrics();
@@ -1101,7 +1046,7 @@ fn run_one(
     let write_back = write_marker(&db, &result_marker).and_then(|()| Ok(db.settle()?));
     let close = slot.close(db);
     if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(CliError::msg(m));
+        return Err(Error::msg(m));
     }
     write_back?;
     close?;
@@ -1118,11 +1063,11 @@ fn run_one(
         ops_per_sec: operations as f64 / seconds.max(1e-9),
         ops: totals
             .iter()
-            .map(|(k, s)| (k.to_string(), OpResult::of(s, seconds)))
+            .map(|(k, s)| (k.to_string(), op_result(s, seconds)))
             .collect(),
-        pending_compaction_bytes_max: pending_max.load(Ordering::Relaxed),
-        stall_count: after.stall_count.saturating_sub(before.stall_count),
-        stall_micros: after.stall_micros.saturating_sub(before.stall_micros),
+        pending_compaction_bytes_max: Some(pending_max.load(Ordering::Relaxed)),
+        stall_count: Some(after.stall_count.saturating_sub(before.stall_count)),
+        stall_micros: Some(after.stall_micros.saturating_sub(before.stall_micros)),
         block_reads_per_get: block_reads_per_get(&delta),
         tables_searched_per_get: tables_searched_per_get(&delta),
         data_hit_rate: {
@@ -1311,10 +1256,9 @@ fn summarize(engine: &str, preset: &str, runs: &[RunResult]) -> Summary {
         read_p99_us: op("read", true),
         update_mean_us: op("update", false),
         update_p99_us: op("update", true),
-        pending_compaction_bytes_max: of(&|r| Some(r.pending_compaction_bytes_max as f64))
-            .unwrap_or(zero),
-        stall_count: of(&|r| Some(r.stall_count as f64)).unwrap_or(zero),
-        stall_seconds: of(&|r| Some(r.stall_micros as f64 / 1e6)).unwrap_or(zero),
+        pending_compaction_bytes_max: of(&|r| r.pending_compaction_bytes_max.map(|b| b as f64)),
+        stall_count: of(&|r| r.stall_count.map(|n| n as f64)),
+        stall_seconds: of(&|r| r.stall_micros.map(|us| us as f64 / 1e6)),
         block_reads_per_get: of(&|r| r.block_reads_per_get),
         cpu_user: of(&|r| r.cpu_user),
         cpu_system: of(&|r| r.cpu_system),
@@ -1346,13 +1290,15 @@ fn write_run(out: &mut dyn Write, label: &str, r: &RunResult) -> std::io::Result
     }
     writeln!(
         out,
-        "  cache {:.1} MiB, {} block reads per Get, pending compaction max {:.1} MiB, {} stalls ({:.3} s)",
+        "  cache {:.1} MiB, {} block reads per Get, pending compaction max {} MiB, {} stalls ({} s)",
         r.settings.block_cache_bytes as f64 / (1 << 20) as f64,
         r.block_reads_per_get
             .map_or("-".to_string(), |x| format!("{x:.3}")),
-        r.pending_compaction_bytes_max as f64 / (1 << 20) as f64,
-        r.stall_count,
-        r.stall_micros as f64 / 1e6
+        r.pending_compaction_bytes_max
+            .map_or("-".to_string(), |b| format!("{:.1}", b as f64 / (1 << 20) as f64)),
+        r.stall_count.map_or("-".to_string(), |n| n.to_string()),
+        r.stall_micros
+            .map_or("-".to_string(), |us| format!("{:.3}", us as f64 / 1e6))
     )?;
     if let (Some(levels), Some(hit)) = (&r.tables_searched_per_get, r.data_hit_rate) {
         let searched: Vec<String> = levels
@@ -1427,13 +1373,13 @@ fn write_summary(out: &mut dyn Write, rows: &[Summary]) -> std::io::Result<()> {
             spread_text(s.update_mean_us.as_ref(), n, 1.0, 1),
             spread_text(s.update_p99_us.as_ref(), n, 1.0, 1),
             spread_text(
-                Some(&s.pending_compaction_bytes_max),
+                s.pending_compaction_bytes_max.as_ref(),
                 n,
                 1.0 / (1 << 20) as f64,
                 1
             ),
-            spread_text(Some(&s.stall_count), n, 1.0, 0),
-            spread_text(Some(&s.stall_seconds), n, 1.0, 3),
+            spread_text(s.stall_count.as_ref(), n, 1.0, 0),
+            spread_text(s.stall_seconds.as_ref(), n, 1.0, 3),
             spread_text(s.cpu_user.as_ref(), n, 1.0, 1),
             spread_text(s.cpu_system.as_ref(), n, 1.0, 1),
             spread_text(s.cpu_iowait.as_ref(), n, 1.0, 1),
@@ -1504,23 +1450,23 @@ mod tests {
             "level_lookups": [150, 60, 0, 0, 0, 0, 40],
             "level_misses": [50, 30, 0, 0, 0, 0, 20]
         });
-        let r: PeerRun = serde_json::from_value(reply).expect("a reply");
+        let r: YcsbReply = serde_json::from_value(reply).expect("a reply");
         let data_bytes = 100_000 * 1000;
         let base = settings(Some(YcsbPreset::Baseline), data_bytes, None);
-        let (levels, hit) = r.tables_searched(&base);
+        let (levels, hit) = tables_searched(&r, &base);
         assert_eq!(levels, Some(vec![1.5, 0.6, 0.0, 0.0, 0.0, 0.0, 0.4]));
         let hit = hit.expect("a hit rate");
         assert!((hit - 0.6).abs() < 1e-9, "{hit}");
         // With index and filter blocks in the cache a lookup is not a table.
         let readopt = settings(Some(YcsbPreset::ReadOpt512Mb), data_bytes, None);
-        assert_eq!(r.tables_searched(&readopt), (None, None));
+        assert_eq!(tables_searched(&r, &readopt), (None, None));
         // An older harness sends neither list.
-        let old: PeerRun = serde_json::from_value(serde_json::json!({
+        let old: YcsbReply = serde_json::from_value(serde_json::json!({
             "engine": "rocksdb 7.8.3", "operations": 10, "seconds": 1.0, "ops_per_sec": 10.0,
             "ops": {}, "pending_compaction_bytes_max": 0, "stall_count": 0, "stall_micros": 0
         }))
         .expect("an older reply");
-        assert_eq!(old.tables_searched(&base), (None, None));
+        assert_eq!(tables_searched(&old, &base), (None, None));
     }
 
     #[test]
