@@ -182,18 +182,19 @@ fn rocksdb_needs_a_preset() {
     assert!(err.contains("--preset"), "{err}");
 }
 
-/// One preset on both engines, with the same operation mix. Needs the
-/// RocksDB harness (`scripts/peers.sh rocksdb`), so `cargo test` leaves it
-/// out; `.ci/run` builds the harness, then runs it with `--ignored`.
+/// One preset on every engine, with the same operation mix. Needs the
+/// peers' harnesses (`scripts/peers.sh`), so `cargo test` leaves it out;
+/// `.ci/run` builds them, then runs it with `--ignored`.
 #[test]
-#[ignore = "needs the RocksDB harness (scripts/peers.sh rocksdb); .ci/run runs it"]
-fn rocksdb_runs_next_to_shale() {
+#[ignore = "needs the peers' harnesses (scripts/peers.sh); .ci/run runs it"]
+fn every_peer_runs_next_to_shale() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let engines = ["shale", "rocksdb", "pebble", "leveldb"];
     let v = json(&[
         "bench",
         "ycsb",
         "--engines",
-        "shale,rocksdb",
+        &engines.join(","),
         "--preset",
         "readopt-512mb",
         "--workload",
@@ -209,19 +210,71 @@ fn rocksdb_runs_next_to_shale() {
         "--json",
     ]);
     let runs = v["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 2);
-    assert_eq!(runs[0]["engine"], "shale");
-    assert_eq!(runs[1]["engine"], "rocksdb");
-    // One thread's generator is the same in both engines; with two threads
+    let ran: Vec<&str> = runs.iter().filter_map(|r| r["engine"].as_str()).collect();
+    assert_eq!(ran, engines);
+    // One thread's generator is the same in every engine; with two threads
     // the mix is the same in total.
     for r in runs {
         assert_eq!(r["operations"], 1000);
         assert_eq!(count(r, "read") + count(r, "read-modify-write"), 1000);
-        // Both engines count the blocks their Gets read.
+        assert_eq!(count(r, "read"), count(&runs[0], "read"), "{r}");
+        // Every engine but Pebble counts the blocks its Gets read.
         let reads = r["block_reads_per_get"].as_f64();
-        assert!(reads.is_some_and(|x| (0.0..10.0).contains(&x)), "{r}");
+        if r["engine"] == "pebble" {
+            assert!(reads.is_none(), "{r}");
+        } else {
+            assert!(reads.is_some_and(|x| (0.0..10.0).contains(&x)), "{r}");
+        }
     }
-    assert_eq!(count(&runs[0], "read"), count(&runs[1], "read"));
-    assert!(dir.path().join("ycsb/rocksdb-bloom10/CURRENT").exists());
-    assert!(dir.path().join("ycsb/rocksdb-bloom10.json").is_file());
+    // LevelDB keeps no stall or compaction-debt figures: null, not zero.
+    let leveldb = &runs[3];
+    assert!(leveldb["stall_count"].is_null() && leveldb["pending_compaction_bytes_max"].is_null());
+    assert!(runs[1]["stall_count"].is_u64(), "{}", runs[1]);
+    for peer in &engines[1..] {
+        assert!(dir
+            .path()
+            .join(format!("ycsb/{peer}-bloom10/CURRENT"))
+            .exists());
+        assert!(dir
+            .path()
+            .join(format!("ycsb/{peer}-bloom10.json"))
+            .is_file());
+    }
+}
+
+/// A peer whose harness does not serve the ycsb op is named, with the op
+/// and the command that builds one that does, before anything is loaded.
+#[test]
+fn a_peer_without_the_ycsb_op_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let harness = common::base_ops_harness(dir.path(), "leveldb");
+    let db = dir.path().join("ycsb");
+    let o = common::shale()
+        .env("SHALE_LEVELDB_HARNESS", &harness)
+        .args([
+            "bench",
+            "ycsb",
+            "--engines",
+            "shale,leveldb",
+            "--preset",
+            "baseline",
+            "--records",
+            "100",
+            "--operations",
+            "100",
+            "--db",
+            db.to_str().expect("utf-8 path"),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run shale");
+    assert_eq!(o.status.code(), Some(1));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("the leveldb harness")
+            && err.contains("does not serve the ycsb op")
+            && err.contains("scripts/peers.sh leveldb"),
+        "{err}"
+    );
+    assert!(!db.exists(), "nothing was loaded");
 }

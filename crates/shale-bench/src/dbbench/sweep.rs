@@ -7,6 +7,7 @@
 //! `sweep.csv` and `sweep.json` (a [`SweepResults`]) are rewritten after
 //! every value, so an interrupted sweep keeps what finished.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -98,6 +99,8 @@ fn engine_dir(db: &Path, engine: &str) -> PathBuf {
 
 /// Everything one engine's sweep needs.
 struct SweepCtx<'a> {
+    /// Each peer's harness and configuration.
+    peers: &'a BTreeMap<String, (Client, String)>,
     a: &'a DbSweepArgs,
     cfg: &'a Config,
     base: &'a Options,
@@ -214,6 +217,22 @@ fn sweep_shale(
 
 /// LevelDB's side of a sweep, through its harness: the same fill and reads
 /// (the same seeds, so the same keys), each value in a process of its own.
+/// The harness of a peer `engine` that serves the dbbench op, and the
+/// configuration to ask it for (its default: Pebble's is `geth`).
+fn peer_harness(engine: &str, timeout: Duration) -> Result<(Client, String)> {
+    let client = Client::locate(engine).map_err(|e| Error::msg(format!("{engine}: {e}")))?;
+    let info = client
+        .info(timeout)
+        .map_err(|e| Error::msg(format!("{engine}: {e}")))?;
+    client.require(&info, "dbbench").map_err(Error::msg)?;
+    let config = info
+        .configs
+        .first()
+        .cloned()
+        .ok_or_else(|| Error::msg(format!("{engine}: its harness names no configuration")))?;
+    Ok((client, config))
+}
+
 fn sweep_peer(
     c: &SweepCtx,
     engine: &str,
@@ -223,17 +242,10 @@ fn sweep_peer(
 ) -> Result {
     let (a, cfg) = (c.a, c.cfg);
     let timeout = Duration::from_secs(a.timeout);
-    let client = Client::locate(engine).map_err(|e| Error::msg(format!("{engine}: {e}")))?;
-    let info = client
-        .info(timeout)
-        .map_err(|e| Error::msg(format!("{engine}: {e}")))?;
-    client.require(&info, "dbbench").map_err(Error::msg)?;
-    // The harness's default configuration (Pebble's is `geth`).
-    let config = info
-        .configs
-        .first()
-        .cloned()
-        .ok_or_else(|| Error::msg(format!("{engine}: its harness names no configuration")))?;
+    let (client, config) = c
+        .peers
+        .get(engine)
+        .ok_or_else(|| Error::msg(format!("{engine}: no harness was located")))?;
     let call = |r: DbBenchRequest| -> Result<DbBenchReply> {
         client
             .dbbench(r, timeout)
@@ -373,6 +385,18 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> Result {
                 .into(),
         ));
     }
+    let mut engines: Vec<String> = Vec::new();
+    for e in &a.engines {
+        if !engines.contains(e) {
+            engines.push(e.clone());
+        }
+    }
+    // Every peer's harness is asked whether it serves the dbbench op before
+    // any work starts.
+    let mut peers = BTreeMap::new();
+    for e in engines.iter().filter(|e| *e != "shale") {
+        peers.insert(e.clone(), peer_harness(e, Duration::from_secs(a.timeout))?);
+    }
     let storage = super::open_storage(&a.db)?;
     let base = storage.options(db_options(&a.db)?);
     let db_dir = storage.db_dir(a.db.db.as_deref(), Some(Path::new(super::DEFAULT_DB)))?;
@@ -401,12 +425,6 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> Result {
                 })
         })
         .collect::<Result<_>>()?;
-    let mut engines: Vec<String> = Vec::new();
-    for e in &a.engines {
-        if !engines.contains(e) {
-            engines.push(e.clone());
-        }
-    }
     let cfg = Config {
         num: a.db.num,
         reads: a.reads,
@@ -456,6 +474,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> Result {
     base.listeners.push(timeline.clone());
     let c = SweepCtx {
         a,
+        peers: &peers,
         cfg: &cfg,
         base: &base,
         values: &values,

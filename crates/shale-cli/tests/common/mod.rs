@@ -61,3 +61,21 @@ pub(crate) fn mkfs_small(dev: &str) -> String {
         "6",
     ])
 }
+
+/// A stand-in harness of `engine` that serves only the ops every harness
+/// serves (its `info` lists no `dbbench` or `ycsb`): a shell script in
+/// `dir`, for the variable `SHALE_<ENGINE>_HARNESS`. It fails any other
+/// request, so a test can tell whether the CLI asked before it worked.
+pub(crate) fn base_ops_harness(dir: &std::path::Path, engine: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(format!("fake-{engine}-harness"));
+    let script = format!(
+        "#!/bin/sh\nreq=$(cat)\ncase \"$req\" in\n*'\"op\":\"info\"'*) echo '{{\"engine\":\"{engine}\",\
+         \"version\":\"0\",\"configs\":[\"default\"],\"direct_io\":false,\
+         \"ops\":[\"info\",\"load\",\"inspect\",\"read\"]}}' ;;\n\
+         *) echo '{{\"error\":\"unexpected request\"}}'; exit 1 ;;\nesac\n"
+    );
+    std::fs::write(&path, script).expect("write the stand-in harness");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
