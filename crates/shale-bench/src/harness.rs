@@ -10,6 +10,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::engine::{EngineOpener, KindCounters, KvEngine, ShaleOpener};
+use crate::live::OpStats;
 use shale_workload::protocol::{
     read_indices, thread_slice, BlockCounts, DatasetSpec, DbShape, InfoReply, InspectReply,
     KindCounts, Latency, LoadReply, LoadRequest, Op, OpenRequest, ReadReply, ReadRequest, Request,
@@ -204,8 +205,8 @@ fn inspect(served: &Served<'_>, r: &OpenRequest) -> Result<InspectReply, String>
     })
 }
 
-/// Gets of `indices` over `threads` threads, each verified; returns the
-/// latencies in nanoseconds.
+/// Gets of `indices` over `threads` threads, each verified; returns their
+/// latencies.
 fn run_gets(
     e: &dyn KvEngine,
     keygen: KeyGen,
@@ -213,23 +214,23 @@ fn run_gets(
     keys: u64,
     indices: &[u64],
     threads: usize,
-) -> Result<Vec<u64>, String> {
+) -> Result<OpStats, String> {
     let found = AtomicU64::new(0);
-    let results: Vec<Result<Vec<u64>, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<OpStats, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let slice = indices.get(thread_slice(indices.len(), threads, t));
                 let found = &found;
-                s.spawn(move || -> Result<Vec<u64>, String> {
+                s.spawn(move || -> Result<OpStats, String> {
                     let slice = slice.ok_or("thread slice out of range")?;
-                    let mut lat = Vec::with_capacity(slice.len());
+                    let mut lat = OpStats::new();
                     let mut key = Vec::new();
                     let mut scratch = Vec::new();
                     for &i in slice {
                         keygen.key(i, &mut key);
                         let t0 = Instant::now();
                         let got = e.get(&key)?;
-                        lat.push(t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64);
+                        lat.record(t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64, 1);
                         if dataset.check_get(i, keys, got.as_deref(), &mut scratch)? {
                             found.fetch_add(1, Ordering::Relaxed);
                         }
@@ -246,9 +247,9 @@ fn run_gets(
             })
             .collect()
     });
-    let mut all = Vec::with_capacity(indices.len());
+    let mut all = OpStats::new();
     for r in results {
-        all.extend(r?);
+        all.merge(&r?);
     }
     Ok(all)
 }
@@ -266,7 +267,7 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
     let table_cache_before = e.table_cache();
     let io_before = proc_io_read_bytes();
     let start = Instant::now();
-    let mut lat = run_gets(&*e, keygen, &dataset, t.dataset.keys, &reads, threads)?;
+    let lat = run_gets(&*e, keygen, &dataset, t.dataset.keys, &reads, threads)?;
     let seconds = start.elapsed().as_secs_f64();
     let io_after = proc_io_read_bytes();
     let d = e.counters().since(&before);
@@ -279,7 +280,6 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
     };
     let rss_bytes = proc_rss_bytes();
     e.close()?;
-    lat.sort_unstable();
     let kind = |k: KindCounters| KindCounts {
         cache_hits: Some(k.cache_hits),
         cache_misses: Some(k.cache_misses),
@@ -293,9 +293,9 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
         found: d.found,
         seconds,
         latency: Latency {
-            p50_us: percentile_us(&lat, 0.5),
-            p99_us: percentile_us(&lat, 0.99),
-            p999_us: percentile_us(&lat, 0.999),
+            p50_us: lat.quantile_micros(0.5),
+            p99_us: lat.quantile_micros(0.99),
+            p999_us: lat.quantile_micros(0.999),
         },
         blocks: BlockCounts {
             filter: kind(d.filter),
@@ -313,18 +313,6 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
         },
         rss_bytes,
     })
-}
-
-/// The `q` quantile of sorted nanosecond latencies, in microseconds (the
-/// smallest sample with at least `q` of the samples at or below it).
-pub fn percentile_us(sorted_ns: &[u64], q: f64) -> f64 {
-    if sorted_ns.is_empty() {
-        return 0.0;
-    }
-    let rank = ((q * sorted_ns.len() as f64).ceil() as usize).clamp(1, sorted_ns.len());
-    sorted_ns
-        .get(rank - 1)
-        .map_or(0.0, |&ns| ns as f64 / 1000.0)
 }
 
 /// `read_bytes` of `/proc/self/io`: bytes the kernel read from storage for
@@ -461,15 +449,5 @@ mod tests {
             compression: "none".into(),
         }));
         assert!(handle(&served, &dbbench).is_err_and(|e| e.contains("not served")));
-    }
-
-    #[test]
-    fn percentiles_pick_the_sample_at_the_rank() {
-        let ns: Vec<u64> = (1..=1000).map(|i| i * 1000).collect();
-        assert_eq!(percentile_us(&ns, 0.5), 500.0);
-        assert_eq!(percentile_us(&ns, 0.99), 990.0);
-        assert_eq!(percentile_us(&ns, 0.999), 999.0);
-        assert_eq!(percentile_us(&[], 0.5), 0.0);
-        assert_eq!(percentile_us(&[7000], 0.999), 7.0);
     }
 }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::engine::{Composition, EngineOpener, KvEngine, ShaleFsOpener, ShaleOpener};
-use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale_workload::results::{phase, BenchResults, DeviceLimit, HitRates, Run};
 use shale_workload::{
@@ -557,9 +556,10 @@ pub(super) fn run_one(
     // Warm-up: not measured.
     reads(&*e, w, threads, batch, warm, WARMUP_SEED, &pb, live)?;
     let before = e.counters();
+    let latency_before = live.total("get");
     let io_before = device_read_bytes();
     let start = Instant::now();
-    let hist = reads(
+    reads(
         &*e,
         w,
         threads,
@@ -575,7 +575,8 @@ pub(super) fn run_one(
     pb.finish_and_clear();
     e.close().map_err(err)?;
     let gets = d.gets.max(1) as f64;
-    let q = |p: f64| hist.value_at_quantile(p) as f64 / 1000.0;
+    let latency = live.total("get").since(&latency_before);
+    let q = |p: f64| latency.quantile_micros(p);
     Ok(Run {
         cache_bytes: cache,
         cache_percent: 100.0 * cache as f64 / comp.db_bytes.max(1) as f64,
@@ -613,9 +614,9 @@ struct Batch {
 }
 
 /// `n` Gets over `threads` threads, read as `batch` says; checks every
-/// value read against the dataset and returns the latency histogram in
-/// nanoseconds (each Get is also recorded in `live`, for the sampler). A
-/// Get of a `multi_get` is recorded with its call's latency.
+/// value read against the dataset and records each Get's latency in `live`
+/// (under `get`; the report's quantiles and the sampler's intervals). A Get
+/// of a `multi_get` is recorded with its call's latency.
 #[allow(clippy::too_many_arguments)]
 fn reads(
     e: &dyn KvEngine,
@@ -626,29 +627,23 @@ fn reads(
     seed: u64,
     pb: &ProgressBar,
     live: &LiveStats,
-) -> Result<Histogram<u64>> {
+) -> Result {
     let dataset = &w.dataset;
     let chooser = KeyChooser::new(w.distribution, w.keys, w.missing, seed)
         .map_err(|e| Error::msg(format!("read workload: {e}")))?;
     let chooser = &chooser;
-    let mut total = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
-        .map_err(|e| Error::msg(format!("histogram: {e}")))?;
-    let results: Vec<Result<Histogram<u64>, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads as u64)
             .map(|t| {
                 let share = n / threads as u64 + u64::from(t < n % threads as u64);
-                s.spawn(move || -> Result<Histogram<u64>, String> {
-                    let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
-                        .map_err(|e| format!("histogram: {e}"))?;
+                s.spawn(move || -> Result<(), String> {
                     let mut c = chooser.for_thread(t);
                     let mut scratch = Vec::new();
                     if batch.keys > 1 && batch.stream {
-                        read_stream(e, w, &mut c, share, batch.keys, &mut h, t, pb, live)?;
-                        return Ok(h);
+                        return read_stream(e, w, &mut c, share, batch.keys, t, pb, live);
                     }
                     if batch.keys > 1 {
-                        read_batches(e, w, &mut c, share, batch.keys, &mut h, t, pb, live)?;
-                        return Ok(h);
+                        return read_batches(e, w, &mut c, share, batch.keys, t, pb, live);
                     }
                     let mut key = Vec::new();
                     for j in 0..share {
@@ -658,7 +653,6 @@ fn reads(
                         let t0 = Instant::now();
                         let got = e.get(&key)?;
                         let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-                        h.saturating_record(ns.max(1));
                         live.record(t as usize, "get", ns);
                         dataset.check_get(i, w.keys, got.as_deref(), &mut scratch)?;
                         if j % 512 == 511 {
@@ -669,7 +663,7 @@ fn reads(
                         }
                     }
                     pb.inc(share % 512);
-                    Ok(h)
+                    Ok(())
                 })
             })
             .collect();
@@ -682,12 +676,9 @@ fn reads(
             .collect()
     });
     for r in results {
-        let h = r.map_err(Error::msg)?;
-        total
-            .add(&h)
-            .map_err(|e| Error::msg(format!("histogram: {e}")))?;
+        r.map_err(Error::msg)?;
     }
-    Ok(total)
+    Ok(())
 }
 
 /// One reader thread's `share` Gets as `multi_get`s of `batch` keys (the
@@ -700,7 +691,6 @@ fn read_batches(
     chooser: &mut KeyChooser,
     share: u64,
     batch: usize,
-    h: &mut Histogram<u64>,
     t: u64,
     pb: &ProgressBar,
     live: &LiveStats,
@@ -722,7 +712,6 @@ fn read_batches(
         let t0 = Instant::now();
         let got = e.multi_get(&keys)?;
         let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-        h.saturating_record_n(ns.max(1), len);
         live.record_n(t as usize, "get", ns, len);
         if got.len() != indices.len() {
             return Err(format!(
@@ -754,7 +743,6 @@ fn read_stream(
     chooser: &mut KeyChooser,
     share: u64,
     in_flight: usize,
-    h: &mut Histogram<u64>,
     t: u64,
     pb: &ProgressBar,
     live: &LiveStats,
@@ -783,7 +771,6 @@ fn read_stream(
             return ControlFlow::Break(());
         };
         let ns = at.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-        h.saturating_record(ns.max(1));
         live.record(t as usize, "get", ns);
         if let Err(m) = w
             .dataset

@@ -1,5 +1,9 @@
 //! Latencies of a running bench, by operation kind, for its final report and
-//! for the time-series sampler's intervals.
+//! for the time-series sampler's intervals: the one latency recorder of the
+//! benches (`bench kvdb`, `bench db`, `bench ycsb`, shale's harness). Each
+//! kind's latencies go into an HDR histogram of nanoseconds with three
+//! significant digits, so a quantile is the value of the sample at its rank
+//! within 0.1%.
 //!
 //! # Concurrency
 //!
@@ -43,20 +47,29 @@ pub struct OpStats {
     pub nanos: Histogram<u64>,
 }
 
+impl Default for OpStats {
+    fn default() -> OpStats {
+        OpStats::new()
+    }
+}
+
 impl OpStats {
-    fn new() -> OpStats {
+    /// No operation yet.
+    pub fn new() -> OpStats {
         OpStats {
             count: 0,
             nanos: histogram(),
         }
     }
 
-    fn record(&mut self, nanos: u64, n: u64) {
+    /// Records `n` operations that each took `nanos`.
+    pub fn record(&mut self, nanos: u64, n: u64) {
         self.count += n;
         self.nanos.saturating_record_n(nanos.clamp(1, MAX_NANOS), n);
     }
 
-    fn merge(&mut self, other: &OpStats) {
+    /// Adds `other`'s operations.
+    pub fn merge(&mut self, other: &OpStats) {
         self.count += other.count;
         // Same bounds on both sides: adding cannot fail.
         let _ = self.nanos.add(&other.nanos);
@@ -74,6 +87,19 @@ impl OpStats {
             0.0
         } else {
             self.nanos.mean() / 1000.0
+        }
+    }
+
+    /// The operations recorded since `earlier`, a snapshot of the same
+    /// stats (what a measured phase did after its warm-up).
+    pub fn since(&self, earlier: &OpStats) -> OpStats {
+        let mut nanos = self.nanos.clone();
+        // `earlier` is an earlier state of the same counts: every bucket
+        // holds at least as much now, so this cannot fail.
+        let _ = nanos.subtract(&earlier.nanos);
+        OpStats {
+            count: self.count.saturating_sub(earlier.count),
+            nanos,
         }
     }
 
@@ -138,7 +164,7 @@ impl LiveStats {
     /// Adds `n` operations without latencies to `into`, under [`UNTIMED`].
     fn add_untimed(into: &mut ByKind, n: u64) {
         if n > 0 {
-            into.entry(UNTIMED).or_insert_with(OpStats::new).count += n;
+            into.entry(UNTIMED).or_default().count += n;
         }
     }
 
@@ -152,14 +178,8 @@ impl LiveStats {
     /// one batched call, which all complete when it returns).
     pub fn record_n(&self, thread: usize, kind: &'static str, nanos: u64, n: u64) {
         let mut slot = self.slots[thread % self.slots.len()].lock();
-        slot.interval
-            .entry(kind)
-            .or_insert_with(OpStats::new)
-            .record(nanos, n);
-        slot.total
-            .entry(kind)
-            .or_insert_with(OpStats::new)
-            .record(nanos, n);
+        slot.interval.entry(kind).or_default().record(nanos, n);
+        slot.total.entry(kind).or_default().record(nanos, n);
     }
 
     /// The operations recorded since the previous call (or since creation),
@@ -174,6 +194,18 @@ impl LiveStats {
         let mut taken = self.untimed_taken.lock();
         Self::add_untimed(&mut merged, now.saturating_sub(*taken));
         *taken = now;
+        merged
+    }
+
+    /// Every operation of `kind` recorded since creation (empty stats if
+    /// none).
+    pub fn total(&self, kind: &str) -> OpStats {
+        let mut merged = OpStats::new();
+        for slot in &self.slots {
+            if let Some(s) = slot.lock().total.get(kind) {
+                merged.merge(s);
+            }
+        }
         merged
     }
 
@@ -229,7 +261,7 @@ impl OpsSource for LiveSlot {
 
 fn merge_into(into: &mut ByKind, from: &ByKind) {
     for (kind, stats) in from {
-        into.entry(kind).or_insert_with(OpStats::new).merge(stats);
+        into.entry(kind).or_default().merge(stats);
     }
 }
 
@@ -245,6 +277,35 @@ pub fn all_kinds(by_kind: &ByKind) -> OpStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_phase_is_the_totals_since_its_start() {
+        let live = LiveStats::new(2);
+        // A warm-up of slow Gets, then a measured phase of fast ones.
+        for t in 0..2 {
+            for _ in 0..100 {
+                live.record(t, "get", 1_000_000);
+            }
+        }
+        let before = live.total("get");
+        assert_eq!(before.count, 200);
+        for ns in 1..=1000u64 {
+            live.record((ns % 2) as usize, "get", ns * 1000);
+        }
+        let phase = live.total("get").since(&before);
+        assert_eq!(phase.count, 1000);
+        assert_eq!(phase.nanos.len(), 1000);
+        // Quantiles of the phase alone, within the histogram's 0.1%.
+        for (q, exact) in [(0.5, 500.0), (0.99, 990.0), (0.999, 999.0)] {
+            let got = phase.quantile_micros(q);
+            assert!(
+                (got - exact).abs() <= exact * 0.001,
+                "{q}: {got} vs {exact}"
+            );
+        }
+        assert_eq!(live.total("put").count, 0);
+        assert!(!live.total("put").timed());
+    }
 
     #[test]
     fn intervals_empty_and_totals_keep_everything() {
