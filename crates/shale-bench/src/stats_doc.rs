@@ -1,9 +1,12 @@
 //! The JSON documents of a database's shape and counters: `shale stats
 //! --json`, and the `stats` of `bench db`'s results.
 
-use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
 use shale::stat::index_bytes_per_data_block;
-use shale::{BlockKind, DbSummary, LevelSummary, MetadataKind, Metrics};
+use shale::{BlockKind, DbSummary, LevelSummary, MetadataKind, Metrics, NUM_LEVELS};
 
 /// The JSON document of `stats --json`.
 ///
@@ -19,84 +22,104 @@ use shale::{BlockKind, DbSummary, LevelSummary, MetadataKind, Metrics};
 /// `compaction_bytes_written`) and `metrics` ([`metrics_json`]).
 pub fn stats_json(summary: &DbSummary, metrics: &Metrics) -> Value {
     let total = summary.total();
-    let mut doc = level_fields(&total);
-    let lsm = json!({
-        "base_level": summary.base_level,
-        "write_amplification": metrics.write_amplification(),
-        "pending_compaction_bytes": metrics.pending_compaction_bytes,
-        "l0_files": metrics.l0_files,
-        "compactions": metrics.compactions(),
-        "flushes": metrics.flushes,
-        "stall_count": metrics.stall_count,
-        "stall_micros": metrics.stall_micros,
-    });
-    if let Value::Object(m) = lsm {
-        doc.extend(m);
-    }
-    doc.insert(
-        "filter_bytes_except_last_level".into(),
-        summary.filter_bytes_except_last_level.into(),
-    );
-    doc.insert(
-        "index_bytes_per_data_block".into(),
-        index_bytes_per_data_block(&total).into(),
-    );
-    let levels: Vec<Value> = summary
-        .levels
-        .iter()
-        .map(|l| {
-            let mut obj = Map::new();
-            obj.insert("level".into(), l.level.into());
-            obj.extend(level_fields(l));
-            let c = metrics.levels.get(l.level).copied().unwrap_or_default();
-            obj.insert("score".into(), l.score.into());
-            obj.insert("target_bytes".into(), l.target_bytes.into());
-            obj.insert("compactions".into(), c.compactions.into());
-            obj.insert(
-                "compaction_bytes_read".into(),
-                c.compaction_bytes_read.into(),
-            );
-            obj.insert(
-                "compaction_bytes_written".into(),
-                c.compaction_bytes_written.into(),
-            );
-            Value::Object(obj)
-        })
-        .collect();
-    doc.insert("levels".into(), levels.into());
-    doc.insert("metrics".into(), metrics_json(metrics));
-    Value::Object(doc)
+    let doc = StatsDoc {
+        totals: LevelFields::of(&total),
+        base_level: summary.base_level,
+        write_amplification: metrics.write_amplification(),
+        pending_compaction_bytes: metrics.pending_compaction_bytes,
+        l0_files: metrics.l0_files,
+        compactions: metrics.compactions(),
+        flushes: metrics.flushes,
+        stall_count: metrics.stall_count,
+        stall_micros: metrics.stall_micros,
+        filter_bytes_except_last_level: summary.filter_bytes_except_last_level,
+        index_bytes_per_data_block: index_bytes_per_data_block(&total),
+        levels: summary
+            .levels
+            .iter()
+            .map(|l| {
+                let c = metrics.levels.get(l.level).copied().unwrap_or_default();
+                LevelDoc {
+                    level: l.level,
+                    fields: LevelFields::of(l),
+                    score: l.score,
+                    target_bytes: l.target_bytes,
+                    compactions: c.compactions,
+                    compaction_bytes_read: c.compaction_bytes_read,
+                    compaction_bytes_written: c.compaction_bytes_written,
+                }
+            })
+            .collect(),
+        metrics: MetricsDoc::of(metrics),
+    };
+    // Every map of the document has string keys: encoding cannot fail.
+    serde_json::to_value(doc).unwrap_or(Value::Null)
 }
 
-fn level_fields(l: &LevelSummary) -> Map<String, Value> {
-    let v = json!({
-        "tables": l.tables,
-        "bytes": l.bytes,
-        "entries": l.entries,
-        "data_blocks": l.data_blocks,
-        "data_bytes": l.data_bytes,
-        "data_padding_bytes": l.data_padding_bytes,
-        "index_partition_bytes": l.index_partition_bytes,
-        "top_level_index_bytes": l.top_level_index_bytes,
-        "filter_bytes": l.filter_bytes,
-        "raw_key_bytes": l.raw_key_bytes,
-        "raw_value_bytes": l.raw_value_bytes,
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
+/// The `stats --json` document ([`stats_json`]).
+#[derive(Serialize)]
+struct StatsDoc {
+    #[serde(flatten)]
+    totals: LevelFields,
+    base_level: usize,
+    write_amplification: Option<f64>,
+    pending_compaction_bytes: u64,
+    l0_files: u64,
+    compactions: u64,
+    flushes: u64,
+    stall_count: u64,
+    stall_micros: u64,
+    filter_bytes_except_last_level: u64,
+    index_bytes_per_data_block: Option<f64>,
+    levels: Vec<LevelDoc>,
+    metrics: MetricsDoc,
 }
 
-// Bytes of table metadata held with open readers outside the block cache,
-// per kind and in total.
-fn metadata_held_json(m: &Metrics) -> Value {
-    let mut o = Map::new();
-    for kind in MetadataKind::ALL {
-        o.insert(kind.name().into(), json!(m.metadata_held(kind)));
+/// One level of the document.
+#[derive(Serialize)]
+struct LevelDoc {
+    level: usize,
+    #[serde(flatten)]
+    fields: LevelFields,
+    score: f64,
+    target_bytes: Option<u64>,
+    compactions: u64,
+    compaction_bytes_read: u64,
+    compaction_bytes_written: u64,
+}
+
+/// The figures of a level, or of all of them together.
+#[derive(Serialize)]
+struct LevelFields {
+    tables: u64,
+    bytes: u64,
+    entries: u64,
+    data_blocks: u64,
+    data_bytes: u64,
+    data_padding_bytes: u64,
+    index_partition_bytes: u64,
+    top_level_index_bytes: u64,
+    filter_bytes: u64,
+    raw_key_bytes: u64,
+    raw_value_bytes: u64,
+}
+
+impl LevelFields {
+    fn of(l: &LevelSummary) -> LevelFields {
+        LevelFields {
+            tables: l.tables,
+            bytes: l.bytes,
+            entries: l.entries,
+            data_blocks: l.data_blocks,
+            data_bytes: l.data_bytes,
+            data_padding_bytes: l.data_padding_bytes,
+            index_partition_bytes: l.index_partition_bytes,
+            top_level_index_bytes: l.top_level_index_bytes,
+            filter_bytes: l.filter_bytes,
+            raw_key_bytes: l.raw_key_bytes,
+            raw_value_bytes: l.raw_value_bytes,
+        }
     }
-    o.insert("total".into(), json!(m.metadata_held_total()));
-    Value::Object(o)
 }
 
 /// Every counter of [`Metrics`] as JSON: the Get counters, one object per block
@@ -106,61 +129,126 @@ fn metadata_held_json(m: &Metrics) -> Value {
 /// (block-cache misses / Gets, the study's metric) and `physical_reads_per_get`,
 /// both `null` without Gets.
 pub fn metrics_json(m: &Metrics) -> Value {
-    let mut obj = match json!({
-        "gets": m.gets,
-        "gets_found": m.gets_found,
-        "gets_not_found": m.gets_not_found(),
-        "gets_memtable_hits": m.gets_memtable_hits,
-        "gets_table_hits": m.gets_table_hits,
-        "gets_table_misses": m.gets_table_misses,
-        "io_per_get": m.cache_misses_per_get(),
-        "physical_reads_per_get": m.physical_reads_per_get(),
-        "cache_hits": m.cache_hits(),
-        "cache_misses": m.cache_misses(),
-        "physical_reads": m.physical_reads(),
-        "bytes_read": m.bytes_read(),
-        "hit_rate": m.hit_rate(),
-        "table_cache_hits": m.table_cache_hits,
-        "table_cache_misses": m.table_cache_misses,
-        "filter_negatives": m.filter_negatives,
-        "filter_positives": m.filter_positives,
-        "bytes_written_user": m.bytes_written_user,
-        "bytes_written_wal": m.bytes_written_wal,
-        "bytes_written_tables": m.bytes_written_tables,
-        "wal_syncs": m.wal_syncs,
-        "flushes": m.flushes,
-        "flush_bytes": m.flush_bytes,
-        "compactions": m.compactions(),
-        "trivial_moves": m.trivial_moves,
-        "stall_count": m.stall_count,
-        "stall_micros": m.stall_micros,
-        "background_errors": m.background_errors,
-        "pending_compaction_bytes": m.pending_compaction_bytes,
-        "l0_files": m.l0_files,
-        "write_amplification": m.write_amplification(),
-        "block_cache_usage": m.block_cache_usage,
-        "block_cache_capacity": m.block_cache_capacity,
-        "block_cache_pinned": m.block_cache_pinned,
-        "table_readers_held": m.table_readers_held,
-        "metadata_held_bytes": metadata_held_json(m),
-    }) {
-        Value::Object(o) => o,
-        _ => Map::new(),
-    };
-    for kind in BlockKind::ALL {
-        let b = m.block(kind);
-        obj.insert(
-            kind.name().into(),
-            json!({
-                "cache_hits": b.cache_hits,
-                "cache_misses": b.cache_misses,
-                "physical_reads": b.physical_reads,
-                "bytes_read": b.bytes_read,
-                "hit_rate": b.hit_rate(),
-            }),
-        );
+    serde_json::to_value(MetricsDoc::of(m)).unwrap_or(Value::Null)
+}
+
+/// [`metrics_json`]'s document.
+#[derive(Serialize)]
+struct MetricsDoc {
+    gets: u64,
+    gets_found: u64,
+    gets_not_found: u64,
+    gets_memtable_hits: u64,
+    gets_table_hits: [u64; NUM_LEVELS],
+    gets_table_misses: [u64; NUM_LEVELS],
+    io_per_get: Option<f64>,
+    physical_reads_per_get: Option<f64>,
+    cache_hits: u64,
+    cache_misses: u64,
+    physical_reads: u64,
+    bytes_read: u64,
+    hit_rate: Option<f64>,
+    table_cache_hits: u64,
+    table_cache_misses: u64,
+    filter_negatives: u64,
+    filter_positives: u64,
+    bytes_written_user: u64,
+    bytes_written_wal: u64,
+    bytes_written_tables: u64,
+    wal_syncs: u64,
+    flushes: u64,
+    flush_bytes: u64,
+    compactions: u64,
+    trivial_moves: u64,
+    stall_count: u64,
+    stall_micros: u64,
+    background_errors: u64,
+    pending_compaction_bytes: u64,
+    l0_files: u64,
+    write_amplification: Option<f64>,
+    block_cache_usage: u64,
+    block_cache_capacity: u64,
+    block_cache_pinned: u64,
+    table_readers_held: u64,
+    /// Bytes of table metadata held with open readers outside the block
+    /// cache, per kind and in total.
+    metadata_held_bytes: BTreeMap<&'static str, u64>,
+    /// One object per block kind, under its name.
+    #[serde(flatten)]
+    blocks: BTreeMap<&'static str, BlockDoc>,
+}
+
+/// One block kind's counters.
+#[derive(Serialize)]
+struct BlockDoc {
+    cache_hits: u64,
+    cache_misses: u64,
+    physical_reads: u64,
+    bytes_read: u64,
+    hit_rate: Option<f64>,
+}
+
+impl MetricsDoc {
+    fn of(m: &Metrics) -> MetricsDoc {
+        let mut metadata_held_bytes: BTreeMap<&'static str, u64> = MetadataKind::ALL
+            .iter()
+            .map(|&k| (k.name(), m.metadata_held(k)))
+            .collect();
+        metadata_held_bytes.insert("total", m.metadata_held_total());
+        let blocks = BlockKind::ALL
+            .iter()
+            .map(|&kind| {
+                let b = m.block(kind);
+                let doc = BlockDoc {
+                    cache_hits: b.cache_hits,
+                    cache_misses: b.cache_misses,
+                    physical_reads: b.physical_reads,
+                    bytes_read: b.bytes_read,
+                    hit_rate: b.hit_rate(),
+                };
+                (kind.name(), doc)
+            })
+            .collect();
+        MetricsDoc {
+            gets: m.gets,
+            gets_found: m.gets_found,
+            gets_not_found: m.gets_not_found(),
+            gets_memtable_hits: m.gets_memtable_hits,
+            gets_table_hits: m.gets_table_hits,
+            gets_table_misses: m.gets_table_misses,
+            io_per_get: m.cache_misses_per_get(),
+            physical_reads_per_get: m.physical_reads_per_get(),
+            cache_hits: m.cache_hits(),
+            cache_misses: m.cache_misses(),
+            physical_reads: m.physical_reads(),
+            bytes_read: m.bytes_read(),
+            hit_rate: m.hit_rate(),
+            table_cache_hits: m.table_cache_hits,
+            table_cache_misses: m.table_cache_misses,
+            filter_negatives: m.filter_negatives,
+            filter_positives: m.filter_positives,
+            bytes_written_user: m.bytes_written_user,
+            bytes_written_wal: m.bytes_written_wal,
+            bytes_written_tables: m.bytes_written_tables,
+            wal_syncs: m.wal_syncs,
+            flushes: m.flushes,
+            flush_bytes: m.flush_bytes,
+            compactions: m.compactions(),
+            trivial_moves: m.trivial_moves,
+            stall_count: m.stall_count,
+            stall_micros: m.stall_micros,
+            background_errors: m.background_errors,
+            pending_compaction_bytes: m.pending_compaction_bytes,
+            l0_files: m.l0_files,
+            write_amplification: m.write_amplification(),
+            block_cache_usage: m.block_cache_usage,
+            block_cache_capacity: m.block_cache_capacity,
+            block_cache_pinned: m.block_cache_pinned,
+            table_readers_held: m.table_readers_held,
+            metadata_held_bytes,
+            blocks,
+        }
     }
-    Value::Object(obj)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde::Serialize;
 use shale::env::FileSystem;
 use shale::{Db, Options};
 use shale_zoned::linux::LinuxZoned;
@@ -603,41 +603,107 @@ impl GeometryArgs {
     }
 }
 
-/// A zone geometry as JSON (`zones`, sizes, block size, limits).
-pub fn geometry_json(g: &ZonedGeometry) -> Value {
-    json!({
-        "zones": g.nr_zones,
-        "zone_size": g.zone_size,
-        "zone_capacity": g.zone_capacity,
-        "block_size": g.block_size,
-        "max_open_zones": g.max_open_zones,
-        "max_active_zones": g.max_active_zones,
-    })
+/// A zone geometry as JSON: `zones`, sizes, block size, limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct GeometryDoc {
+    /// Zones on the device.
+    pub zones: u32,
+    /// Bytes from one zone's start to the next's.
+    pub zone_size: u64,
+    /// Writable bytes of a zone.
+    pub zone_capacity: u64,
+    /// The device's write unit.
+    pub block_size: u32,
+    /// Zones open for writing at once.
+    pub max_open_zones: u32,
+    /// Zones open or closed but not full at once.
+    pub max_active_zones: u32,
 }
 
-/// Every counter and derived figure of [`ZoneFsStats`] as JSON.
-pub fn stats_json(s: &ZoneFsStats) -> Value {
-    json!({
-        "host_bytes": {
-            "not_set": s.host_bytes[0],
-            "short": s.host_bytes[1],
-            "medium": s.host_bytes[2],
-            "long": s.host_bytes[3],
-            "extreme": s.host_bytes[4],
-            "total": s.host_total(),
-        },
-        "padding_bytes": s.padding_bytes,
-        "metadata_bytes": s.metadata_bytes,
-        "gc_bytes": s.gc_bytes,
-        "gc_zones": s.gc_zones,
-        "gc_errors": s.gc_errors,
-        "resets": s.resets,
-        "finishes": s.finishes,
-        "fs_bytes": s.fs_bytes(),
-        "device_bytes": s.device_bytes(),
-        "waf": s.waf(),
-        "fs_overhead": s.fs_overhead(),
-    })
+impl From<&ZonedGeometry> for GeometryDoc {
+    fn from(g: &ZonedGeometry) -> GeometryDoc {
+        GeometryDoc {
+            zones: g.nr_zones,
+            zone_size: g.zone_size,
+            zone_capacity: g.zone_capacity,
+            block_size: g.block_size,
+            max_open_zones: g.max_open_zones,
+            max_active_zones: g.max_active_zones,
+        }
+    }
+}
+
+/// Bytes the zone file system was asked to write, per lifetime hint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HostBytesDoc {
+    /// Without a hint.
+    pub not_set: u64,
+    /// Short-lived (the WAL).
+    pub short: u64,
+    /// Medium.
+    pub medium: u64,
+    /// Long.
+    pub long: u64,
+    /// Extreme.
+    pub extreme: u64,
+    /// All of them.
+    pub total: u64,
+}
+
+/// Every counter and derived figure of [`ZoneFsStats`] as JSON (`bench
+/// zns`, `zoned df --json`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ZoneFsDoc {
+    /// Bytes of files written, per lifetime hint.
+    pub host_bytes: HostBytesDoc,
+    /// Bytes written to fill blocks.
+    pub padding_bytes: u64,
+    /// Bytes of the metadata log.
+    pub metadata_bytes: u64,
+    /// Bytes the collector moved.
+    pub gc_bytes: u64,
+    /// Zones the collector emptied.
+    pub gc_zones: u64,
+    /// Collections that failed.
+    pub gc_errors: u64,
+    /// Zone resets.
+    pub resets: u64,
+    /// Zone finishes.
+    pub finishes: u64,
+    /// Bytes the file system wrote for its files.
+    pub fs_bytes: u64,
+    /// Bytes it wrote to the device.
+    pub device_bytes: u64,
+    /// `device_bytes / host total`.
+    pub waf: f64,
+    /// `device_bytes / fs_bytes`.
+    pub fs_overhead: f64,
+}
+
+impl From<&ZoneFsStats> for ZoneFsDoc {
+    fn from(s: &ZoneFsStats) -> ZoneFsDoc {
+        ZoneFsDoc {
+            host_bytes: HostBytesDoc {
+                not_set: s.host_bytes[0],
+                short: s.host_bytes[1],
+                medium: s.host_bytes[2],
+                long: s.host_bytes[3],
+                extreme: s.host_bytes[4],
+                total: s.host_total(),
+            },
+            padding_bytes: s.padding_bytes,
+            metadata_bytes: s.metadata_bytes,
+            gc_bytes: s.gc_bytes,
+            gc_zones: s.gc_zones,
+            gc_errors: s.gc_errors,
+            resets: s.resets,
+            finishes: s.finishes,
+            fs_bytes: s.fs_bytes(),
+            device_bytes: s.device_bytes(),
+            waf: s.waf(),
+            fs_overhead: s.fs_overhead(),
+        }
+    }
 }
 
 #[cfg(test)]

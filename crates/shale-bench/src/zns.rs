@@ -22,7 +22,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
-use serde_json::{json, Value};
 use shale::env::{FileSystem, TraceEvent, TraceFs};
 use shale::{Db, Metrics, Options};
 use shale_zoned::ftl::{replay_trace, FtlStats, ReplayOptions, ReplayReport, FTL_PAGE_SIZE};
@@ -32,7 +31,7 @@ use crate::args::BenchZnsArgs;
 use crate::dbbench::{check_key_size, interrupted, run_bench, Bench, BenchResult, Config};
 use crate::error::{Error, Result};
 use crate::fmt::human_bytes;
-use crate::storage::{self, geometry_line, open_device, Backend, Storage};
+use crate::storage::{self, geometry_line, open_device, Backend, GeometryDoc, Storage, ZoneFsDoc};
 
 /// Bytes of keys and values each benchmark writes by default.
 pub const DEFAULT_BYTES: u64 = 500_000_000;
@@ -161,9 +160,52 @@ pub struct ZnsRun {
     /// posix: the FTL replays behind `waf`.
     pub ftl: Vec<FtlFigure>,
     /// zoned: the zone file system's counters over the benchmark and its
-    /// gauges at the end ([`crate::storage::stats_json`] plus the
-    /// gauges).
-    pub zonefs: Option<Value>,
+    /// gauges at the end.
+    pub zonefs: Option<ZonedRunDoc>,
+}
+
+/// The zone file system's figures of a zoned run of `bench zns`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ZonedRunDoc {
+    /// Its counters over the benchmark.
+    #[serde(flatten)]
+    pub counters: ZoneFsDoc,
+    /// Bytes of live files at the end.
+    pub live_bytes: u64,
+    /// Bytes written in the zones in use at the end.
+    pub written_bytes: u64,
+    /// `written_bytes / live_bytes`.
+    pub space_amplification: f64,
+    /// Zones for file data.
+    pub data_zones: u32,
+    /// Of them, empty.
+    pub empty_zones: u32,
+}
+
+/// The document `bench zns --json` prints and writes to `results.json`.
+#[derive(Serialize)]
+struct ZnsResults<'a> {
+    config: ZnsConfig<'a>,
+    runs: &'a [ZnsRun],
+    interrupted: bool,
+}
+
+/// What `bench zns` ran: its settings and the devices.
+#[derive(Serialize)]
+struct ZnsConfig<'a> {
+    benchmarks: Vec<&'static str>,
+    num: u64,
+    key_size: usize,
+    value_size: usize,
+    user_bytes_per_benchmark: u64,
+    write_buffer_size: Option<usize>,
+    seed: u64,
+    posix_db: &'a Path,
+    zoned_device: &'a str,
+    zoned_geometry: Option<GeometryDoc>,
+    over_provisioning: &'a [f64],
+    utilisation: f64,
+    trace_events: usize,
 }
 
 /// A benchmark as measured, before the device figures are added.
@@ -573,15 +615,14 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> Result {
                 over_provisioning: None,
                 waf: d.waf(),
             });
-            let mut j = crate::storage::stats_json(&d);
-            if let Value::Object(o) = &mut j {
-                o.insert("live_bytes".into(), d.live_bytes.into());
-                o.insert("written_bytes".into(), d.written_bytes.into());
-                o.insert("space_amplification".into(), d.space_amplification().into());
-                o.insert("data_zones".into(), d.data_zones.into());
-                o.insert("empty_zones".into(), d.empty_zones.into());
-            }
-            run.zonefs = Some(j);
+            run.zonefs = Some(ZonedRunDoc {
+                counters: ZoneFsDoc::from(&d),
+                live_bytes: d.live_bytes,
+                written_bytes: d.written_bytes,
+                space_amplification: d.space_amplification(),
+                data_zones: d.data_zones,
+                empty_zones: d.empty_zones,
+            });
             zoned_runs.push(run);
         }
         storage.finish()?;
@@ -592,25 +633,25 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> Result {
         runs.extend(posix_runs.get(i).cloned());
         runs.extend(zoned_runs.get(i).cloned());
     }
-    let doc = json!({
-        "config": {
-            "benchmarks": BENCHES.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
-            "num": num,
-            "key_size": KEY_SIZE,
-            "value_size": a.value_size,
-            "user_bytes_per_benchmark": user_bytes,
-            "write_buffer_size": a.write_buffer_size,
-            "seed": a.seed,
-            "posix_db": a.db,
-            "zoned_device": zoned_label,
-            "zoned_geometry": geometry.map(|g| crate::storage::geometry_json(&g)),
-            "over_provisioning": a.op,
-            "utilisation": a.utilisation,
-            "trace_events": events.len(),
+    let doc = ZnsResults {
+        config: ZnsConfig {
+            benchmarks: BENCHES.iter().map(|(_, n)| *n).collect(),
+            num,
+            key_size: KEY_SIZE,
+            value_size: a.value_size,
+            user_bytes_per_benchmark: user_bytes,
+            write_buffer_size: a.write_buffer_size,
+            seed: a.seed,
+            posix_db: &a.db,
+            zoned_device: &zoned_label,
+            zoned_geometry: geometry.as_ref().map(GeometryDoc::from),
+            over_provisioning: &a.op,
+            utilisation: a.utilisation,
+            trace_events: events.len(),
         },
-        "runs": runs,
-        "interrupted": interrupted(),
-    });
+        runs: &runs,
+        interrupted: interrupted(),
+    };
     if let Some(o) = &a.out {
         let path = o.join("results.json");
         let s = serde_json::to_string_pretty(&doc)
@@ -666,8 +707,8 @@ fn table(runs: &[ZnsRun]) -> String {
             .collect();
         let mut extra = String::new();
         if let Some(z) = &r.zonefs {
-            let gc = z["gc_bytes"].as_u64().unwrap_or(0);
-            let overhead = z["fs_overhead"].as_f64().unwrap_or(1.0);
+            let gc = z.counters.gc_bytes;
+            let overhead = z.counters.fs_overhead;
             extra = format!("; GC moved {}, fs overhead {overhead:.3}", human_bytes(gc));
         }
         s.push_str(&format!(

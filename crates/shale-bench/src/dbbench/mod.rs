@@ -997,31 +997,58 @@ pub fn open_existing(storage: &Storage, dir: &Path, opts: Options, key_size: usi
 #[derive(Serialize)]
 struct RunDoc<'a> {
     engine: &'static str,
-    config: Value,
+    config: RunConfig<'a>,
     results: &'a [BenchResult],
     interrupted: bool,
 }
 
-fn config_json(a: &BenchDbArgs, cfg: &Config, dir: &Path, storage: &str) -> Value {
-    serde_json::json!({
-        "benchmarks": a.benchmarks,
-        "num": cfg.num,
-        "reads": cfg.reads,
-        "value_size": cfg.value_size,
-        "key_size": cfg.key_size,
-        "threads": cfg.threads,
-        "cache_size": a.db.cache_size,
-        "open_files": a.db.open_files,
-        "bloom_bits": a.db.bloom_bits,
-        "compression_type": a.db.compression_type,
-        "write_buffer_size": a.db.write_buffer_size,
-        "use_existing_db": a.db.use_existing_db,
-        "db": dir,
-        "storage": storage,
-        "seed": cfg.seed,
-        "readwritepercent": cfg.readwritepercent,
-        "histogram": a.histogram,
-    })
+/// What a `bench db` run was asked to do, as its JSON document says.
+#[derive(Serialize)]
+struct RunConfig<'a> {
+    benchmarks: &'a [String],
+    num: u64,
+    reads: u64,
+    value_size: usize,
+    key_size: usize,
+    threads: usize,
+    cache_size: u64,
+    open_files: Option<usize>,
+    bloom_bits: Option<i64>,
+    compression_type: &'a str,
+    write_buffer_size: Option<usize>,
+    use_existing_db: bool,
+    db: &'a Path,
+    storage: &'a str,
+    seed: u64,
+    readwritepercent: u32,
+    histogram: bool,
+}
+
+fn run_config<'a>(
+    a: &'a BenchDbArgs,
+    cfg: &Config,
+    dir: &'a Path,
+    storage: &'a str,
+) -> RunConfig<'a> {
+    RunConfig {
+        benchmarks: &a.benchmarks,
+        num: cfg.num,
+        reads: cfg.reads,
+        value_size: cfg.value_size,
+        key_size: cfg.key_size,
+        threads: cfg.threads,
+        cache_size: a.db.cache_size,
+        open_files: a.db.open_files,
+        bloom_bits: a.db.bloom_bits,
+        compression_type: &a.db.compression_type,
+        write_buffer_size: a.db.write_buffer_size,
+        use_existing_db: a.db.use_existing_db,
+        db: dir,
+        storage,
+        seed: cfg.seed,
+        readwritepercent: cfg.readwritepercent,
+        histogram: a.histogram,
+    }
 }
 
 /// `shale bench db`.
@@ -1093,7 +1120,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
         if let Some(o) = &a.out {
             let doc = RunDoc {
                 engine: "shale",
-                config: config_json(a, &cfg, dir, &label),
+                config: run_config(a, &cfg, dir, &label),
                 results,
                 interrupted: interrupted(),
             };
@@ -1192,7 +1219,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
     if a.json {
         let doc = RunDoc {
             engine: "shale",
-            config: config_json(a, &cfg, dir, &label),
+            config: run_config(a, &cfg, dir, &label),
             results: &results,
             interrupted: interrupted(),
         };

@@ -11,9 +11,7 @@ use shale_zoned::{FileInfo, ZoneFsError, ZoneFsStats, ZoneRole, ZoneUsage, Zoned
 use crate::args::{ZonedInspectArgs, ZonedMkfsArgs};
 use shale_bench::error::{Error as CliError, Result as CliResult};
 use shale_bench::fmt::human_bytes;
-use shale_bench::storage::{
-    self, geometry_json, geometry_line, open_device, Backend, OpenedDevice, ZonedHandle,
-};
+use shale_bench::storage::{self, geometry_line, open_device, Backend, OpenedDevice, ZonedHandle};
 
 /// `shale zoned mkfs`.
 pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
@@ -106,7 +104,7 @@ fn device_json(d: &OpenedDevice) -> Value {
             Backend::Block => "block",
         },
         "direct_io": d.direct_io,
-        "geometry": geometry_json(&g),
+        "geometry": shale_bench::storage::GeometryDoc::from(&g),
     })
 }
 
@@ -570,7 +568,7 @@ mod tests {
             ),
             "{text}"
         );
-        let j = shale_bench::storage::stats_json(&s);
+        let j = serde_json::to_value(shale_bench::storage::ZoneFsDoc::from(&s)).expect("encodes");
         assert_eq!(j["host_bytes"]["total"], 3000);
         assert_eq!(j["device_bytes"], 5000);
     }
