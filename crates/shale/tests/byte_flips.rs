@@ -17,7 +17,7 @@
 //! every byte of their range-deletion block. Set `SHALE_LONG_TESTS=1` for every
 //! byte of every file.
 
-mod common;
+use shale_testkit as common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

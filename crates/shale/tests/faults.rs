@@ -11,7 +11,7 @@
 //! (unsynced data dropped, [`CrashFs`]), it must be the durable writes plus a
 //! prefix of the later ones.
 
-mod common;
+use shale_testkit as common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! crashes and a full disk during compactions, write stalls, manifest rollover,
 //! lifetime write counters, and the read trait shared by `Db` and `Snapshot`.
 
-mod common;
+use shale_testkit as common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -17,7 +17,7 @@
 //!
 //! Short by default; `SHALE_LONG_TESTS=1` runs many more steps and seeds.
 
-mod common;
+use shale_testkit as common;
 
 use std::sync::Arc;
 

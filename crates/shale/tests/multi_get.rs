@@ -6,7 +6,7 @@
 //! would be; `multi_get_each`'s answers as reads complete; the pool's threads start with the first call and are joined
 //! when the database closes, even while a call runs.
 
-mod common;
+use shale_testkit as common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

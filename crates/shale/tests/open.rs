@@ -1,7 +1,7 @@
 //! Opening: locks, foreign directories, corruption of the manifest, of CURRENT
 //! and of tables, and the persistence of writes across reopen.
 
-mod common;
+use shale_testkit as common;
 
 use common::files;
 

@@ -2,7 +2,7 @@
 //! by gets, both iteration directions, snapshots, flushes, compactions and
 //! reopening; bad ranges refused; the cost of deleting a large range.
 
-mod common;
+use shale_testkit as common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

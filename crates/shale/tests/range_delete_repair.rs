@@ -8,7 +8,7 @@
 //! version or deletion may have been lost reads as absent, never as an older
 //! value. A range deletion is the deletion of every key in its range.
 
-mod common;
+use shale_testkit as common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! The Get path reads exactly what the study describes, and the counters add up.
 
-mod common;
+use shale_testkit as common;
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! older value (or at all, after a deletion) when its newer version was in
 //! what was lost (the quarantine).
 
-mod common;
+use shale_testkit as common;
 
 use common::{files, xor_byte};
 

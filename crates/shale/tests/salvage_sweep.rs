@@ -20,7 +20,7 @@
 //! non-data block and footer of every table (`SHALE_SALVAGE_FLIPS=N` sets
 //! the 400). A summary line per region is printed (`--nocapture`).
 
-mod common;
+use shale_testkit as common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

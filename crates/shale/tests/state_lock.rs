@@ -11,7 +11,7 @@
 //! test releases it; every wait in the test has a timeout, so a regression
 //! fails instead of hanging.
 
-mod common;
+use shale_testkit as common;
 
 use std::io;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! held block is a typed error naming the file and offset, and levels that do
 //! not exist are refused.
 
-mod common;
+use shale_testkit as common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

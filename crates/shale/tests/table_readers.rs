@@ -3,7 +3,7 @@
 //! than `max_open_files` open at once, and closed when their tables go. A
 //! compaction reads its inputs ahead through handles of its own.
 
-mod common;
+use shale_testkit as common;
 
 use std::io;
 use std::path::Path;

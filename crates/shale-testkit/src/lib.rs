@@ -1,5 +1,8 @@
-//! Helpers shared by the engine's integration tests.
-#![allow(dead_code)] // each test binary uses a different subset
+//! What the tests of the shale crates share (a development dependency
+//! only, never published): a deterministic generator, the switch of the
+//! long randomized runs, the model a database is checked against, a
+//! forwarding file system that wraps the files it opens, and readers of the
+//! write-ahead log's records.
 
 use std::collections::BTreeMap;
 
@@ -13,14 +16,16 @@ use shale::env::{
 use shale::{ReadOptions, Readable};
 
 /// SplitMix64: a tiny deterministic generator for randomized tests.
-pub(crate) struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    pub(crate) fn new(seed: u64) -> Rng {
+    /// A generator starting from `seed`.
+    pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -29,27 +34,28 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (n > 0).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
 
     /// True with probability `p`.
-    pub(crate) fn chance(&mut self, p: f64) -> bool {
+    pub fn chance(&mut self, p: f64) -> bool {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 
-    pub(crate) fn bytes(&mut self, len: usize) -> Vec<u8> {
+    /// `len` random bytes.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
         (0..len).map(|_| self.next_u64() as u8).collect()
     }
 }
 
 /// True when the long randomized tests were asked for.
-pub(crate) fn long_tests() -> bool {
+pub fn long_tests() -> bool {
     std::env::var_os("SHALE_LONG_TESTS").is_some_and(|v| v != "0")
 }
 
 /// Every key and value a database or snapshot holds, by a full forward scan.
-pub(crate) fn scan_all(db: &impl Readable) -> BTreeMap<Vec<u8>, Vec<u8>> {
+pub fn scan_all(db: &impl Readable) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut it = db.iter(&ReadOptions::default()).expect("iterator");
     it.seek_to_first();
     let mut out = BTreeMap::new();
@@ -63,7 +69,7 @@ pub(crate) fn scan_all(db: &impl Readable) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 /// How `got` differs from `want`: the first few keys missing, extra or with
 /// another value.
-pub(crate) fn model_diff(
+pub fn model_diff(
     got: &BTreeMap<Vec<u8>, Vec<u8>>,
     want: &BTreeMap<Vec<u8>, Vec<u8>>,
 ) -> String {
@@ -84,7 +90,7 @@ pub(crate) fn model_diff(
 }
 
 /// One record of a log (`docs/format/wal.md`).
-pub(crate) struct LogRecord {
+pub struct LogRecord {
     /// Offset of its first fragment.
     pub offset: u64,
     /// `(offset, length with the 7-byte header)` of each fragment.
@@ -96,7 +102,7 @@ pub(crate) struct LogRecord {
 /// The records of an undamaged log, by its framing: 32 KiB blocks of
 /// fragments `crc:u32 len:u16 type:u8 payload`, FULL 1, FIRST 2, MIDDLE 3,
 /// LAST 4, fewer than 7 bytes at a block's end zero padding.
-pub(crate) fn log_records(bytes: &[u8]) -> Vec<LogRecord> {
+pub fn log_records(bytes: &[u8]) -> Vec<LogRecord> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     let mut cur: Option<LogRecord> = None;
@@ -137,7 +143,7 @@ pub(crate) fn log_records(bytes: &[u8]) -> Vec<LogRecord> {
 
 /// The keys a write batch names, in order: `seq:u64 count:u32` then ops
 /// `kind:u8 key:varint-prefixed [value:varint-prefixed if kind is 1]`.
-pub(crate) fn batch_keys(payload: &[u8]) -> Vec<Vec<u8>> {
+pub fn batch_keys(payload: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut p = 12;
     let varint = |p: &mut usize| {
@@ -168,22 +174,24 @@ pub(crate) fn batch_keys(payload: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// The state a model-based test expects.
-pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// One operation of a write, as the model applies it.
 #[derive(Clone, Debug)]
-pub(crate) enum Op {
+pub enum Op {
+    /// Sets a key to a value.
     Put(Vec<u8>, Vec<u8>),
+    /// Deletes a key.
     Delete(Vec<u8>),
     /// Deletes every key in `[start, end)` (nothing when `start == end`).
     DeleteRange(Vec<u8>, Vec<u8>),
 }
 
 /// The operations of one write (a batch), applied in order.
-pub(crate) type Write = Vec<Op>;
+pub type Write = Vec<Op>;
 
 /// Applies `w` to `model`.
-pub(crate) fn apply(model: &mut Model, w: &Write) {
+pub fn apply(model: &mut Model, w: &Write) {
     for op in w {
         match op {
             Op::Put(k, v) => {
@@ -209,7 +217,7 @@ pub(crate) fn apply(model: &mut Model, w: &Write) {
 
 /// The names in the database directory `/db` of `fs` that end in `suffix`,
 /// sorted.
-pub(crate) fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
+pub fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
     let mut v: Vec<String> = fs
         .list(Path::new("/db"))
         .expect("list")
@@ -221,7 +229,7 @@ pub(crate) fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
 }
 
 /// Flips bits of the byte at `offset` of `/db/name` (rewriting the file).
-pub(crate) fn xor_byte(fs: &MemFs, name: &str, offset: u64, xor: u8) {
+pub fn xor_byte(fs: &MemFs, name: &str, offset: u64, xor: u8) {
     let p = Path::new("/db").join(name);
     let mut data = fs.read_all(&p).expect("read");
     data[offset as usize] ^= xor;
@@ -233,8 +241,7 @@ pub(crate) fn xor_byte(fs: &MemFs, name: &str, offset: u64, xor: u8) {
 
 /// How a file handed to [`WrapReads`]'s wrapper was opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // each test binary matches on what it needs
-pub(crate) enum Opened {
+pub enum Opened {
     /// `open_random`: Gets, iterators, the table cache.
     Random,
     /// `open_scan`: a compaction's inputs.
@@ -244,8 +251,10 @@ pub(crate) enum Opened {
 /// A `MemFs` whose random-access files pass through `wrap` (given the path,
 /// how it was opened and the file) as they open: a test wraps them to log or
 /// count reads. Every other call goes to the `MemFs` as is.
-pub(crate) struct WrapReads<F> {
+pub struct WrapReads<F> {
+    /// The file system underneath.
     pub inner: MemFs,
+    /// Wraps each random-access file as it opens.
     pub wrap: F,
 }
 
