@@ -69,10 +69,7 @@ pub fn scan_all(db: &impl Readable) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 /// How `got` differs from `want`: the first few keys missing, extra or with
 /// another value.
-pub fn model_diff(
-    got: &BTreeMap<Vec<u8>, Vec<u8>>,
-    want: &BTreeMap<Vec<u8>, Vec<u8>>,
-) -> String {
+pub fn model_diff(got: &BTreeMap<Vec<u8>, Vec<u8>>, want: &BTreeMap<Vec<u8>, Vec<u8>>) -> String {
     let mut out = Vec::new();
     for (k, v) in want {
         match got.get(k) {

@@ -1,9 +1,10 @@
 //! `sst`: one table file's layout and properties.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
-use serde_json::{json, Value};
+use serde::Serialize;
 use shale::env::{FileSystem, PosixFs, PosixOptions};
 use shale::format::parse_internal_key;
 use shale::{BlockInfo, TableLayout, TableProperties};
@@ -20,7 +21,7 @@ pub fn run(a: &SstArgs, out: &mut dyn Write) -> CliResult {
         .map_err(|e| CliError::msg(format!("open {}: {e}", a.file.display())))?;
     let layout = shale::inspect_table(file, a.file.clone())?;
     let text = if a.json {
-        let mut s = serde_json::to_string_pretty(&sst_json(&layout))
+        let mut s = serde_json::to_string_pretty(&sst_doc(&layout))
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
         s.push('\n');
         s
@@ -58,20 +59,35 @@ pub fn block_totals(blocks: &[BlockInfo]) -> Vec<KindTotal> {
     totals
 }
 
-/// An internal key as JSON: `{user_key, seq, kind}`, or the raw hex when it does
-/// not decode (`null` for the empty key of an empty table).
-fn internal_key_json(encoded: &[u8]) -> Value {
+/// An internal key as JSON: `{user_key, seq, kind}`, or the raw hex when it
+/// does not decode (`null` for the empty key of an empty table).
+#[derive(Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+enum KeyDoc {
+    Decoded {
+        user_key: String,
+        seq: u64,
+        kind: String,
+    },
+    Raw {
+        raw: String,
+    },
+}
+
+fn internal_key_doc(encoded: &[u8]) -> Option<KeyDoc> {
     if encoded.is_empty() {
-        return Value::Null;
+        return None;
     }
-    match parse_internal_key(encoded) {
-        Some(k) => json!({
-            "user_key": display_key(k.user_key),
-            "seq": k.seq,
-            "kind": kind_name(k.kind),
-        }),
-        None => json!({ "raw": to_hex(encoded) }),
-    }
+    Some(match parse_internal_key(encoded) {
+        Some(k) => KeyDoc::Decoded {
+            user_key: display_key(k.user_key),
+            seq: k.seq,
+            kind: kind_name(k.kind),
+        },
+        None => KeyDoc::Raw {
+            raw: to_hex(encoded),
+        },
+    })
 }
 
 fn internal_key_text(encoded: &[u8]) -> String {
@@ -98,48 +114,99 @@ fn kind_name(kind: u8) -> String {
     }
 }
 
-fn properties_json(p: &TableProperties) -> Value {
-    json!({
-        "format_version": p.format_version,
-        "num_entries": p.num_entries,
-        "num_deletions": p.num_deletions,
-        "raw_key_bytes": p.raw_key_bytes,
-        "raw_value_bytes": p.raw_value_bytes,
-        "data_bytes": p.data_bytes,
-        "data_padding_bytes": p.data_padding_bytes,
-        "data_blocks": p.data_blocks,
-        "index_partition_bytes": p.index_partition_bytes,
-        "index_partitions": p.index_partitions,
-        "top_level_index_bytes": p.top_level_index_bytes,
-        "filter_bytes": p.filter_bytes,
-        "filter_bits_per_key": p.filter_bits_per_key,
-        "filter_partitions": p.filter_partitions,
-        "top_level_filter_index_bytes": p.top_level_filter_index_bytes,
-        "range_deletions": p.range_deletions,
-        "range_del_bytes": p.range_del_bytes,
-        "smallest_key": internal_key_json(&p.smallest_key),
-        "largest_key": internal_key_json(&p.largest_key),
-        "smallest_seqno": p.smallest_seqno,
-        "largest_seqno": p.largest_seqno,
-        "file_size": p.file_size,
-        "compression": p.compression.name(),
-    })
+/// A table's properties as `sst --json` shows them.
+#[derive(Serialize)]
+struct PropertiesDoc {
+    format_version: u32,
+    num_entries: u64,
+    num_deletions: u64,
+    raw_key_bytes: u64,
+    raw_value_bytes: u64,
+    data_bytes: u64,
+    data_padding_bytes: u64,
+    data_blocks: u64,
+    index_partition_bytes: u64,
+    index_partitions: u64,
+    top_level_index_bytes: u64,
+    filter_bytes: u64,
+    filter_bits_per_key: u32,
+    filter_partitions: u64,
+    top_level_filter_index_bytes: u64,
+    range_deletions: u64,
+    range_del_bytes: u64,
+    smallest_key: Option<KeyDoc>,
+    largest_key: Option<KeyDoc>,
+    smallest_seqno: u64,
+    largest_seqno: u64,
+    file_size: u64,
+    compression: &'static str,
+}
+
+impl PropertiesDoc {
+    fn of(p: &TableProperties) -> PropertiesDoc {
+        PropertiesDoc {
+            format_version: p.format_version,
+            num_entries: p.num_entries,
+            num_deletions: p.num_deletions,
+            raw_key_bytes: p.raw_key_bytes,
+            raw_value_bytes: p.raw_value_bytes,
+            data_bytes: p.data_bytes,
+            data_padding_bytes: p.data_padding_bytes,
+            data_blocks: p.data_blocks,
+            index_partition_bytes: p.index_partition_bytes,
+            index_partitions: p.index_partitions,
+            top_level_index_bytes: p.top_level_index_bytes,
+            filter_bytes: p.filter_bytes,
+            filter_bits_per_key: p.filter_bits_per_key,
+            filter_partitions: p.filter_partitions,
+            top_level_filter_index_bytes: p.top_level_filter_index_bytes,
+            range_deletions: p.range_deletions,
+            range_del_bytes: p.range_del_bytes,
+            smallest_key: internal_key_doc(&p.smallest_key),
+            largest_key: internal_key_doc(&p.largest_key),
+            smallest_seqno: p.smallest_seqno,
+            largest_seqno: p.largest_seqno,
+            file_size: p.file_size,
+            compression: p.compression.name(),
+        }
+    }
+}
+
+/// Count and bytes of one block kind.
+#[derive(Serialize)]
+struct BlocksDoc {
+    count: u64,
+    bytes: u64,
 }
 
 /// The JSON document of `sst --json`: `file_size`, `footer_offset`, `blocks`
 /// (per kind: `count` and `bytes` without trailers, or as stored on their
 /// pages for format 3's paged blocks) and `properties`.
-pub fn sst_json(layout: &TableLayout) -> Value {
-    let mut blocks = serde_json::Map::new();
-    for t in block_totals(&layout.blocks) {
-        blocks.insert(t.kind.into(), json!({ "count": t.count, "bytes": t.bytes }));
+#[derive(Serialize)]
+pub struct SstDoc {
+    file_size: u64,
+    footer_offset: u64,
+    blocks: BTreeMap<&'static str, BlocksDoc>,
+    properties: PropertiesDoc,
+}
+
+/// [`SstDoc`] of a table.
+pub fn sst_doc(layout: &TableLayout) -> SstDoc {
+    SstDoc {
+        file_size: layout.file_size,
+        footer_offset: layout.footer_offset,
+        blocks: block_totals(&layout.blocks)
+            .into_iter()
+            .map(|t| {
+                let doc = BlocksDoc {
+                    count: t.count,
+                    bytes: t.bytes,
+                };
+                (t.kind, doc)
+            })
+            .collect(),
+        properties: PropertiesDoc::of(&layout.properties),
     }
-    json!({
-        "file_size": layout.file_size,
-        "footer_offset": layout.footer_offset,
-        "blocks": blocks,
-        "properties": properties_json(&layout.properties),
-    })
 }
 
 /// The text report of `sst`.
@@ -269,7 +336,7 @@ mod tests {
 
     #[test]
     fn json_shape() {
-        let v = sst_json(&sample());
+        let v = serde_json::to_value(sst_doc(&sample())).expect("encodes");
         assert_eq!(v["file_size"], 400);
         assert_eq!(v["footer_offset"], 336);
         assert_eq!(v["blocks"]["data"]["count"], 2);
@@ -287,8 +354,13 @@ mod tests {
 
     #[test]
     fn empty_and_undecodable_keys() {
-        assert!(internal_key_json(b"").is_null());
-        assert_eq!(internal_key_json(b"abc")["raw"], "0x616263");
+        assert_eq!(internal_key_doc(b""), None);
+        assert_eq!(
+            internal_key_doc(b"abc"),
+            Some(KeyDoc::Raw {
+                raw: "0x616263".into()
+            })
+        );
         assert_eq!(internal_key_text(b""), "-");
         assert!(internal_key_text(b"abc").starts_with("undecodable"));
     }

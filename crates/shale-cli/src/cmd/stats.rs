@@ -27,7 +27,9 @@ pub fn run(a: &StatsArgs, out: &mut dyn Write) -> CliResult {
     let text = if a.json {
         let mut doc = stats_json(&summary, &metrics);
         if let (Some(space), Value::Object(m)) = (&zoned, &mut doc) {
-            m.insert("zoned".into(), space.json());
+            let space = serde_json::to_value(space.doc())
+                .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
+            m.insert("zoned".into(), space);
         }
         let mut s = serde_json::to_string_pretty(&doc)
             .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;

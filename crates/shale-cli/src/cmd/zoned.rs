@@ -3,15 +3,18 @@
 //! [`shale_bench::storage::open_device`].
 
 use std::io::Write;
+use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde::Serialize;
 use shale::env::WriteLifetime;
 use shale_zoned::{FileInfo, ZoneFsError, ZoneFsStats, ZoneRole, ZoneUsage, ZonedGeometry};
 
 use crate::args::{ZonedInspectArgs, ZonedMkfsArgs};
 use shale_bench::error::{Error as CliError, Result as CliResult};
 use shale_bench::fmt::human_bytes;
-use shale_bench::storage::{self, geometry_line, open_device, Backend, OpenedDevice, ZonedHandle};
+use shale_bench::storage::{
+    self, geometry_line, open_device, Backend, GeometryDoc, OpenedDevice, ZonedHandle,
+};
 
 /// `shale zoned mkfs`.
 pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
@@ -95,17 +98,60 @@ fn mount_for_inspection(a: &ZonedInspectArgs) -> CliResult<ZonedHandle> {
 }
 
 /// How a device is driven, for the reports.
-fn device_json(d: &OpenedDevice) -> Value {
-    let g = d.dev.geometry();
-    json!({
-        "path": d.path,
-        "backend": match d.backend {
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceDoc {
+    path: PathBuf,
+    backend: &'static str,
+    direct_io: bool,
+    geometry: GeometryDoc,
+}
+
+fn device_doc(d: &OpenedDevice) -> DeviceDoc {
+    DeviceDoc {
+        path: d.path.clone(),
+        backend: match d.backend {
             Backend::Emulated => "emulated",
             Backend::Block => "block",
         },
-        "direct_io": d.direct_io,
-        "geometry": shale_bench::storage::GeometryDoc::from(&g),
-    })
+        direct_io: d.direct_io,
+        geometry: GeometryDoc::from(&d.dev.geometry()),
+    }
+}
+
+/// A file of `ls --json`.
+#[derive(Serialize)]
+struct FileDoc<'a> {
+    path: &'a str,
+    size: u64,
+    lifetime: &'static str,
+    extents: Vec<ExtentDoc>,
+}
+
+/// One extent of a file.
+#[derive(Serialize)]
+struct ExtentDoc {
+    zone: u32,
+    offset: u64,
+    len: u64,
+}
+
+/// The document of `ls --json`.
+#[derive(Serialize)]
+struct LsDoc<'a> {
+    device: DeviceDoc,
+    files: Vec<FileDoc<'a>>,
+}
+
+/// The document of `check --json`.
+#[derive(Serialize)]
+struct CheckDoc {
+    device: DeviceDoc,
+    mounted: bool,
+    files: usize,
+    extents: usize,
+    bytes_read: u64,
+    problems: Vec<String>,
+    ok: bool,
 }
 
 /// `not-set`, `short`, `medium`, `long` or `extreme`.
@@ -119,7 +165,7 @@ pub fn lifetime_name(l: WriteLifetime) -> &'static str {
     }
 }
 
-fn print_json(out: &mut dyn Write, v: &Value) -> CliResult {
+fn print_json(out: &mut dyn Write, v: &impl Serialize) -> CliResult {
     let s = serde_json::to_string_pretty(v)
         .map_err(|e| CliError::msg(format!("encoding JSON: {e}")))?;
     writeln!(out, "{s}").map_err(CliError::output)
@@ -130,22 +176,29 @@ pub fn ls(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
     let z = mount_for_inspection(a)?;
     let files = z.fs.files();
     if a.json {
-        let list: Vec<Value> = files
+        let files = files
             .iter()
-            .map(|f| {
-                json!({
-                    "path": f.path,
-                    "size": f.size,
-                    "lifetime": lifetime_name(f.lifetime),
-                    "extents": f.extents.iter().map(|x| json!({
-                        "zone": x.zone, "offset": x.offset, "len": x.len,
-                    })).collect::<Vec<_>>(),
-                })
+            .map(|f| FileDoc {
+                path: &f.path,
+                size: f.size,
+                lifetime: lifetime_name(f.lifetime),
+                extents: f
+                    .extents
+                    .iter()
+                    .map(|x| ExtentDoc {
+                        zone: x.zone,
+                        offset: x.offset,
+                        len: x.len,
+                    })
+                    .collect(),
             })
             .collect();
         return print_json(
             out,
-            &json!({ "device": device_json(&z.device), "files": list }),
+            &LsDoc {
+                device: device_doc(&z.device),
+                files,
+            },
         );
     }
     write!(out, "{}", ls_text(&files)).map_err(CliError::output)
@@ -224,7 +277,7 @@ fn count_zones(zones: &[ZoneUsage]) -> ZoneCounts {
 
 /// What `df` reports about a mounted zone file system.
 pub struct Space {
-    device: Value,
+    device: DeviceDoc,
     label: String,
     geometry: ZonedGeometry,
     stats: ZoneFsStats,
@@ -232,6 +285,54 @@ pub struct Space {
     counts: ZoneCounts,
     /// The device's own write counters (`ZonedDevice::stats`).
     device_counters: DeviceCounters,
+}
+
+/// The document of `df --json` ([`Space::doc`]).
+#[derive(Serialize)]
+pub struct SpaceDoc<'a> {
+    device: &'a DeviceDoc,
+    zones: ZoneCountsDoc,
+    live_bytes: u64,
+    written_bytes: u64,
+    free_bytes: u64,
+    data_capacity_bytes: u64,
+    space_amplification: f64,
+    device_counters: DeviceCountersDoc,
+    zone_list: Vec<ZoneDoc>,
+}
+
+/// Zones by role and use.
+#[derive(Serialize)]
+struct ZoneCountsDoc {
+    total: usize,
+    metadata: u32,
+    data: u32,
+    empty: u32,
+    used: u32,
+    open: u32,
+    garbage_only: u32,
+}
+
+/// The device's write counters, and since when.
+#[derive(Serialize)]
+struct DeviceCountersDoc {
+    bytes_written: u64,
+    resets: u64,
+    finishes: u64,
+    since: &'static str,
+}
+
+/// One zone of `df --json`'s list.
+#[derive(Serialize)]
+struct ZoneDoc {
+    zone: u32,
+    role: &'static str,
+    condition: String,
+    capacity: u64,
+    written: u64,
+    live: u64,
+    removed_open: u64,
+    open_slot: Option<usize>,
 }
 
 /// The device's write counters: lifetime totals on an emulated device
@@ -253,7 +354,7 @@ pub fn space(z: &ZonedHandle) -> CliResult<Space> {
         .zones()
         .map_err(|e| CliError::msg(format!("{}: reporting zones: {e}", z.device.path.display())))?;
     Ok(Space {
-        device: device_json(&z.device),
+        device: device_doc(&z.device),
         label: z.device.label(),
         geometry: z.device.dev.geometry(),
         counts: count_zones(&zones),
@@ -274,52 +375,53 @@ pub fn space(z: &ZonedHandle) -> CliResult<Space> {
 impl Space {
     /// The JSON document of `df --json` (also `stats --zoned --json`'s
     /// `zoned`).
-    pub fn json(&self) -> Value {
+    pub fn doc(&self) -> SpaceDoc<'_> {
         let (stats, counts) = (&self.stats, &self.counts);
-        let zone_list: Vec<Value> = self
-            .zones
-            .iter()
-            .map(|u| {
-                json!({
-                    "zone": u.zone,
-                    "role": match u.role {
+        SpaceDoc {
+            device: &self.device,
+            zones: ZoneCountsDoc {
+                total: self.zones.len(),
+                metadata: counts.metadata,
+                data: counts.data,
+                empty: counts.empty,
+                used: counts.used,
+                open: counts.open,
+                garbage_only: counts.garbage_only,
+            },
+            live_bytes: stats.live_bytes,
+            written_bytes: stats.written_bytes,
+            free_bytes: u64::from(stats.empty_zones) * stats.zone_capacity,
+            data_capacity_bytes: u64::from(stats.data_zones) * stats.zone_capacity,
+            space_amplification: stats.space_amplification(),
+            device_counters: DeviceCountersDoc {
+                bytes_written: self.device_counters.bytes_written,
+                resets: self.device_counters.resets,
+                finishes: self.device_counters.finishes,
+                since: if self.device_counters.lifetime {
+                    "created"
+                } else {
+                    "opened"
+                },
+            },
+            zone_list: self
+                .zones
+                .iter()
+                .map(|u| ZoneDoc {
+                    zone: u.zone,
+                    role: match u.role {
                         ZoneRole::Metadata { active: true } => "metadata (active)",
                         ZoneRole::Metadata { active: false } => "metadata",
                         ZoneRole::Data => "data",
                     },
-                    "condition": format!("{:?}", u.condition),
-                    "capacity": u.capacity,
-                    "written": u.written,
-                    "live": u.live,
-                    "removed_open": u.removed_open,
-                    "open_slot": u.open_slot,
+                    condition: format!("{:?}", u.condition),
+                    capacity: u.capacity,
+                    written: u.written,
+                    live: u.live,
+                    removed_open: u.removed_open,
+                    open_slot: u.open_slot,
                 })
-            })
-            .collect();
-        json!({
-            "device": self.device,
-            "zones": {
-                "total": self.zones.len(),
-                "metadata": counts.metadata,
-                "data": counts.data,
-                "empty": counts.empty,
-                "used": counts.used,
-                "open": counts.open,
-                "garbage_only": counts.garbage_only,
-            },
-            "live_bytes": stats.live_bytes,
-            "written_bytes": stats.written_bytes,
-            "free_bytes": u64::from(stats.empty_zones) * stats.zone_capacity,
-            "data_capacity_bytes": u64::from(stats.data_zones) * stats.zone_capacity,
-            "space_amplification": stats.space_amplification(),
-            "device_counters": {
-                "bytes_written": self.device_counters.bytes_written,
-                "resets": self.device_counters.resets,
-                "finishes": self.device_counters.finishes,
-                "since": if self.device_counters.lifetime { "created" } else { "opened" },
-            },
-            "zone_list": zone_list,
-        })
+                .collect(),
+        }
     }
 
     /// The text of `df`.
@@ -344,7 +446,7 @@ pub fn df(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
     let z = mount_for_inspection(a)?;
     let space = space(&z)?;
     if a.json {
-        return print_json(out, &space.json());
+        return print_json(out, &space.doc());
     }
     out.write_all(space.text().as_bytes())
         .map_err(CliError::output)
@@ -379,7 +481,7 @@ fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize, d: &DeviceCounters) ->
 /// `shale zoned check`.
 pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
     let device = open_device(&a.device, None)?;
-    let json_device = device_json(&device);
+    let json_device = device_doc(&device);
     let z = match storage::try_mount(device, storage::Mount::ReadOnly) {
         Ok(z) => z,
         Err(ZoneFsError::Corrupt { reason }) => {
@@ -389,15 +491,15 @@ pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
             if a.json {
                 print_json(
                     out,
-                    &json!({
-                        "device": json_device,
-                        "mounted": false,
-                        "files": 0,
-                        "extents": 0,
-                        "bytes_read": 0,
-                        "problems": [problem],
-                        "ok": false,
-                    }),
+                    &CheckDoc {
+                        device: json_device,
+                        mounted: false,
+                        files: 0,
+                        extents: 0,
+                        bytes_read: 0,
+                        problems: vec![problem.clone()],
+                        ok: false,
+                    },
                 )?;
             } else {
                 writeln!(out, "problem: {problem}").map_err(CliError::output)?;
@@ -416,15 +518,15 @@ pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
     if a.json {
         print_json(
             out,
-            &json!({
-                "device": device_json(&z.device),
-                "mounted": true,
-                "files": report.files,
-                "extents": report.extents,
-                "bytes_read": report.bytes_read,
-                "problems": report.problems,
-                "ok": report.problems.is_empty(),
-            }),
+            &CheckDoc {
+                device: device_doc(&z.device),
+                mounted: true,
+                files: report.files,
+                extents: report.extents,
+                bytes_read: report.bytes_read,
+                problems: report.problems.clone(),
+                ok: report.problems.is_empty(),
+            },
         )?;
     } else {
         for p in &report.problems {
