@@ -24,14 +24,50 @@
 //!
 //! # Concurrency
 //!
-//! One mutex (`Inner::state`) guards the metadata and the allocator and is
-//! held across the device writes it orders. Each file's extent map is behind
-//! its own `RwLock`, shared with the file's open readers: a read holds the
-//! map's read lock across its device reads and takes no other lock; the
-//! collector swaps moved extents under the write lock (with `state` held), so
-//! no read sees a zone that is reset after the swap. Lock order: `gc_lock`,
-//! then `state`, then a file map. Every clone and drop of a map's `Arc`
-//! happens under `state`, so its strong count says whether readers remain.
+//! No device write, sync, reset or finish happens under the state lock: a
+//! WAL's sync does not wait for a compaction's table writes or for the
+//! collector's copies into other zones. The locks, in the order they are
+//! taken (a thread holding one takes only those after it):
+//!
+//! 1. `Inner::gc_lock`: serializes collection rounds. Held across a round's
+//!    device reads, writes and syncs; a writer that finds no free zone drops
+//!    its slot lock before it waits here.
+//! 2. `Inner::slots[i]` (a [`Slot`]): the write side of placement slot `i`.
+//!    Its holder alone writes to the slot's open zone, so writes to a zone
+//!    stay in order at its write pointer; it is held across those device
+//!    writes, and across the finish of the slot's nearly full zone. The
+//!    collector's copies into a slot take the same lock. Functions that
+//!    write to a slot take the guard as a parameter.
+//! 3. `Inner::log` (a [`LogToken`]): the metadata log. Its holder alone
+//!    writes the log, rolls it, syncs after it and resets the zones the
+//!    synced records freed; it changes `State::meta_wp`, `active_meta` and
+//!    `sequence` (under `state` too, so readers of those see them whole).
+//!    Records are appended to `State::log_buf` under `state` alone, in the
+//!    order of the changes they describe; a log sync takes the buffer and
+//!    the zones waiting for reset in one `state` hold, so a zone is reset
+//!    only after the records that freed it are durable.
+//! 4. `Inner::state`: metadata and allocator bookkeeping, held for memory
+//!    work only. Between allocating room in a zone (advancing nothing) and
+//!    recording the written extent, the zone is its slot's open zone, which
+//!    nothing resets or collects.
+//! 5. A file's extent map (`RwLock`), shared with the file's open readers: a
+//!    read holds the map's read lock across its device reads and takes no
+//!    other lock; the collector swaps moved extents under the write lock
+//!    (with `state` held), so no read sees a zone that is reset after the
+//!    swap. Every clone and drop of a map's `Arc` happens under `state`, so
+//!    its strong count says whether readers remain.
+//!
+//! Zone resets: only a zone without references (no file, removed file with
+//! readers, unrecorded writer extent or collector hold) is queued for reset,
+//! and it is marked `resetting` while the log holder resets it outside
+//! `state`, so neither allocation nor the collector takes it meanwhile.
+//!
+//! Durability is as with one lock: `sync` writes the file's blocks (slot
+//! lock), syncs the device (no lock), appends its extents record (`state`)
+//! and syncs the log (log lock), whose holder writes every record buffered
+//! so far. A failed device sync or log write poisons the file system: every
+//! later sync fails (the records it dropped may be lost, and a later sync
+//! must not report them durable).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -308,6 +344,10 @@ struct ZoneInfo {
     /// Our write pointer, relative to the zone start.
     wp: u64,
     capacity: u64,
+    /// Being reset by the metadata log's holder (still `used` until done).
+    resetting: bool,
+    /// Resets since mount (tells the collector whether its victim was).
+    resets: u64,
 }
 
 struct State {
@@ -331,6 +371,9 @@ struct State {
     /// Set (needed bytes, zone capacity) when the metadata no longer fits:
     /// every later metadata sync fails with it.
     broken: Option<(u64, u64)>,
+    /// Set when a device sync or a metadata write failed: what it should
+    /// have made durable may be lost, so every later sync fails with it.
+    poisoned: Option<String>,
     /// Removed files that open readers still hold, by id: their extents keep
     /// their zones until the last reader is dropped.
     zombies: HashMap<u64, Arc<FileMap>>,
@@ -348,6 +391,10 @@ struct Inner {
     read_only: bool,
     /// `MountOptions::finish_threshold_percent`.
     finish_threshold_percent: u32,
+    /// The write side of each placement slot (see "Concurrency").
+    slots: Vec<Mutex<Slot>>,
+    /// The metadata log's writes, syncs and rolls (see "Concurrency").
+    log: Mutex<LogToken>,
     state: Mutex<State>,
     /// Serializes collection rounds (the thread's and writers').
     gc_lock: Mutex<()>,
@@ -369,6 +416,30 @@ pub struct ZoneFs {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the lock of a placement slot guards: its holder alone writes to the
+/// slot's open zone.
+struct Slot {
+    index: usize,
+}
+
+/// A held slot lock: the proof a function that writes to a slot asks for.
+type SlotGuard<'a> = MutexGuard<'a, Slot>;
+
+/// What the metadata log's lock guards: its holder alone writes, syncs and
+/// rolls the log.
+struct LogToken;
+
+/// A held metadata log lock.
+type LogGuard<'a> = MutexGuard<'a, LogToken>;
+
+/// A metadata write prepared under `state`, done by the log's holder.
+enum LogWrite {
+    /// Records appended at the log's write pointer.
+    Append { at: u64, buf: Vec<u8> },
+    /// A roll: superblock and snapshot into metadata zone `next`.
+    Roll { old: u32, next: u32, buf: Vec<u8> },
 }
 
 fn shape(nr: u32, size: u64, cap: u64, block: u32) -> (u32, u64, u64, u32) {
@@ -679,6 +750,31 @@ impl State {
     fn data_zones(&self) -> usize {
         self.zones.len() - self.meta_zones as usize
     }
+
+    /// The error every sync returns once the metadata no longer fits or a
+    /// sync failed.
+    fn usable(&self) -> FsResult<()> {
+        if let Some((needed, capacity)) = self.broken {
+            return Err(ZoneFsError::MetadataFull { needed, capacity });
+        }
+        if let Some(why) = &self.poisoned {
+            return Err(ZoneFsError::Device(ZonedError::io(
+                "zone file system",
+                io::Error::other(format!(
+                    "an earlier sync failed ({why}); nothing more is made durable until it is \
+                     mounted again"
+                )),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records a failed sync or metadata write (see [`State::usable`]).
+    fn poison(&mut self, e: &ZoneFsError) {
+        if self.poisoned.is_none() {
+            self.poisoned = Some(e.to_string());
+        }
+    }
 }
 
 impl Inner {
@@ -686,10 +782,10 @@ impl Inner {
         u64::from(zone) * self.zone_size
     }
 
-    /// Writes the superblock and a snapshot into the next metadata zone and
-    /// makes it the active one (the log's roll). Drops `log_buf`: the
-    /// snapshot holds its effects.
-    fn roll(&self, st: &mut State) -> FsResult<()> {
+    /// The superblock and snapshot of the next roll of the log, into the
+    /// next metadata zone (under `state`). Drops `log_buf`: the snapshot
+    /// holds its effects. Sets `broken` when the snapshot does not fit.
+    fn roll_image(&self, st: &mut State) -> FsResult<(u32, Vec<u8>)> {
         let block = self.block as usize;
         let next = (st.active_meta + 1) % st.meta_zones;
         let cap = st.zones[next as usize].capacity;
@@ -714,80 +810,173 @@ impl Inner {
                 capacity: cap,
             });
         }
+        st.log_buf.clear();
+        Ok((next, buf))
+    }
+
+    /// The device part of a roll (no `state` held): resets `next`, writes
+    /// `buf` into it, syncs, finishes `old` if it holds an active-zone
+    /// resource. True when it finished `old`.
+    fn roll_write(&self, old: u32, next: u32, buf: &[u8]) -> FsResult<bool> {
         // No seal is written in the current zone (earlier builds wrote one):
         // when a crash cuts this roll, the mount goes on in the current zone,
         // and its log must read on to the write pointer; and after a torn
         // tail a seal would be a valid frame after the cut one, which is
         // what damage looks like.
         self.dev.reset_zone(next)?;
-        st.counters.resets += 1;
-        self.dev.write_at(self.zone_start(next), &buf)?;
-        st.counters.metadata_bytes += buf.len() as u64;
+        self.dev.write_at(self.zone_start(next), buf)?;
         self.dev.sync()?;
         // The superseded zone must not hold an active-zone resource.
-        let old = st.active_meta;
         if self.dev.zone(old)?.condition.is_active() {
             self.dev.finish_zone(old)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Makes `next` the active metadata zone after [`Inner::roll_write`]
+    /// wrote `len` bytes into it.
+    fn roll_done(&self, st: &mut State, next: u32, len: u64, finished_old: bool) {
+        st.counters.resets += 1;
+        st.counters.metadata_bytes += len;
+        if finished_old {
             st.counters.finishes += 1;
         }
         st.active_meta = next;
         st.sequence += 1;
-        st.meta_wp = self.zone_start(next) + buf.len() as u64;
-        st.log_buf.clear();
-        Ok(())
+        st.meta_wp = self.zone_start(next) + len;
     }
 
     /// Writes the pending records, syncs the device, then resets the zones
-    /// whose data died.
-    fn log_sync(&self, st: &mut State) -> FsResult<()> {
-        if let Some((needed, capacity)) = st.broken {
-            return Err(ZoneFsError::MetadataFull { needed, capacity });
-        }
-        if !st.log_buf.is_empty() {
-            let block = self.block as usize;
-            pad_to_block(&mut st.log_buf, block);
-            let end = self.zone_start(st.active_meta) + st.zones[st.active_meta as usize].capacity;
-            if st.meta_wp + st.log_buf.len() as u64 > end {
-                self.roll(st)?;
-            } else {
-                self.dev.write_at(st.meta_wp, &st.log_buf)?;
-                self.dev.sync()?;
-                st.counters.metadata_bytes += st.log_buf.len() as u64;
-                st.meta_wp += st.log_buf.len() as u64;
-                st.log_buf.clear();
-            }
-        }
-        if !st.pending_reset.is_empty() {
-            for z in std::mem::take(&mut st.pending_reset) {
-                let info = &mut st.zones[z as usize];
-                if info.refs == 0 && info.used {
-                    self.dev.reset_zone(z)?;
-                    info.used = false;
-                    info.wp = 0;
-                    st.counters.resets += 1;
-                }
-            }
-            self.dev.sync()?;
-        }
-        Ok(())
+    /// whose data died. Takes the log lock, then `state` for the
+    /// bookkeeping only; the caller holds neither.
+    fn log_sync(&self) -> FsResult<()> {
+        self.log_sync_resets().map(drop)
     }
 
-    /// Finishes `slot`'s open zone when less than the finish threshold of it
-    /// is left (a file is about to start in it).
-    fn finish_if_nearly_full(&self, st: &mut State, slot: usize) -> FsResult<()> {
-        let Some(z) = st.open[slot] else {
-            return Ok(());
+    /// [`Inner::log_sync`], returning the zones it reset.
+    fn log_sync_resets(&self) -> FsResult<Vec<u32>> {
+        let log = lock(&self.log);
+        let (write, resets) = {
+            let mut st = lock(&self.state);
+            st.usable()?;
+            let write = if st.log_buf.is_empty() {
+                None
+            } else {
+                let block = self.block as usize;
+                pad_to_block(&mut st.log_buf, block);
+                let end =
+                    self.zone_start(st.active_meta) + st.zones[st.active_meta as usize].capacity;
+                if st.meta_wp + st.log_buf.len() as u64 > end {
+                    let old = st.active_meta;
+                    let (next, buf) = self.roll_image(&mut st)?;
+                    Some(LogWrite::Roll { old, next, buf })
+                } else {
+                    Some(LogWrite::Append {
+                        at: st.meta_wp,
+                        buf: std::mem::take(&mut st.log_buf),
+                    })
+                }
+            };
+            // Taken with the records: the zones these records freed (and
+            // only those) are reset once the records are durable.
+            let mut resets = Vec::new();
+            for z in std::mem::take(&mut st.pending_reset) {
+                let info = &mut st.zones[z as usize];
+                if info.refs == 0 && info.used && !info.resetting {
+                    info.resetting = true;
+                    resets.push(z);
+                }
+            }
+            (write, resets)
         };
-        let info = st.zones[z as usize];
+        let written = self.write_log(&log, write);
+        let mut st = lock(&self.state);
+        if let Err(e) = written {
+            st.poison(&e);
+            for &z in &resets {
+                st.zones[z as usize].resetting = false;
+            }
+            return Err(e);
+        }
+        drop(st);
+        self.reset_zones(&log, resets)
+    }
+
+    /// The device part of a log sync (the log lock held, `state` not), and
+    /// its bookkeeping.
+    fn write_log(&self, _log: &LogGuard<'_>, write: Option<LogWrite>) -> FsResult<()> {
+        match write {
+            None => Ok(()),
+            Some(LogWrite::Append { at, buf }) => {
+                self.dev.write_at(at, &buf)?;
+                self.dev.sync()?;
+                let mut st = lock(&self.state);
+                st.counters.metadata_bytes += buf.len() as u64;
+                st.meta_wp = at + buf.len() as u64;
+                Ok(())
+            }
+            Some(LogWrite::Roll { old, next, buf }) => {
+                let finished = self.roll_write(old, next, &buf)?;
+                self.roll_done(&mut lock(&self.state), next, buf.len() as u64, finished);
+                Ok(())
+            }
+        }
+    }
+
+    /// Resets `zones` (marked `resetting`, their freeing records durable)
+    /// and syncs; returns them.
+    fn reset_zones(&self, _log: &LogGuard<'_>, zones: Vec<u32>) -> FsResult<Vec<u32>> {
+        if zones.is_empty() {
+            return Ok(zones);
+        }
+        for (i, &z) in zones.iter().enumerate() {
+            if let Err(e) = self.dev.reset_zone(z) {
+                // Not reset: still used, queued again for a later sync.
+                let mut st = lock(&self.state);
+                for &z in &zones[i..] {
+                    st.zones[z as usize].resetting = false;
+                    st.pending_reset.push(z);
+                }
+                return Err(e.into());
+            }
+            let mut st = lock(&self.state);
+            let info = &mut st.zones[z as usize];
+            info.used = false;
+            info.resetting = false;
+            info.wp = 0;
+            info.resets += 1;
+            st.counters.resets += 1;
+        }
+        if let Err(e) = self.dev.sync() {
+            let e = ZoneFsError::from(e);
+            lock(&self.state).poison(&e);
+            return Err(e);
+        }
+        Ok(zones)
+    }
+
+    /// Finishes the slot's open zone when less than the finish threshold of
+    /// it is left (a file is about to start in it).
+    fn finish_if_nearly_full(&self, slot: &SlotGuard<'_>) -> FsResult<()> {
+        let (z, info) = {
+            let st = lock(&self.state);
+            let Some(z) = st.open[slot.index] else {
+                return Ok(());
+            };
+            (z, st.zones[z as usize])
+        };
         let room = info.capacity - info.wp;
         if room == 0 || room * 100 >= info.capacity * u64::from(self.finish_threshold_percent) {
             return Ok(());
         }
+        // The slot lock keeps the zone open and unwritten meanwhile.
         self.dev.finish_zone(z)?;
+        let mut st = lock(&self.state);
         st.counters.finishes += 1;
         st.zones[z as usize].wp = info.capacity;
-        st.open[slot] = None;
-        if info.refs == 0 {
+        st.open[slot.index] = None;
+        if st.zones[z as usize].refs == 0 {
             st.pending_reset.push(z);
         }
         Ok(())
@@ -799,39 +988,43 @@ impl Inner {
         pct.div_ceil(100).max(self.gc.reserve_zones as usize + 1)
     }
 
-    /// The open zone of `slot` with room, taking an empty zone if needed.
-    /// Host writes (`gc` false) never take the last `reserve_zones` empty
-    /// zones: `DeviceFull` then means "collect garbage and try again".
-    fn alloc(&self, st: &mut State, slot: usize, gc: bool) -> FsResult<u32> {
-        if let Some(z) = st.open[slot] {
-            let info = st.zones[z as usize];
-            if info.wp < info.capacity {
-                return Ok(z);
-            }
-            st.open[slot] = None;
-            if info.refs == 0 {
-                st.pending_reset.push(z);
-            }
-        }
+    /// The open zone of the slot with room, taking an empty zone if needed:
+    /// `(zone, write pointer, capacity)`. Host writes (`gc` false) never
+    /// take the last `reserve_zones` empty zones: `DeviceFull` then means
+    /// "collect garbage and try again". Syncs the log (to reset the zones
+    /// waiting for it) when that frees one; the caller holds no `state`.
+    fn alloc(&self, slot: &SlotGuard<'_>, gc: bool) -> FsResult<(u32, u64, u64)> {
         let reserve = if gc {
             0
         } else {
             self.gc.reserve_zones as usize
         };
         for attempt in 0..2 {
+            let mut st = lock(&self.state);
+            if let Some(z) = st.open[slot.index] {
+                let info = st.zones[z as usize];
+                if info.wp < info.capacity {
+                    return Ok((z, info.wp, info.capacity));
+                }
+                st.open[slot.index] = None;
+                if info.refs == 0 {
+                    st.pending_reset.push(z);
+                }
+            }
             let free = (st.meta_zones as usize..st.zones.len())
                 .find(|&i| !st.zones[i].used && !st.zones[i].unusable);
             if let Some(i) = free.filter(|_| st.free_zones() > reserve) {
                 st.zones[i].used = true;
                 st.zones[i].wp = 0;
-                st.open[slot] = Some(i as u32);
-                if st.free_zones() < self.low_water(st) {
+                st.open[slot.index] = Some(i as u32);
+                if st.free_zones() < self.low_water(&st) {
                     self.gc_signal.wake();
                 }
-                return Ok(i as u32);
+                return Ok((i as u32, 0, st.zones[i].capacity));
             }
             if attempt == 0 && !st.pending_reset.is_empty() {
-                self.log_sync(st)?;
+                drop(st);
+                self.log_sync()?;
             } else {
                 break;
             }
@@ -841,16 +1034,16 @@ impl Inner {
     }
 
     /// Writes `data[*done..]` (`data` a multiple of the block size; its
-    /// last `pad` bytes are padding, not file data) into `slot`'s zones,
+    /// last `pad` bytes are padding, not file data) into the slot's zones,
     /// advancing `*done`; adds the extents to `out`, merging with the last
     /// one where contiguous. `lifetime` and `gc` say whose bytes they are
     /// (counters; only the collector may take reserved zones). On an error
     /// `*done` says how far it got, so a writer can collect garbage and go on.
+    /// The device writes happen under the slot lock only.
     #[allow(clippy::too_many_arguments)]
     fn write_blocks(
         &self,
-        st: &mut State,
-        slot: usize,
+        slot: &SlotGuard<'_>,
         lifetime: u8,
         gc: bool,
         data: &[u8],
@@ -860,11 +1053,15 @@ impl Inner {
     ) -> FsResult<()> {
         let file_bytes = data.len() - pad;
         while *done < data.len() {
-            let z = self.alloc(st, slot, gc)?;
-            let info = st.zones[z as usize];
-            let take = ((info.capacity - info.wp) as usize).min(data.len() - *done);
+            let (z, wp, capacity) = self.alloc(slot, gc)?;
+            let take = ((capacity - wp) as usize).min(data.len() - *done);
             self.dev
-                .write_at(self.zone_start(z) + info.wp, &data[*done..*done + take])?;
+                .write_at(self.zone_start(z) + wp, &data[*done..*done + take])?;
+            let mut st = lock(&self.state);
+            debug_assert_eq!(
+                st.zones[z as usize].wp, wp,
+                "zone {z} written outside its slot"
+            );
             st.zones[z as usize].wp += take as u64;
             let len = (file_bytes.saturating_sub(*done)).min(take) as u64;
             if gc {
@@ -876,7 +1073,7 @@ impl Inner {
             match out.last_mut() {
                 Some(last)
                     if last.zone == z
-                        && last.offset + last.len == info.wp
+                        && last.offset + last.len == wp
                         && last.len % self.block == 0 =>
                 {
                     last.len += len;
@@ -885,7 +1082,7 @@ impl Inner {
                     st.zones[z as usize].refs += 1;
                     out.push(Extent {
                         zone: z,
-                        offset: info.wp,
+                        offset: wp,
                         len,
                     });
                 }
@@ -1025,11 +1222,14 @@ impl ZoneFs {
                     ),
                     wp: z.write_pointer.saturating_sub(z.start).min(z.capacity),
                     capacity: z.capacity,
+                    resetting: false,
+                    resets: 0,
                 })
                 .collect(),
             open: vec![None; slots],
             pending_reset: Vec::new(),
             broken: None,
+            poisoned: None,
             zombies: HashMap::new(),
             counters: ZoneFsStats::default(),
         };
@@ -1096,6 +1296,8 @@ impl ZoneFs {
             gc: options.gc,
             read_only: options.read_only,
             finish_threshold_percent: options.finish_threshold_percent,
+            slots: (0..slots).map(|index| Mutex::new(Slot { index })).collect(),
+            log: Mutex::new(LogToken),
             state: Mutex::new(fresh(meta_zones)),
             gc_lock: Mutex::new(()),
             gc_signal: Arc::new(gc::Signal::default()),
@@ -1186,8 +1388,12 @@ impl Inner {
             // Records after a torn one would follow a frame that runs past
             // them, records of this version must not follow an older
             // superblock, and earlier builds stop reading at a seal: start a
-            // new metadata zone.
-            self.roll(st)?;
+            // new metadata zone. (The mount is not shared yet: `st` is its
+            // own, no lock is needed.)
+            let old = st.active_meta;
+            let (next, buf) = self.roll_image(st)?;
+            let finished = self.roll_write(old, next, &buf)?;
+            self.roll_done(st, next, buf.len() as u64, finished);
         }
         // Other metadata zones (superseded, or a roll cut short by a crash)
         // must not hold active-zone resources.
@@ -1251,17 +1457,14 @@ impl ZoneFs {
 
     /// Makes every metadata change so far durable (what `sync_dir` does).
     pub fn sync_metadata(&self) -> io::Result<()> {
-        let mut st = lock(&self.inner.state);
-        self.inner.log_sync(&mut st).map_err(io::Error::from)
+        self.inner.log_sync().map_err(io::Error::from)
     }
 
     fn create(&self, path: &Path, hint: WriteLifetime, exclusive: bool) -> io::Result<Writer> {
         self.inner.writable()?;
         let key = path_key(path)?;
         let mut st = lock(&self.inner.state);
-        if let Some((needed, capacity)) = st.broken {
-            return Err(ZoneFsError::MetadataFull { needed, capacity }.into());
-        }
+        st.usable()?;
         if exclusive && st.files.contains_key(&key) {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
@@ -1357,18 +1560,17 @@ impl Writer {
         };
         data.resize(n, 0);
         let mut done = 0;
-        let mut st = lock(&self.inner.state);
+        let mut slot = lock(&self.inner.slots[self.slot]);
         if !self.started {
             self.started = true;
-            if let Err(e) = self.inner.finish_if_nearly_full(&mut st, self.slot) {
+            if let Err(e) = self.inner.finish_if_nearly_full(&slot) {
                 self.failed = true;
                 return Err(e.into());
             }
         }
         let r = loop {
             let r = self.inner.write_blocks(
-                &mut st,
-                self.slot,
+                &slot,
                 self.lifetime,
                 false,
                 &data,
@@ -1380,17 +1582,20 @@ impl Writer {
                 break r;
             }
             // No zone for host writes: wait for (or run) a collection
-            // round, and go on if it left more than the reserve free.
-            let target = self.inner.low_water(&st);
-            drop(st);
+            // round, and go on if it left more than the reserve free. The
+            // slot lock comes after `gc_lock` in the lock order: dropped.
+            drop(slot);
+            let target = self.inner.low_water(&lock(&self.inner.state));
             let collected = self.inner.collect(target);
-            st = lock(&self.inner.state);
+            slot = lock(&self.inner.slots[self.slot]);
+            let free = lock(&self.inner.state).free_zones();
             match collected {
-                Ok(_) if st.free_zones() > self.inner.gc.reserve_zones as usize => {}
+                Ok(_) if free > self.inner.gc.reserve_zones as usize => {}
                 Ok(_) => break r,
                 Err(e) => break Err(e),
             }
         };
+        drop(slot);
         self.buf = rest;
         if r.is_err() {
             self.failed = true;
@@ -1402,9 +1607,15 @@ impl Writer {
     fn sync(&mut self) -> io::Result<()> {
         self.check()?;
         self.write_out(true)?;
-        let mut st = lock(&self.inner.state);
         if !self.pending.is_empty() || self.recorded != self.len {
-            self.inner.dev.sync().map_err(io::Error::from)?;
+            // No lock held: other files' writes and syncs go on meanwhile.
+            if let Err(e) = self.inner.dev.sync() {
+                let e = ZoneFsError::from(e);
+                lock(&self.inner.state).poison(&e);
+                self.failed = true;
+                return Err(e.into());
+            }
+            let mut st = lock(&self.inner.state);
             let xs = std::mem::take(&mut self.pending);
             if st.apply_extents(self.id, self.len, &xs) {
                 let mut e = Enc::default();
@@ -1421,7 +1632,7 @@ impl Writer {
                 st.release(&xs, true);
             }
         }
-        self.inner.log_sync(&mut st).map_err(io::Error::from)
+        self.inner.log_sync().map_err(io::Error::from)
     }
 }
 
