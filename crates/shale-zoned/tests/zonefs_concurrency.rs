@@ -214,9 +214,16 @@ struct Known {
 }
 
 /// One writer thread: creates files of its own (appending and syncing in
-/// several steps, table-sized or WAL-sized), removes old ones, syncs the
-/// metadata now and then; stops at the first error (the power loss).
-fn stress_thread(fs: &ZoneFs, t: usize, seed: u64, steps: usize) -> BTreeMap<String, Known> {
+/// several steps, table-sized or WAL-sized), removes old ones (keeping at
+/// most six), syncs the metadata now and then; stops at the first error,
+/// which must come from the power loss.
+fn stress_thread(
+    fs: &ZoneFs,
+    dev: &CrashDev,
+    t: usize,
+    seed: u64,
+    steps: usize,
+) -> BTreeMap<String, Known> {
     let mut rng = Rng(seed);
     let mut known: BTreeMap<String, Known> = BTreeMap::new();
     let mut live: Vec<String> = Vec::new();
@@ -228,7 +235,8 @@ fn stress_thread(fs: &ZoneFs, t: usize, seed: u64, steps: usize) -> BTreeMap<Str
     ];
     for step in 0..steps {
         let r = (|| -> io::Result<()> {
-            match rng.below(10) {
+            let op = if live.len() >= 6 { 7 } else { rng.below(10) };
+            match op {
                 0..=5 => {
                     let name = format!("/s/t{t}-{step}");
                     let hint = hints[rng.below(hints.len() as u64) as usize];
@@ -238,7 +246,7 @@ fn stress_thread(fs: &ZoneFs, t: usize, seed: u64, steps: usize) -> BTreeMap<Str
                         let len = if rng.below(3) == 0 {
                             1 + rng.below(300) as usize
                         } else {
-                            1 + rng.below(150 << 10) as usize
+                            1 + rng.below(100 << 10) as usize
                         };
                         let chunk = rng.bytes(len);
                         data.extend_from_slice(&chunk);
@@ -273,7 +281,11 @@ fn stress_thread(fs: &ZoneFs, t: usize, seed: u64, steps: usize) -> BTreeMap<Str
             }
             Ok(())
         })();
-        if r.is_err() {
+        if let Err(e) = r {
+            assert!(
+                dev.down.load(Ordering::SeqCst),
+                "thread {t} step {step}: {e} with the power on"
+            );
             break;
         }
     }
@@ -324,9 +336,11 @@ fn stress_round(seed: u64, threads: usize, steps: usize) -> (u64, bool) {
     let collector = std::thread::spawn({
         let fs = fs.clone();
         let stop = stop.clone();
+        let dev = dev.clone();
         move || {
             while !stop.load(Ordering::SeqCst) {
-                if fs.collect_garbage().is_err() {
+                if let Err(e) = fs.collect_garbage() {
+                    assert!(dev.down.load(Ordering::SeqCst), "collection: {e}");
                     break;
                 }
                 std::thread::yield_now();
@@ -336,8 +350,9 @@ fn stress_round(seed: u64, threads: usize, steps: usize) -> (u64, bool) {
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let fs = fs.clone();
+            let dev = dev.clone();
             let s = seed.wrapping_mul(31).wrapping_add(t as u64);
-            std::thread::spawn(move || stress_thread(&fs, t, s, steps))
+            std::thread::spawn(move || stress_thread(&fs, &dev, t, s, steps))
         })
         .collect();
     let mut known = BTreeMap::new();
