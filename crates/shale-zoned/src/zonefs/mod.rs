@@ -80,7 +80,9 @@ use shale_env::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile
 
 use crate::device::{ZoneCondition, ZonedDevice, ZonedError};
 
-mod format;
+pub(crate) mod format;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 pub mod gc;
 mod inspect;
 mod mount;
@@ -517,7 +519,54 @@ fn not_found(key: &str) -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, format!("{key}: no such file"))
 }
 
+impl ZoneInfo {
+    /// What a mount knows of a zone from the device's report.
+    fn of(z: &crate::device::Zone) -> ZoneInfo {
+        ZoneInfo {
+            refs: 0,
+            used: z.condition != ZoneCondition::Empty,
+            unusable: matches!(
+                z.condition,
+                ZoneCondition::Offline | ZoneCondition::ReadOnly | ZoneCondition::NotWritePointer
+            ),
+            wp: z.write_pointer.saturating_sub(z.start).min(z.capacity),
+            capacity: z.capacity,
+            resetting: false,
+            resets: 0,
+        }
+    }
+}
+
 impl State {
+    /// A state without files or directories, for a mount to replay into.
+    fn new(
+        meta_zones: u32,
+        uuid: [u8; 16],
+        sequence: u64,
+        zones: Vec<ZoneInfo>,
+        slots: usize,
+    ) -> State {
+        State {
+            meta_zones,
+            uuid,
+            sequence,
+            active_meta: 0,
+            meta_wp: 0,
+            log_buf: Vec::new(),
+            files: BTreeMap::new(),
+            ids: HashMap::new(),
+            next_id: 1,
+            dirs: BTreeSet::new(),
+            zones,
+            open: vec![None; slots],
+            pending_reset: Vec::new(),
+            broken: None,
+            poisoned: None,
+            zombies: HashMap::new(),
+            counters: ZoneFsStats::default(),
+        }
+    }
+
     fn release(&mut self, extents: &[Extent], live: bool) {
         for x in extents {
             let z = &mut self.zones[x.zone as usize];
@@ -618,6 +667,11 @@ impl State {
                     let id = d.u64()?;
                     let name = d.name()?;
                     let lt = d.u8()?;
+                    // Ids are never reused: one held by a file is damage
+                    // (two files would share one id's records).
+                    if self.ids.contains_key(&id) {
+                        return None;
+                    }
                     self.apply_create(id, name, lt, false);
                 }
                 format::KIND_EXTENTS => {
@@ -713,6 +767,11 @@ impl State {
                 let size = d.u64()?;
                 let lifetime = d.u8()?;
                 let n = d.u32()?;
+                // One file per id and per name (found by the fuzzer: a
+                // duplicate left a file its records could not reach).
+                if self.ids.contains_key(&id) || self.files.contains_key(&name) {
+                    return None;
+                }
                 let mut extents = Vec::new();
                 for _ in 0..n {
                     let x = self.check_extent(d.extent()?)?;
@@ -1198,41 +1257,9 @@ impl ZoneFs {
         let meta_zones = newest.meta_zones;
         let max_seq = newest.sequence;
         let slots = slot_count(dev.as_ref()).max(1);
-        let fresh = |meta_zones: u32| State {
-            meta_zones,
-            uuid: newest.uuid,
-            sequence: max_seq,
-            active_meta: 0,
-            meta_wp: 0,
-            log_buf: Vec::new(),
-            files: BTreeMap::new(),
-            ids: HashMap::new(),
-            next_id: 1,
-            dirs: BTreeSet::new(),
-            zones: report
-                .iter()
-                .map(|z| ZoneInfo {
-                    refs: 0,
-                    used: z.condition != ZoneCondition::Empty,
-                    unusable: matches!(
-                        z.condition,
-                        ZoneCondition::Offline
-                            | ZoneCondition::ReadOnly
-                            | ZoneCondition::NotWritePointer
-                    ),
-                    wp: z.write_pointer.saturating_sub(z.start).min(z.capacity),
-                    capacity: z.capacity,
-                    resetting: false,
-                    resets: 0,
-                })
-                .collect(),
-            open: vec![None; slots],
-            pending_reset: Vec::new(),
-            broken: None,
-            poisoned: None,
-            zombies: HashMap::new(),
-            counters: ZoneFsStats::default(),
-        };
+        let zones: Vec<ZoneInfo> = report.iter().map(ZoneInfo::of).collect();
+        let fresh =
+            |meta_zones: u32| State::new(meta_zones, newest.uuid, max_seq, zones.clone(), slots);
         // The newest metadata zone, or, when a crash cut the roll into it,
         // the zone that roll started from: one below it in the ring, and the
         // next superblock down in sequence. Damage in either is an error,
