@@ -6,7 +6,7 @@ use std::io;
 use super::format;
 use crate::device::ZonedError;
 
-/// Every way formatting, mounting or running a [`ZoneFs`] can fail.
+/// Every way formatting, mounting or running a [`ZoneFs`](super::ZoneFs) can fail.
 ///
 /// Converts into [`io::Error`]: `NotFormatted`, `UnsupportedVersion`,
 /// `GeometryMismatch` and `Corrupt` are `InvalidData`; `MetadataFull` and

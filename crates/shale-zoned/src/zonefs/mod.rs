@@ -1,4 +1,4 @@
-//! `ZoneFs`: shale's [`FileSystem`] on any [`ZonedDevice`] (format in
+//! `ZoneFs`: shale's [`FileSystem`](shale_env::FileSystem) on any [`ZonedDevice`] (format in
 //! `docs/format/zonefs.md`, design in `docs/zoned.md`).
 //!
 //! * The first `meta_zones` zones hold the metadata: a superblock, then a
@@ -32,13 +32,13 @@
 //! 1. `Inner::gc_lock`: serializes collection rounds. Held across a round's
 //!    device reads, writes and syncs; a writer that finds no free zone drops
 //!    its slot lock before it waits here.
-//! 2. `Inner::slots[i]` (a [`Slot`]): the write side of placement slot `i`.
+//! 2. `Inner::slots[i]` (a `Slot`): the write side of placement slot `i`.
 //!    Its holder alone writes to the slot's open zone, so writes to a zone
 //!    stay in order at its write pointer; it is held across those device
 //!    writes, and across the finish of the slot's nearly full zone. The
 //!    collector's copies into a slot take the same lock. Functions that
 //!    write to a slot take the guard as a parameter.
-//! 3. `Inner::log` (a [`LogToken`]): the metadata log. Its holder alone
+//! 3. `Inner::log` (a `LogToken`): the metadata log. Its holder alone
 //!    writes the log, rolls it, syncs after it and resets the zones the
 //!    synced records freed; it changes `State::meta_wp`, `active_meta` and
 //!    `sequence` (under `state` too, so readers of those see them whole).

@@ -5,7 +5,7 @@ use std::time::Duration;
 /// Most metadata zones a file system may have.
 pub const MAX_META_ZONES: u32 = 16;
 
-/// Options of [`ZoneFs::format`].
+/// Options of [`ZoneFs::format`](super::ZoneFs::format).
 #[derive(Clone, Copy, Debug)]
 pub struct FormatOptions {
     /// Zones reserved for metadata, from zone 0 (at least 2, at most
@@ -24,7 +24,7 @@ impl Default for FormatOptions {
     }
 }
 
-/// Options of [`ZoneFs::mount_with`] (not persisted: each mount chooses).
+/// Options of [`ZoneFs::mount_with`](super::ZoneFs::mount_with) (not persisted: each mount chooses).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MountOptions {
     /// Garbage collection.
@@ -48,7 +48,7 @@ pub struct GcOptions {
     /// Run a collector thread that wakes every `interval`, and at once when
     /// an allocation leaves fewer empty data zones than the low-water mark
     /// (default true). Without it, collection runs only in writers that find
-    /// no free zone and in [`ZoneFs::collect_garbage`].
+    /// no free zone and in [`ZoneFs::collect_garbage`](super::ZoneFs::collect_garbage).
     pub background: bool,
     /// The collector thread's timer (default 10 s).
     pub interval: Duration,
