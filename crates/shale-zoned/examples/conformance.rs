@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use shale_zoned::linux::LinuxZoned;
-use shale_zoned::testing::conformance;
+use shale_zoned::testing::{check_names, run_checks, Outcome};
 use shale_zoned::{EmulatedOptions, EmulatedZoned, ZonedDevice, ZonedGeometry};
 
 const USAGE: &str = "usage: conformance DEVICE | conformance --emulated FILE";
@@ -50,23 +50,29 @@ fn main() -> ExitCode {
         }
     };
     println!("device: {}", dev.geometry());
-    match conformance(dev.as_ref()) {
-        Ok(report) => {
-            for name in &report.passed {
-                println!("ok    {name}");
-            }
-            for (name, why) in &report.skipped {
-                println!("skip  {name}: {why}");
-            }
-            println!(
-                "conformance: {} checks passed, {} skipped",
-                report.passed.len(),
-                report.skipped.len()
-            );
+    let (mut passed, mut skipped) = (0, 0);
+    let failed = run_checks(dev.as_ref(), |name, outcome| match outcome {
+        Outcome::Passed => {
+            passed += 1;
+            println!("ok    {name}");
+        }
+        Outcome::Skipped(why) => {
+            skipped += 1;
+            println!("skip  {name}: {why}");
+        }
+        Outcome::Failed(e) => println!("FAIL  {name}: {e}"),
+    });
+    match failed {
+        None => {
+            println!("conformance: {passed} checks passed, {skipped} skipped");
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("FAIL  {e}");
+        Some((name, _)) => {
+            let rest = check_names().skip_while(|n| *n != name).skip(1).count();
+            eprintln!(
+                "conformance: {name} failed after {passed} passed and {skipped} skipped; \
+                 {rest} not run"
+            );
             ExitCode::from(1)
         }
     }

@@ -32,6 +32,9 @@ mod aligned;
 pub mod device;
 mod emulated;
 pub mod ftl;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz_api;
 pub mod linux;
 mod state;
 mod sys;

@@ -501,3 +501,115 @@ mod tests {
         }
     }
 }
+
+/// The `linux/blkzoned.h` ioctls (and the block size and device size ioctls
+/// of `linux/fs.h`) on an open block device, as the kernel answers them:
+/// no zone model, no checks. For tools that test a device's kernel interface
+/// itself (`shale-zoned-probe`); everything else uses [`LinuxZoned`].
+///
+/// Sectors are 512 bytes, whatever the device's logical block size, as in
+/// the kernel's interface. The unsafe calls behind these are the crate's
+/// `sys` module's.
+pub mod ioctl {
+    use std::fs::File;
+    use std::io;
+
+    use crate::sys::{self, ZoneMgmt};
+
+    /// `BLK_ZONE_REP_CAPACITY`: the report's `capacity` fields are valid.
+    pub const REPORT_FLAG_CAPACITY: u32 = sys::BLK_ZONE_REP_CAPACITY;
+
+    /// One zone of a report (`struct blk_zone`), in sectors, with its type
+    /// and condition codes as the kernel gave them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct RawZone {
+        /// First sector.
+        pub start: u64,
+        /// Length in sectors (the zone size).
+        pub len: u64,
+        /// Write pointer (absolute sector).
+        pub wp: u64,
+        /// Writable sectors from the start; valid with
+        /// [`REPORT_FLAG_CAPACITY`].
+        pub capacity: u64,
+        /// `enum blk_zone_type`.
+        pub zone_type: u8,
+        /// `enum blk_zone_cond`.
+        pub cond: u8,
+    }
+
+    /// A zone report: its `BLK_ZONE_REP_*` flags and zones, in order.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct RawReport {
+        /// `BLK_ZONE_REP_*` flags.
+        pub flags: u32,
+        /// The zones reported.
+        pub zones: Vec<RawZone>,
+    }
+
+    /// A zone management operation (the `struct blk_zone_range` ioctls).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ZoneOp {
+        /// `BLKRESETZONE`: write pointer back to the start.
+        Reset,
+        /// `BLKOPENZONE`: explicitly open.
+        Open,
+        /// `BLKCLOSEZONE`: close.
+        Close,
+        /// `BLKFINISHZONE`: make full.
+        Finish,
+    }
+
+    /// `BLKREPORTZONE`: up to `max` zones from the zone containing `sector`.
+    pub fn report_zones(file: &File, sector: u64, max: u32) -> io::Result<RawReport> {
+        let (zones, flags) = sys::report_zones(file, sector, max)?;
+        Ok(RawReport {
+            flags,
+            zones: zones
+                .iter()
+                .map(|z| RawZone {
+                    start: z.start,
+                    len: z.len,
+                    wp: z.wp,
+                    capacity: z.capacity,
+                    zone_type: z.zone_type,
+                    cond: z.cond,
+                })
+                .collect(),
+        })
+    }
+
+    /// Applies `op` to the zones of `nr_sectors` sectors from `sector` (a
+    /// zone start; the length a multiple of the zone size).
+    pub fn zone_op(file: &File, op: ZoneOp, sector: u64, nr_sectors: u64) -> io::Result<()> {
+        let op = match op {
+            ZoneOp::Reset => ZoneMgmt::Reset,
+            ZoneOp::Open => ZoneMgmt::Open,
+            ZoneOp::Close => ZoneMgmt::Close,
+            ZoneOp::Finish => ZoneMgmt::Finish,
+        };
+        sys::zone_mgmt(file, op, sector, nr_sectors)
+    }
+
+    /// `BLKGETZONESZ`: the zone size in sectors (0 on a device that is not
+    /// zoned).
+    pub fn zone_sectors(file: &File) -> io::Result<u32> {
+        sys::get_zone_sectors(file)
+    }
+
+    /// `BLKGETNRZONES`: the number of zones (0 on a device that is not
+    /// zoned).
+    pub fn zone_count(file: &File) -> io::Result<u32> {
+        sys::get_nr_zones(file)
+    }
+
+    /// `BLKGETSIZE64`: the device size in bytes.
+    pub fn size_bytes(file: &File) -> io::Result<u64> {
+        sys::device_bytes(file)
+    }
+
+    /// `BLKSSZGET`: the logical block size in bytes.
+    pub fn logical_block_size(file: &File) -> io::Result<u32> {
+        sys::logical_block_size(file)
+    }
+}

@@ -37,39 +37,17 @@ pub(crate) struct StateFile {
     pub(crate) zones: Vec<ZoneRecord>,
 }
 
-/// CRC32C (Castagnoli, reflected polynomial 0x82F63B78), bytewise with a
-/// table built at compile time: the state file is small.
+/// CRC32C (Castagnoli, reflected polynomial 0x82F63B78) of `data`, from
+/// the `crc32c` crate (hardware-accelerated where the CPU has it).
 pub(crate) fn crc32c(data: &[u8]) -> u32 {
-    !crc32c_register(!0, data)
+    crc32c::crc32c(data)
 }
 
-/// The CRC32C register after `data`, starting from `register` (`!0` for a
-/// fresh CRC; the CRC is the register's complement). For checking every
-/// prefix of a buffer against a stored CRC in one pass.
-pub(crate) fn crc32c_register(mut register: u32, data: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut table = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 {
-                    (c >> 1) ^ 0x82F6_3B78
-                } else {
-                    c >> 1
-                };
-                k += 1;
-            }
-            table[i] = c;
-            i += 1;
-        }
-        table
-    };
-    for &b in data {
-        register = TABLE[((register ^ u32::from(b)) & 0xFF) as usize] ^ (register >> 8);
-    }
-    register
+/// The CRC32C of the bytes whose CRC32C is `crc`, followed by `data` (`0`
+/// for a fresh CRC). For checking every prefix of a buffer against a
+/// stored CRC in one pass.
+pub(crate) fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc, data)
 }
 
 impl StateFile {
@@ -296,11 +274,36 @@ mod tests {
         }
     }
 
+    /// The bytewise CRC32C this crate computed before it used the `crc32c`
+    /// crate: the formats' checksums must not change.
+    fn bytewise_register(mut register: u32, data: &[u8]) -> u32 {
+        for &b in data {
+            register ^= u32::from(b);
+            for _ in 0..8 {
+                register = if register & 1 != 0 {
+                    (register >> 1) ^ 0x82F6_3B78
+                } else {
+                    register >> 1
+                };
+            }
+        }
+        register
+    }
+
     #[test]
     fn crc32c_matches_the_reference() {
         assert_eq!(crc32c(b"123456789"), 0xE306_9283);
-        let data: Vec<u8> = (0..1000u32).map(|i| (i * 31 % 256) as u8).collect();
-        assert_eq!(crc32c(&data), crc32c::crc32c(&data));
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 31 % 256) as u8).collect();
+        for len in [0, 1, 7, 8, 15, 16, 63, 64, 1000, 4096, 5000] {
+            let d = &data[..len];
+            assert_eq!(crc32c(d), !bytewise_register(!0, d), "length {len}");
+        }
+        // Every prefix, one byte at a time, as the torn-frame check does it.
+        let mut crc = 0;
+        for (i, b) in data[..300].iter().enumerate() {
+            crc = crc32c_append(crc, std::slice::from_ref(b));
+            assert_eq!(crc, !bytewise_register(!0, &data[..=i]), "prefix {i}");
+        }
     }
 
     #[test]

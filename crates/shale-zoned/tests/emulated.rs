@@ -77,6 +77,29 @@ fn conformance_runs_every_check_when_the_active_limit_is_above_the_open_limit() 
     assert_eq!(report.passed.len(), 17, "{report:?}");
 }
 
+/// Every check of the table runs and is reported by its name, in order,
+/// once; names are unique.
+#[test]
+fn conformance_reports_every_check_by_name() {
+    let f = fixture();
+    let mut g = geometry(12, 4, 6);
+    g.zone_capacity = 192 << 10;
+    let dev = create(&f.path, &g);
+    let mut seen = Vec::new();
+    let failed = shale_zoned::testing::run_checks(&dev, |name, outcome| {
+        seen.push((name, outcome.clone()));
+    });
+    assert_eq!(failed, None);
+    let names: Vec<&str> = shale_zoned::testing::check_names().collect();
+    let reported: Vec<&str> = seen.iter().map(|(n, _)| *n).collect();
+    assert_eq!(reported, names);
+    let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "duplicate check names");
+    assert!(seen
+        .iter()
+        .all(|(_, o)| *o == shale_zoned::testing::Outcome::Passed));
+}
+
 #[test]
 fn conformance_passes_without_limits_and_with_strict_reads() {
     let f = fixture();

@@ -38,7 +38,7 @@
 //!
 //! The record kinds and lifetime codes are frozen: a code never changes meaning.
 
-use crate::state::{crc32c, crc32c_register};
+use crate::state::{crc32c, crc32c_append};
 
 /// Magic of a superblock.
 pub(crate) const MAGIC: &[u8; 8] = b"SHZONEFS";
@@ -453,10 +453,10 @@ fn cut_frame(
              after it are zeros)"
         ));
     }
-    let mut register = !0u32;
+    let mut prefix_crc = 0u32;
     for (i, b) in body.iter().enumerate() {
-        register = crc32c_register(register, std::slice::from_ref(b));
-        if !register == crc && a_frame_may_end_at(log, block, pos + FRAME_HEADER + i + 1) {
+        prefix_crc = crc32c_append(prefix_crc, std::slice::from_ref(b));
+        if prefix_crc == crc && a_frame_may_end_at(log, block, pos + FRAME_HEADER + i + 1) {
             return damage(format!(
                 "the length field says {len} bytes, past the write pointer, but the checksum \
                  matches the first {} bytes: a complete frame whose length is damaged",

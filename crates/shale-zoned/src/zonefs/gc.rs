@@ -11,16 +11,16 @@
 //!    no removed file's readers) with the most garbage (written bytes minus
 //!    the block-rounded bytes of its live extents); hold it so it is not
 //!    reset under the copy.
-//! 2. For each live extent, in chunks: read it from the victim without the
-//!    lock, then under the lock write it into the open zone of the file's
-//!    lifetime class, as the file's own writes go there (the collector may
-//!    take the reserved empty zones, host writes may not). A file removed
-//!    meanwhile drops the copy.
-//! 3. Device sync (the copies are durable), then under the state lock and
-//!    each file's map write lock: swap the extents and append a relocate
-//!    record per extent; release the hold and sync the metadata, which
-//!    resets the victim (a crash before that sync keeps the old extents,
-//!    which are still intact).
+//! 2. For each live extent, in chunks: read it from the victim without a
+//!    lock, then under the lock of the file's placement slot (not the state
+//!    lock) write it into the slot's open zone, as the file's own writes go
+//!    there (the collector may take the reserved empty zones, host writes
+//!    may not). A file removed meanwhile drops the copy.
+//! 3. Device sync without a lock (the copies are durable), then under the
+//!    state lock and each file's map write lock: swap the extents and
+//!    append a relocate record per extent; release the hold and sync the
+//!    metadata, which resets the victim (a crash before that sync keeps the
+//!    old extents, which are still intact).
 //!
 //! Writers that find no free zone run a round themselves (waiting for the
 //! thread's round first, through `gc_lock`) and fail with `DeviceFull` only
@@ -167,6 +167,7 @@ fn pick_victim(st: &State, block: u64) -> Option<(u32, Vec<Move>)> {
                 && z.refs == file_refs[i]
                 && !st.open.contains(&Some(i as u32))
                 && !st.pending_reset.contains(&(i as u32))
+                && !z.resetting
                 && z.wp >= live[i] + block
         })
         .max_by_key(|&i| (st.zones[i].wp - live[i], std::cmp::Reverse(live[i])))?;
@@ -189,31 +190,36 @@ impl Inner {
         let mut report = GcReport::default();
         let max_steps = lock(&self.state).data_zones();
         for _ in 0..max_steps {
-            let (victim, moves) = {
+            if !lock(&self.state).pending_reset.is_empty() {
+                self.log_sync()?;
+            }
+            let (victim, moves, resets) = {
                 let mut st = lock(&self.state);
-                if !st.pending_reset.is_empty() {
-                    self.log_sync(&mut st)?;
-                }
                 if st.free_zones() >= target {
                     break;
                 }
-                let Some(pick) = pick_victim(&st, self.block) else {
+                let Some((victim, moves)) = pick_victim(&st, self.block) else {
                     break;
                 };
-                st.zones[pick.0 as usize].refs += 1;
-                pick
+                st.zones[victim as usize].refs += 1;
+                (victim, moves, st.zones[victim as usize].resets)
             };
             let moved = self.evacuate(victim, &moves, &mut report);
-            let mut st = lock(&self.state);
-            // Release the hold: with the last extent moved, the victim waits
-            // for the metadata sync below to be reset.
-            st.zones[victim as usize].refs -= 1;
-            if st.zones[victim as usize].refs == 0 && !st.pending_reset.contains(&victim) {
-                st.pending_reset.push(victim);
+            {
+                let mut st = lock(&self.state);
+                // Release the hold: with the last extent moved, the victim
+                // waits for the metadata sync below to be reset.
+                st.zones[victim as usize].refs -= 1;
+                if st.zones[victim as usize].refs == 0 && !st.pending_reset.contains(&victim) {
+                    st.pending_reset.push(victim);
+                }
             }
             moved?;
-            self.log_sync(&mut st)?;
-            if !st.zones[victim as usize].used {
+            self.log_sync()?;
+            // Reset by this sync or by another thread's (which wrote the
+            // relocate records first, with the reset queue).
+            let mut st = lock(&self.state);
+            if st.zones[victim as usize].resets != resets {
                 report.zones_reclaimed += 1;
                 st.counters.gc_zones += 1;
             }
@@ -242,32 +248,37 @@ impl Inner {
                     result = Err(e.into());
                     break 'extents;
                 }
-                let mut st = lock(&self.state);
-                let present = st
-                    .file_by_id(id)
-                    .is_some_and(|f| read_map(&f.map).iter().any(|(_, x)| *x == old));
-                if !present {
-                    st.release(&new, true);
-                    continue 'extents;
+                {
+                    let mut st = lock(&self.state);
+                    let present = st
+                        .file_by_id(id)
+                        .is_some_and(|f| read_map(&f.map).iter().any(|(_, x)| *x == old));
+                    if !present {
+                        st.release(&new, true);
+                        continue 'extents;
+                    }
                 }
-                let slot = slot_of(lifetime, st.open.len());
+                // A file removed from here on drops the copy when the moves
+                // are recorded (`apply_relocate` finds no file).
                 let pad = if off + n == dev_len {
                     dev_len - old.len
                 } else {
                     0
                 };
                 let mut done = 0;
-                if let Err(e) = self.write_blocks(
-                    &mut st,
-                    slot,
+                let slot = lock(&self.slots[slot_of(lifetime, self.slots.len())]);
+                let written = self.write_blocks(
+                    &slot,
                     lifetime,
                     true,
                     &buf,
                     pad as usize,
                     &mut new,
                     &mut done,
-                ) {
-                    st.release(&new, true);
+                );
+                drop(slot);
+                if let Err(e) = written {
+                    lock(&self.state).release(&new, true);
                     result = Err(e);
                     break 'extents;
                 }
@@ -275,15 +286,19 @@ impl Inner {
             }
             copies.push((id, old, new));
         }
-        let mut st = lock(&self.state);
         if copies.is_empty() {
             return result;
         }
-        if let Err(e) = self.dev.sync() {
+        // No lock held: the copies are made durable while writers go on.
+        let synced = self.dev.sync();
+        let mut st = lock(&self.state);
+        if let Err(e) = synced {
+            let e = super::ZoneFsError::from(e);
+            st.poison(&e);
             for (_, _, new) in &copies {
                 st.release(new, true);
             }
-            return Err(e.into());
+            return Err(e);
         }
         for (id, old, new) in copies {
             if !st.apply_relocate(id, old, &new) {

@@ -1,4 +1,4 @@
-//! `ZoneFs`: shale's [`FileSystem`] on any [`ZonedDevice`] (format in
+//! `ZoneFs`: shale's [`FileSystem`](shale_env::FileSystem) on any [`ZonedDevice`] (format in
 //! `docs/format/zonefs.md`, design in `docs/zoned.md`).
 //!
 //! * The first `meta_zones` zones hold the metadata: a superblock, then a
@@ -24,320 +24,94 @@
 //!
 //! # Concurrency
 //!
-//! One mutex (`Inner::state`) guards the metadata and the allocator and is
-//! held across the device writes it orders. Each file's extent map is behind
-//! its own `RwLock`, shared with the file's open readers: a read holds the
-//! map's read lock across its device reads and takes no other lock; the
-//! collector swaps moved extents under the write lock (with `state` held), so
-//! no read sees a zone that is reset after the swap. Lock order: `gc_lock`,
-//! then `state`, then a file map. Every clone and drop of a map's `Arc`
-//! happens under `state`, so its strong count says whether readers remain.
+//! No device write, sync, reset or finish happens under the state lock: a
+//! WAL's sync does not wait for a compaction's table writes or for the
+//! collector's copies into other zones. The locks, in the order they are
+//! taken (a thread holding one takes only those after it):
+//!
+//! 1. `Inner::gc_lock`: serializes collection rounds. Held across a round's
+//!    device reads, writes and syncs; a writer that finds no free zone drops
+//!    its slot lock before it waits here.
+//! 2. `Inner::slots[i]` (a `Slot`): the write side of placement slot `i`.
+//!    Its holder alone writes to the slot's open zone, so writes to a zone
+//!    stay in order at its write pointer; it is held across those device
+//!    writes, and across the finish of the slot's nearly full zone. The
+//!    collector's copies into a slot take the same lock. Functions that
+//!    write to a slot take the guard as a parameter.
+//! 3. `Inner::log` (a `LogToken`): the metadata log. Its holder alone
+//!    writes the log, rolls it, syncs after it and resets the zones the
+//!    synced records freed; it changes `State::meta_wp`, `active_meta` and
+//!    `sequence` (under `state` too, so readers of those see them whole).
+//!    Records are appended to `State::log_buf` under `state` alone, in the
+//!    order of the changes they describe; a log sync takes the buffer and
+//!    the zones waiting for reset in one `state` hold, so a zone is reset
+//!    only after the records that freed it are durable.
+//! 4. `Inner::state`: metadata and allocator bookkeeping, held for memory
+//!    work only. Between allocating room in a zone (advancing nothing) and
+//!    recording the written extent, the zone is its slot's open zone, which
+//!    nothing resets or collects.
+//! 5. A file's extent map (`RwLock`), shared with the file's open readers: a
+//!    read holds the map's read lock across its device reads and takes no
+//!    other lock; the collector swaps moved extents under the write lock
+//!    (with `state` held), so no read sees a zone that is reset after the
+//!    swap. Every clone and drop of a map's `Arc` happens under `state`, so
+//!    its strong count says whether readers remain.
+//!
+//! Zone resets: only a zone without references (no file, removed file with
+//! readers, unrecorded writer extent or collector hold) is queued for reset,
+//! and it is marked `resetting` while the log holder resets it outside
+//! `state`, so neither allocation nor the collector takes it meanwhile.
+//!
+//! Durability is as with one lock: `sync` writes the file's blocks (slot
+//! lock), syncs the device (no lock), appends its extents record (`state`)
+//! and syncs the log (log lock), whose holder writes every record buffered
+//! so far. A failed device sync or log write poisons the file system: every
+//! later sync fails (the records it dropped may be lost, and a later sync
+//! must not report them durable).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
+//! # Modules
+//!
+//! Each depends only on those listed before it, and on this module's
+//! `Inner`, `ZoneFs` and `lock`: `format` (byte formats), `options`,
+//! `error`, `stats` (counters), `meta` (the `State` and its replay), `log`
+//! (the metadata log), `alloc` (slots and zone allocation), `files`
+//! (writers, readers, locks and the `FileSystem` implementation), `gc`,
+//! `mount`, `inspect`.
+
+use std::collections::HashMap;
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
-use std::time::Duration;
-
-use shale_env::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::device::{ZoneCondition, ZonedDevice, ZonedError};
 
-mod format;
+mod alloc;
+mod error;
+mod files;
+pub(crate) mod format;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzz;
 pub mod gc;
 mod inspect;
+mod log;
+mod meta;
 mod mount;
+mod options;
+mod stats;
 
-use format::{pad_to_block, push_frame, Dec, Enc, Superblock};
+use alloc::{slot_count, slot_of, Slot};
+use files::{not_found, path_key};
+use format::{pad_to_block, push_frame, Enc, Superblock};
+use log::LogToken;
+use meta::{extents_of, read_map, State, ZoneInfo};
 
+pub(crate) use error::FsResult;
+pub use error::ZoneFsError;
 pub use format::Extent;
 pub use gc::GcReport;
-pub use inspect::{CheckReport, FileInfo, ZoneFsStats, ZoneRole, ZoneUsage};
-
-/// Most metadata zones a file system may have.
-pub const MAX_META_ZONES: u32 = 16;
-
-/// Options of [`ZoneFs::format`].
-#[derive(Clone, Copy, Debug)]
-pub struct FormatOptions {
-    /// Zones reserved for metadata, from zone 0 (at least 2, at most
-    /// [`MAX_META_ZONES`]; default 2).
-    pub meta_zones: u32,
-    /// How the new file system is mounted.
-    pub mount: MountOptions,
-}
-
-impl Default for FormatOptions {
-    fn default() -> Self {
-        FormatOptions {
-            meta_zones: 2,
-            mount: MountOptions::default(),
-        }
-    }
-}
-
-/// Options of [`ZoneFs::mount_with`] (not persisted: each mount chooses).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MountOptions {
-    /// Garbage collection.
-    pub gc: GcOptions,
-    /// Mount without writing anything to the device: no zone is reset or
-    /// finished, the metadata log is not rolled, no collector runs, and
-    /// every change (create, rename, remove, mkdir, collection) fails with
-    /// `ReadOnlyFilesystem`. For looking at a device (`shale zoned ls`, a
-    /// read-only database open); default false.
-    pub read_only: bool,
-    /// A file about to start in its class's open zone starts in a new zone
-    /// instead when less than this percentage of the open zone is left; the
-    /// nearly full zone is finished (default 0: never). Fewer files then
-    /// straddle two zones, at the cost of the unwritten tails.
-    pub finish_threshold_percent: u32,
-}
-
-/// When and how much garbage collection runs.
-#[derive(Clone, Copy, Debug)]
-pub struct GcOptions {
-    /// Run a collector thread that wakes every `interval`, and at once when
-    /// an allocation leaves fewer empty data zones than the low-water mark
-    /// (default true). Without it, collection runs only in writers that find
-    /// no free zone and in [`ZoneFs::collect_garbage`].
-    pub background: bool,
-    /// The collector thread's timer (default 10 s).
-    pub interval: Duration,
-    /// The low-water mark, as a percentage of the data zones (default 5):
-    /// collection reclaims zones until at least this many are empty (and
-    /// always at least `reserve_zones + 1`). A low mark copies less: the
-    /// engine's compactions empty zones of their own, and a zone collected
-    /// early copies data they would have deleted.
-    pub low_water_percent: u32,
-    /// Empty zones that only the collector may take (default 1): the room it
-    /// needs to move live data out of a zone before resetting it.
-    pub reserve_zones: u32,
-}
-
-impl Default for GcOptions {
-    fn default() -> Self {
-        GcOptions {
-            background: true,
-            interval: Duration::from_secs(10),
-            low_water_percent: 5,
-            reserve_zones: 1,
-        }
-    }
-}
-
-/// Every way formatting, mounting or running a [`ZoneFs`] can fail.
-///
-/// Converts into [`io::Error`]: `NotFormatted`, `UnsupportedVersion`,
-/// `GeometryMismatch` and `Corrupt` are `InvalidData`; `MetadataFull` and
-/// `DeviceFull` are `StorageFull`; `InvalidOptions` is `InvalidInput`; device
-/// errors keep their kind.
-#[derive(Debug)]
-pub enum ZoneFsError {
-    /// Zones 0 and 1, where every zone file system keeps its superblocks,
-    /// are both empty: the device was never formatted (or a format was cut
-    /// before its first superblock and snapshot were written).
-    NotFormatted,
-    /// A superblock of another format version.
-    UnsupportedVersion {
-        /// The version found.
-        found: u32,
-    },
-    /// Formatted for another zone geometry.
-    GeometryMismatch {
-        /// `nr_zones, zone_size, zone_capacity, block_size` of the superblock.
-        formatted: (u32, u64, u64, u32),
-        /// The same of the device.
-        device: (u32, u64, u64, u32),
-    },
-    /// The metadata is damaged: a superblock whose magic is there and whose
-    /// checksum fails, a metadata zone holding data but no superblock, a
-    /// metadata frame that fails its checksum or does not decode, or
-    /// anything else that no crash leaves (only a last record cut by the
-    /// write pointer is dropped). The reason names the zone (and the byte
-    /// offset of a bad frame). The mount that returns it wrote nothing.
-    Corrupt {
-        /// What is wrong.
-        reason: String,
-    },
-    /// The metadata snapshot does not fit in one metadata zone.
-    MetadataFull {
-        /// Bytes the superblock and snapshot need.
-        needed: u64,
-        /// Capacity of a metadata zone.
-        capacity: u64,
-    },
-    /// No empty data zone is left and garbage collection cannot free one
-    /// (every zone with room to win holds only live data).
-    DeviceFull,
-    /// Bad format options or a device too small for them.
-    InvalidOptions {
-        /// Why.
-        reason: String,
-    },
-    /// The device failed.
-    Device(ZonedError),
-}
-
-impl fmt::Display for ZoneFsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ZoneFsError::NotFormatted => f.write_str(
-                "not a zone file system: zones 0 and 1, where its superblocks go, are empty \
-                 (never formatted, or formatting was cut short)",
-            ),
-            ZoneFsError::UnsupportedVersion { found } => write!(
-                f,
-                "zone file system format version {found} is not supported (this build reads {})",
-                format::VERSION
-            ),
-            ZoneFsError::GeometryMismatch { formatted, device } => write!(
-                f,
-                "zone file system made for another geometry: formatted for (zones, zone size, \
-                 capacity, block) {formatted:?}, device has {device:?}"
-            ),
-            ZoneFsError::Corrupt { reason } => write!(f, "zone file system damaged: {reason}"),
-            ZoneFsError::MetadataFull { needed, capacity } => write!(
-                f,
-                "metadata does not fit: the snapshot needs {needed} bytes, a metadata zone holds \
-                 {capacity} (format with larger zones or fewer files)"
-            ),
-            ZoneFsError::DeviceFull => f.write_str(
-                "zone file system full: no empty zone left and no zone holds garbage to collect",
-            ),
-            ZoneFsError::InvalidOptions { reason } => {
-                write!(f, "invalid zone file system: {reason}")
-            }
-            ZoneFsError::Device(e) => write!(f, "zoned device: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ZoneFsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ZoneFsError::Device(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<ZonedError> for ZoneFsError {
-    fn from(e: ZonedError) -> Self {
-        ZoneFsError::Device(e)
-    }
-}
-
-impl From<ZoneFsError> for io::Error {
-    fn from(e: ZoneFsError) -> io::Error {
-        let kind = match &e {
-            ZoneFsError::NotFormatted
-            | ZoneFsError::UnsupportedVersion { .. }
-            | ZoneFsError::GeometryMismatch { .. }
-            | ZoneFsError::Corrupt { .. } => io::ErrorKind::InvalidData,
-            ZoneFsError::MetadataFull { .. } | ZoneFsError::DeviceFull => {
-                io::ErrorKind::StorageFull
-            }
-            ZoneFsError::InvalidOptions { .. } => io::ErrorKind::InvalidInput,
-            ZoneFsError::Device(d) => d.kind(),
-        };
-        io::Error::new(kind, e)
-    }
-}
-
-type FsResult<T> = std::result::Result<T, ZoneFsError>;
-
-fn lifetime_code(h: WriteLifetime) -> u8 {
-    match h {
-        WriteLifetime::NotSet => 0,
-        WriteLifetime::Short => 1,
-        WriteLifetime::Medium => 2,
-        WriteLifetime::Long => 3,
-        WriteLifetime::Extreme => 4,
-    }
-}
-
-/// A file's extents with the file offset each starts at, in file order.
-/// Shared by the file's entry and its open readers (see "Concurrency").
-type FileMap = RwLock<Vec<(u64, Extent)>>;
-
-fn read_map(m: &FileMap) -> std::sync::RwLockReadGuard<'_, Vec<(u64, Extent)>> {
-    m.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn write_map(m: &FileMap) -> std::sync::RwLockWriteGuard<'_, Vec<(u64, Extent)>> {
-    m.write().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// `extents` with the file offset of each, the first at `start`.
-fn with_starts(mut start: u64, extents: &[Extent]) -> impl Iterator<Item = (u64, Extent)> + '_ {
-    extents.iter().map(move |x| {
-        let e = (start, *x);
-        start += x.len;
-        e
-    })
-}
-
-fn map_of(extents: &[Extent]) -> Arc<FileMap> {
-    Arc::new(RwLock::new(with_starts(0, extents).collect()))
-}
-
-fn extents_of(m: &FileMap) -> Vec<Extent> {
-    read_map(m).iter().map(|(_, x)| *x).collect()
-}
-
-#[derive(Debug)]
-struct FileEntry {
-    id: u64,
-    size: u64,
-    lifetime: u8,
-    map: Arc<FileMap>,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct ZoneInfo {
-    /// Extents in the zone: recorded in a file (or a removed file that open
-    /// readers still hold), written by an open writer and not recorded yet,
-    /// or a hold of the collector on the zone it empties.
-    refs: u32,
-    /// Written since its last reset.
-    used: bool,
-    /// Offline or read-only: never allocated.
-    unusable: bool,
-    /// Our write pointer, relative to the zone start.
-    wp: u64,
-    capacity: u64,
-}
-
-struct State {
-    meta_zones: u32,
-    uuid: [u8; 16],
-    sequence: u64,
-    active_meta: u32,
-    /// Device offset where the next metadata write goes.
-    meta_wp: u64,
-    /// Encoded records not on the device yet (starts at a block boundary).
-    log_buf: Vec<u8>,
-    files: BTreeMap<String, FileEntry>,
-    ids: HashMap<u64, String>,
-    next_id: u64,
-    dirs: BTreeSet<String>,
-    zones: Vec<ZoneInfo>,
-    /// Open data zone of each placement slot.
-    open: Vec<Option<u32>>,
-    /// Zones without live data, reset after the next metadata sync.
-    pending_reset: Vec<u32>,
-    /// Set (needed bytes, zone capacity) when the metadata no longer fits:
-    /// every later metadata sync fails with it.
-    broken: Option<(u64, u64)>,
-    /// Removed files that open readers still hold, by id: their extents keep
-    /// their zones until the last reader is dropped.
-    zombies: HashMap<u64, Arc<FileMap>>,
-    /// Counters since mount (the gauges of `ZoneFsStats` are filled in by
-    /// `stats`).
-    counters: ZoneFsStats,
-}
+pub use inspect::{CheckReport, FileInfo, ZoneRole, ZoneUsage};
+pub use options::{FormatOptions, GcOptions, MountOptions, MAX_META_ZONES};
+pub use stats::ZoneFsStats;
 
 struct Inner {
     dev: Arc<dyn ZonedDevice>,
@@ -348,6 +122,10 @@ struct Inner {
     read_only: bool,
     /// `MountOptions::finish_threshold_percent`.
     finish_threshold_percent: u32,
+    /// The write side of each placement slot (see "Concurrency").
+    slots: Vec<Mutex<Slot>>,
+    /// The metadata log's writes, syncs and rolls (see "Concurrency").
+    log: Mutex<LogToken>,
     state: Mutex<State>,
     /// Serializes collection rounds (the thread's and writers').
     gc_lock: Mutex<()>,
@@ -393,506 +171,9 @@ fn new_uuid() -> [u8; 16] {
     out
 }
 
-/// Number of placement slots for a device: one per lifetime class, at most
-/// the open/active limit minus one (the metadata zone).
-fn slot_count(dev: &dyn ZonedDevice) -> usize {
-    let g = dev.geometry();
-    let limit = [g.max_open_zones, g.max_active_zones]
-        .into_iter()
-        .filter(|&n| n != 0)
-        .min()
-        .unwrap_or(u32::MAX);
-    (limit.saturating_sub(1) as usize).min(5)
-}
-
-/// The slot of a lifetime class: the WAL (`Short`) has its own, the others
-/// share what is left when the device allows fewer than five.
-fn slot_of(lifetime: u8, slots: usize) -> usize {
-    match lifetime {
-        1 => 0,
-        0 => 1.min(slots - 1),
-        l => (l as usize).min(slots - 1),
-    }
-}
-
-fn path_key(path: &Path) -> io::Result<String> {
-    let s = path.to_str().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{}: not UTF-8", path.display()),
-        )
-    })?;
-    let trimmed = s.trim_end_matches('/');
-    let s = if trimmed.is_empty() && s.starts_with('/') {
-        "/"
-    } else {
-        trimmed
-    };
-    if s.len() > 4096 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "path too long"));
-    }
-    Ok(s.to_string())
-}
-
-fn parent_of(key: &str) -> &str {
-    match key.rfind('/') {
-        Some(0) => "/",
-        Some(i) => &key[..i],
-        None => "",
-    }
-}
-
-fn not_found(key: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{key}: no such file"))
-}
-
-impl State {
-    fn release(&mut self, extents: &[Extent], live: bool) {
-        for x in extents {
-            let z = &mut self.zones[x.zone as usize];
-            z.refs = z.refs.saturating_sub(1);
-            if live
-                && z.refs == 0
-                && z.used
-                && !self.open.contains(&Some(x.zone))
-                && !self.pending_reset.contains(&x.zone)
-            {
-                self.pending_reset.push(x.zone);
-            }
-        }
-    }
-
-    /// Removes a file. Its extents are released now, or when the last of
-    /// its open readers is dropped.
-    fn drop_file(&mut self, name: &str, live: bool) -> bool {
-        match self.files.remove(name) {
-            Some(f) => {
-                self.ids.remove(&f.id);
-                if Arc::strong_count(&f.map) > 1 {
-                    self.zombies.insert(f.id, f.map);
-                } else {
-                    self.release(&extents_of(&f.map), live);
-                }
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn file_by_id(&self, id: u64) -> Option<&FileEntry> {
-        self.files.get(self.ids.get(&id)?)
-    }
-
-    fn apply_create(&mut self, id: u64, name: String, lifetime: u8, live: bool) {
-        self.drop_file(&name, live);
-        self.ids.insert(id, name.clone());
-        self.next_id = self.next_id.max(id + 1);
-        self.files.insert(
-            name,
-            FileEntry {
-                id,
-                size: 0,
-                lifetime,
-                map: map_of(&[]),
-            },
-        );
-    }
-
-    fn apply_extents(&mut self, id: u64, size: u64, extents: &[Extent]) -> bool {
-        let Some(name) = self.ids.get(&id) else {
-            return false;
-        };
-        let Some(f) = self.files.get_mut(name) else {
-            return false;
-        };
-        f.size = size;
-        let mut m = write_map(&f.map);
-        let start = m.last().map_or(0, |(s, x)| s + x.len);
-        m.extend(with_starts(start, extents));
-        true
-    }
-
-    /// Replaces extent `old` of file `id` by `new` (the same bytes moved by
-    /// the collector). False when the file or the extent is gone.
-    fn apply_relocate(&mut self, id: u64, old: Extent, new: &[Extent]) -> bool {
-        let Some(f) = self.file_by_id(id) else {
-            return false;
-        };
-        let mut m = write_map(&f.map);
-        let Some(i) = m.iter().position(|(_, x)| *x == old) else {
-            return false;
-        };
-        let moved: Vec<(u64, Extent)> = with_starts(m[i].0, new).collect();
-        m.splice(i..=i, moved);
-        true
-    }
-
-    fn apply_rename(&mut self, from: &str, to: String, live: bool) -> bool {
-        let Some(f) = self.files.remove(from) else {
-            return false;
-        };
-        self.drop_file(&to, live);
-        self.ids.insert(f.id, to.clone());
-        self.files.insert(to, f);
-        true
-    }
-
-    /// Applies one record body (replay). False for an unknown or malformed
-    /// record: damage, which refuses the mount.
-    fn apply_record(&mut self, body: &[u8]) -> bool {
-        let mut d = Dec::new(body);
-        let ok = (|| {
-            match d.u8()? {
-                format::KIND_CREATE => {
-                    let id = d.u64()?;
-                    let name = d.name()?;
-                    let lt = d.u8()?;
-                    self.apply_create(id, name, lt, false);
-                }
-                format::KIND_EXTENTS => {
-                    let id = d.u64()?;
-                    let size = d.u64()?;
-                    let xs = self.extent_list(&mut d)?;
-                    if self.apply_extents(id, size, &xs) {
-                        self.add_refs(&xs);
-                    }
-                }
-                format::KIND_DELETE => {
-                    let name = d.name()?;
-                    self.drop_file(&name, false);
-                }
-                format::KIND_RENAME => {
-                    let from = d.name()?;
-                    let to = d.name()?;
-                    self.apply_rename(&from, to, false);
-                }
-                format::KIND_MKDIR => {
-                    self.dirs.insert(d.name()?);
-                }
-                format::KIND_RELOCATE => {
-                    let id = d.u64()?;
-                    let old = d.extent()?;
-                    let xs = self.extent_list(&mut d)?;
-                    if self.apply_relocate(id, old, &xs) {
-                        self.add_refs(&xs);
-                        self.release(&[old], false);
-                    }
-                }
-                _ => return None,
-            }
-            Some(())
-        })();
-        ok.is_some() && d.done()
-    }
-
-    /// `n u32 extent{n}`, each checked.
-    fn extent_list(&self, d: &mut Dec<'_>) -> Option<Vec<Extent>> {
-        (0..d.u32()?)
-            .map(|_| self.check_extent(d.extent()?))
-            .collect()
-    }
-
-    fn add_refs(&mut self, extents: &[Extent]) {
-        for x in extents {
-            self.zones[x.zone as usize].refs += 1;
-        }
-    }
-
-    fn check_extent(&self, x: Extent) -> Option<Extent> {
-        let z = self.zones.get(x.zone as usize)?;
-        (x.zone >= self.meta_zones && x.offset.checked_add(x.len)? <= z.capacity).then_some(x)
-    }
-
-    fn snapshot(&self) -> Vec<u8> {
-        let mut e = Enc::default();
-        e.u8(format::KIND_SNAPSHOT);
-        e.u64(self.next_id);
-        e.u32(self.dirs.len() as u32);
-        for d in &self.dirs {
-            e.name(d);
-        }
-        e.u32(self.files.len() as u32);
-        for (name, f) in &self.files {
-            e.u64(f.id);
-            e.name(name);
-            e.u64(f.size);
-            e.u8(f.lifetime);
-            let m = read_map(&f.map);
-            e.u32(m.len() as u32);
-            for (_, x) in m.iter() {
-                e.extent(x);
-            }
-        }
-        e.0
-    }
-
-    fn load_snapshot(&mut self, body: &[u8]) -> bool {
-        let mut d = Dec::new(body);
-        let ok = (|| {
-            if d.u8()? != format::KIND_SNAPSHOT {
-                return None;
-            }
-            self.next_id = d.u64()?;
-            for _ in 0..d.u32()? {
-                self.dirs.insert(d.name()?);
-            }
-            for _ in 0..d.u32()? {
-                let id = d.u64()?;
-                let name = d.name()?;
-                let size = d.u64()?;
-                let lifetime = d.u8()?;
-                let n = d.u32()?;
-                let mut extents = Vec::new();
-                for _ in 0..n {
-                    let x = self.check_extent(d.extent()?)?;
-                    self.zones[x.zone as usize].refs += 1;
-                    extents.push(x);
-                }
-                self.ids.insert(id, name.clone());
-                self.files.insert(
-                    name,
-                    FileEntry {
-                        id,
-                        size,
-                        lifetime,
-                        map: map_of(&extents),
-                    },
-                );
-            }
-            Some(())
-        })();
-        ok.is_some() && d.done()
-    }
-
-    fn push_record(&mut self, body: &[u8], block: usize) {
-        push_frame(&mut self.log_buf, body, block);
-    }
-
-    /// Empty data zones that allocation may take.
-    fn free_zones(&self) -> usize {
-        self.zones[self.meta_zones as usize..]
-            .iter()
-            .filter(|z| !z.used && !z.unusable)
-            .count()
-    }
-
-    fn data_zones(&self) -> usize {
-        self.zones.len() - self.meta_zones as usize
-    }
-}
-
 impl Inner {
     fn zone_start(&self, zone: u32) -> u64 {
         u64::from(zone) * self.zone_size
-    }
-
-    /// Writes the superblock and a snapshot into the next metadata zone and
-    /// makes it the active one (the log's roll). Drops `log_buf`: the
-    /// snapshot holds its effects.
-    fn roll(&self, st: &mut State) -> FsResult<()> {
-        let block = self.block as usize;
-        let next = (st.active_meta + 1) % st.meta_zones;
-        let cap = st.zones[next as usize].capacity;
-        let sb = Superblock {
-            uuid: st.uuid,
-            nr_zones: self.dev.geometry().nr_zones,
-            zone_size: self.zone_size,
-            zone_capacity: self.dev.geometry().zone_capacity,
-            block_size: self.dev.geometry().block_size,
-            meta_zones: st.meta_zones,
-            sequence: st.sequence + 1,
-            version: format::VERSION,
-        };
-        let mut buf = sb.encode();
-        pad_to_block(&mut buf, block);
-        push_frame(&mut buf, &st.snapshot(), block);
-        pad_to_block(&mut buf, block);
-        if buf.len() as u64 > cap {
-            st.broken = Some((buf.len() as u64, cap));
-            return Err(ZoneFsError::MetadataFull {
-                needed: buf.len() as u64,
-                capacity: cap,
-            });
-        }
-        // No seal is written in the current zone (earlier builds wrote one):
-        // when a crash cuts this roll, the mount goes on in the current zone,
-        // and its log must read on to the write pointer; and after a torn
-        // tail a seal would be a valid frame after the cut one, which is
-        // what damage looks like.
-        self.dev.reset_zone(next)?;
-        st.counters.resets += 1;
-        self.dev.write_at(self.zone_start(next), &buf)?;
-        st.counters.metadata_bytes += buf.len() as u64;
-        self.dev.sync()?;
-        // The superseded zone must not hold an active-zone resource.
-        let old = st.active_meta;
-        if self.dev.zone(old)?.condition.is_active() {
-            self.dev.finish_zone(old)?;
-            st.counters.finishes += 1;
-        }
-        st.active_meta = next;
-        st.sequence += 1;
-        st.meta_wp = self.zone_start(next) + buf.len() as u64;
-        st.log_buf.clear();
-        Ok(())
-    }
-
-    /// Writes the pending records, syncs the device, then resets the zones
-    /// whose data died.
-    fn log_sync(&self, st: &mut State) -> FsResult<()> {
-        if let Some((needed, capacity)) = st.broken {
-            return Err(ZoneFsError::MetadataFull { needed, capacity });
-        }
-        if !st.log_buf.is_empty() {
-            let block = self.block as usize;
-            pad_to_block(&mut st.log_buf, block);
-            let end = self.zone_start(st.active_meta) + st.zones[st.active_meta as usize].capacity;
-            if st.meta_wp + st.log_buf.len() as u64 > end {
-                self.roll(st)?;
-            } else {
-                self.dev.write_at(st.meta_wp, &st.log_buf)?;
-                self.dev.sync()?;
-                st.counters.metadata_bytes += st.log_buf.len() as u64;
-                st.meta_wp += st.log_buf.len() as u64;
-                st.log_buf.clear();
-            }
-        }
-        if !st.pending_reset.is_empty() {
-            for z in std::mem::take(&mut st.pending_reset) {
-                let info = &mut st.zones[z as usize];
-                if info.refs == 0 && info.used {
-                    self.dev.reset_zone(z)?;
-                    info.used = false;
-                    info.wp = 0;
-                    st.counters.resets += 1;
-                }
-            }
-            self.dev.sync()?;
-        }
-        Ok(())
-    }
-
-    /// Finishes `slot`'s open zone when less than the finish threshold of it
-    /// is left (a file is about to start in it).
-    fn finish_if_nearly_full(&self, st: &mut State, slot: usize) -> FsResult<()> {
-        let Some(z) = st.open[slot] else {
-            return Ok(());
-        };
-        let info = st.zones[z as usize];
-        let room = info.capacity - info.wp;
-        if room == 0 || room * 100 >= info.capacity * u64::from(self.finish_threshold_percent) {
-            return Ok(());
-        }
-        self.dev.finish_zone(z)?;
-        st.counters.finishes += 1;
-        st.zones[z as usize].wp = info.capacity;
-        st.open[slot] = None;
-        if info.refs == 0 {
-            st.pending_reset.push(z);
-        }
-        Ok(())
-    }
-
-    /// Empty zones a collection round leaves at least (the low-water mark).
-    fn low_water(&self, st: &State) -> usize {
-        let pct = st.data_zones() * self.gc.low_water_percent as usize;
-        pct.div_ceil(100).max(self.gc.reserve_zones as usize + 1)
-    }
-
-    /// The open zone of `slot` with room, taking an empty zone if needed.
-    /// Host writes (`gc` false) never take the last `reserve_zones` empty
-    /// zones: `DeviceFull` then means "collect garbage and try again".
-    fn alloc(&self, st: &mut State, slot: usize, gc: bool) -> FsResult<u32> {
-        if let Some(z) = st.open[slot] {
-            let info = st.zones[z as usize];
-            if info.wp < info.capacity {
-                return Ok(z);
-            }
-            st.open[slot] = None;
-            if info.refs == 0 {
-                st.pending_reset.push(z);
-            }
-        }
-        let reserve = if gc {
-            0
-        } else {
-            self.gc.reserve_zones as usize
-        };
-        for attempt in 0..2 {
-            let free = (st.meta_zones as usize..st.zones.len())
-                .find(|&i| !st.zones[i].used && !st.zones[i].unusable);
-            if let Some(i) = free.filter(|_| st.free_zones() > reserve) {
-                st.zones[i].used = true;
-                st.zones[i].wp = 0;
-                st.open[slot] = Some(i as u32);
-                if st.free_zones() < self.low_water(st) {
-                    self.gc_signal.wake();
-                }
-                return Ok(i as u32);
-            }
-            if attempt == 0 && !st.pending_reset.is_empty() {
-                self.log_sync(st)?;
-            } else {
-                break;
-            }
-        }
-        self.gc_signal.wake();
-        Err(ZoneFsError::DeviceFull)
-    }
-
-    /// Writes `data[*done..]` (`data` a multiple of the block size; its
-    /// last `pad` bytes are padding, not file data) into `slot`'s zones,
-    /// advancing `*done`; adds the extents to `out`, merging with the last
-    /// one where contiguous. `lifetime` and `gc` say whose bytes they are
-    /// (counters; only the collector may take reserved zones). On an error
-    /// `*done` says how far it got, so a writer can collect garbage and go on.
-    #[allow(clippy::too_many_arguments)]
-    fn write_blocks(
-        &self,
-        st: &mut State,
-        slot: usize,
-        lifetime: u8,
-        gc: bool,
-        data: &[u8],
-        pad: usize,
-        out: &mut Vec<Extent>,
-        done: &mut usize,
-    ) -> FsResult<()> {
-        let file_bytes = data.len() - pad;
-        while *done < data.len() {
-            let z = self.alloc(st, slot, gc)?;
-            let info = st.zones[z as usize];
-            let take = ((info.capacity - info.wp) as usize).min(data.len() - *done);
-            self.dev
-                .write_at(self.zone_start(z) + info.wp, &data[*done..*done + take])?;
-            st.zones[z as usize].wp += take as u64;
-            let len = (file_bytes.saturating_sub(*done)).min(take) as u64;
-            if gc {
-                st.counters.gc_bytes += take as u64;
-            } else {
-                st.counters.host_bytes[usize::from(lifetime).min(4)] += len;
-                st.counters.padding_bytes += take as u64 - len;
-            }
-            match out.last_mut() {
-                Some(last)
-                    if last.zone == z
-                        && last.offset + last.len == info.wp
-                        && last.len % self.block == 0 =>
-                {
-                    last.len += len;
-                }
-                _ => {
-                    st.zones[z as usize].refs += 1;
-                    out.push(Extent {
-                        zone: z,
-                        offset: info.wp,
-                        len,
-                    });
-                }
-            }
-            *done += take;
-        }
-        Ok(())
     }
 }
 
@@ -1001,38 +282,9 @@ impl ZoneFs {
         let meta_zones = newest.meta_zones;
         let max_seq = newest.sequence;
         let slots = slot_count(dev.as_ref()).max(1);
-        let fresh = |meta_zones: u32| State {
-            meta_zones,
-            uuid: newest.uuid,
-            sequence: max_seq,
-            active_meta: 0,
-            meta_wp: 0,
-            log_buf: Vec::new(),
-            files: BTreeMap::new(),
-            ids: HashMap::new(),
-            next_id: 1,
-            dirs: BTreeSet::new(),
-            zones: report
-                .iter()
-                .map(|z| ZoneInfo {
-                    refs: 0,
-                    used: z.condition != ZoneCondition::Empty,
-                    unusable: matches!(
-                        z.condition,
-                        ZoneCondition::Offline
-                            | ZoneCondition::ReadOnly
-                            | ZoneCondition::NotWritePointer
-                    ),
-                    wp: z.write_pointer.saturating_sub(z.start).min(z.capacity),
-                    capacity: z.capacity,
-                })
-                .collect(),
-            open: vec![None; slots],
-            pending_reset: Vec::new(),
-            broken: None,
-            zombies: HashMap::new(),
-            counters: ZoneFsStats::default(),
-        };
+        let zones: Vec<ZoneInfo> = report.iter().map(ZoneInfo::of).collect();
+        let fresh =
+            |meta_zones: u32| State::new(meta_zones, newest.uuid, max_seq, zones.clone(), slots);
         // The newest metadata zone, or, when a crash cut the roll into it,
         // the zone that roll started from: one below it in the ring, and the
         // next superblock down in sequence. Damage in either is an error,
@@ -1096,6 +348,8 @@ impl ZoneFs {
             gc: options.gc,
             read_only: options.read_only,
             finish_threshold_percent: options.finish_threshold_percent,
+            slots: (0..slots).map(|index| Mutex::new(Slot { index })).collect(),
+            log: Mutex::new(LogToken),
             state: Mutex::new(fresh(meta_zones)),
             gc_lock: Mutex::new(()),
             gc_signal: Arc::new(gc::Signal::default()),
@@ -1186,8 +440,12 @@ impl Inner {
             // Records after a torn one would follow a frame that runs past
             // them, records of this version must not follow an older
             // superblock, and earlier builds stop reading at a seal: start a
-            // new metadata zone.
-            self.roll(st)?;
+            // new metadata zone. (The mount is not shared yet: `st` is its
+            // own, no lock is needed.)
+            let old = st.active_meta;
+            let (next, buf) = self.roll_image(st)?;
+            let finished = self.roll_write(old, next, &buf)?;
+            self.roll_done(st, next, buf.len() as u64, finished);
         }
         // Other metadata zones (superseded, or a roll cut short by a crash)
         // must not hold active-zone resources.
@@ -1251,478 +509,6 @@ impl ZoneFs {
 
     /// Makes every metadata change so far durable (what `sync_dir` does).
     pub fn sync_metadata(&self) -> io::Result<()> {
-        let mut st = lock(&self.inner.state);
-        self.inner.log_sync(&mut st).map_err(io::Error::from)
-    }
-
-    fn create(&self, path: &Path, hint: WriteLifetime, exclusive: bool) -> io::Result<Writer> {
-        self.inner.writable()?;
-        let key = path_key(path)?;
-        let mut st = lock(&self.inner.state);
-        if let Some((needed, capacity)) = st.broken {
-            return Err(ZoneFsError::MetadataFull { needed, capacity }.into());
-        }
-        if exclusive && st.files.contains_key(&key) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("{key}: exists"),
-            ));
-        }
-        let id = st.next_id;
-        let lt = lifetime_code(hint);
-        st.apply_create(id, key.clone(), lt, true);
-        let mut e = Enc::default();
-        e.u8(format::KIND_CREATE);
-        e.u64(id);
-        e.name(&key);
-        e.u8(lt);
-        st.push_record(&e.0, self.inner.block as usize);
-        let slots = st.open.len();
-        Ok(Writer {
-            inner: self.inner.clone(),
-            id,
-            lifetime: lt,
-            slot: slot_of(lt, slots),
-            buf: Vec::new(),
-            len: 0,
-            recorded: 0,
-            pending: Vec::new(),
-            started: false,
-            failed: false,
-        })
-    }
-}
-
-/// The write side shared by append files and objects.
-struct Writer {
-    inner: Arc<Inner>,
-    id: u64,
-    lifetime: u8,
-    slot: usize,
-    buf: Vec<u8>,
-    len: u64,
-    /// The size last recorded in the metadata.
-    recorded: u64,
-    /// Extents written but not recorded in the metadata yet.
-    pending: Vec<Extent>,
-    /// A device write failed: buffered bytes may be lost, so every later
-    /// write and sync fails rather than record a size its extents lack.
-    failed: bool,
-    /// The file's first bytes went to the device (where the finish
-    /// threshold is applied).
-    started: bool,
-}
-
-/// Buffered bytes above which whole blocks are written out.
-const WRITE_CHUNK: usize = 64 << 10;
-
-impl Writer {
-    fn check(&self) -> io::Result<()> {
-        if self.failed {
-            return Err(io::Error::other(
-                "an earlier write of this file failed; it cannot be written or synced",
-            ));
-        }
-        Ok(())
-    }
-
-    fn write(&mut self, data: &[u8]) -> io::Result<()> {
-        self.check()?;
-        self.buf.extend_from_slice(data);
-        self.len += data.len() as u64;
-        if self.buf.len() >= WRITE_CHUNK {
-            self.write_out(false)?;
-        }
-        Ok(())
-    }
-
-    /// Writes the whole blocks of the buffer (and the padded tail if `all`).
-    fn write_out(&mut self, all: bool) -> io::Result<()> {
-        let block = self.inner.block as usize;
-        let whole = self.buf.len() / block * block;
-        let (n, pad) = if all && whole < self.buf.len() {
-            let n = whole + block;
-            (n, n - self.buf.len())
-        } else {
-            (whole, 0)
-        };
-        if n == 0 {
-            return Ok(());
-        }
-        let mut data = std::mem::take(&mut self.buf);
-        let rest = if pad == 0 {
-            data.split_off(n)
-        } else {
-            Vec::new()
-        };
-        data.resize(n, 0);
-        let mut done = 0;
-        let mut st = lock(&self.inner.state);
-        if !self.started {
-            self.started = true;
-            if let Err(e) = self.inner.finish_if_nearly_full(&mut st, self.slot) {
-                self.failed = true;
-                return Err(e.into());
-            }
-        }
-        let r = loop {
-            let r = self.inner.write_blocks(
-                &mut st,
-                self.slot,
-                self.lifetime,
-                false,
-                &data,
-                pad,
-                &mut self.pending,
-                &mut done,
-            );
-            if !matches!(r, Err(ZoneFsError::DeviceFull)) {
-                break r;
-            }
-            // No zone for host writes: wait for (or run) a collection
-            // round, and go on if it left more than the reserve free.
-            let target = self.inner.low_water(&st);
-            drop(st);
-            let collected = self.inner.collect(target);
-            st = lock(&self.inner.state);
-            match collected {
-                Ok(_) if st.free_zones() > self.inner.gc.reserve_zones as usize => {}
-                Ok(_) => break r,
-                Err(e) => break Err(e),
-            }
-        };
-        self.buf = rest;
-        if r.is_err() {
-            self.failed = true;
-        }
-        r.map_err(io::Error::from)
-    }
-
-    /// Data, device sync, extents record, device sync.
-    fn sync(&mut self) -> io::Result<()> {
-        self.check()?;
-        self.write_out(true)?;
-        let mut st = lock(&self.inner.state);
-        if !self.pending.is_empty() || self.recorded != self.len {
-            self.inner.dev.sync().map_err(io::Error::from)?;
-            let xs = std::mem::take(&mut self.pending);
-            if st.apply_extents(self.id, self.len, &xs) {
-                let mut e = Enc::default();
-                e.u8(format::KIND_EXTENTS);
-                e.u64(self.id);
-                e.u64(self.len);
-                e.u32(xs.len() as u32);
-                for x in &xs {
-                    e.extent(x);
-                }
-                st.push_record(&e.0, self.inner.block as usize);
-                self.recorded = self.len;
-            } else {
-                st.release(&xs, true);
-            }
-        }
-        self.inner.log_sync(&mut st).map_err(io::Error::from)
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        if !self.pending.is_empty() {
-            let xs = std::mem::take(&mut self.pending);
-            lock(&self.inner.state).release(&xs, true);
-        }
-    }
-}
-
-impl AppendFile for Writer {
-    fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.write(data)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> io::Result<()> {
-        Writer::sync(self)
-    }
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
-
-impl ObjectWriter for Writer {
-    fn write(&mut self, data: &[u8]) -> io::Result<()> {
-        Writer::write(self, data)
-    }
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn finish(mut self: Box<Self>) -> io::Result<()> {
-        Writer::sync(&mut self)
-    }
-    fn abort(mut self: Box<Self>) -> io::Result<()> {
-        let xs = std::mem::take(&mut self.pending);
-        let mut st = lock(&self.inner.state);
-        st.release(&xs, true);
-        if let Some(name) = st.ids.get(&self.id).cloned() {
-            st.drop_file(&name, true);
-            let mut e = Enc::default();
-            e.u8(format::KIND_DELETE);
-            e.name(&name);
-            st.push_record(&e.0, self.inner.block as usize);
-        }
-        Ok(())
-    }
-}
-
-/// A file opened for reads, with the file's size as of the open. It shares
-/// the file's extent map, so it reads moved extents where the collector put
-/// them; a file removed while open stays readable (its zones are reset only
-/// after the last reader is dropped), as on a POSIX file system.
-struct Reader {
-    inner: Arc<Inner>,
-    id: u64,
-    /// The file's extent map, shared with its entry (taken out in `drop`,
-    /// under the state lock).
-    map: Option<Arc<FileMap>>,
-    size: u64,
-}
-
-impl RandomAccessFile for Reader {
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .filter(|&e| e <= self.size)
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "read of {} bytes at {offset} past the end of a {}-byte file",
-                        buf.len(),
-                        self.size
-                    ),
-                )
-            })?;
-        let Some(map) = &self.map else {
-            return Err(io::Error::other("file handle closed"));
-        };
-        // Held across the device reads: the collector cannot reset a zone
-        // this read is in (it swaps extents under the write lock first).
-        let extents = read_map(map);
-        let mut pos = offset;
-        let mut i = extents.partition_point(|(start, x)| start + x.len <= pos);
-        while pos < end {
-            let Some(&(start, x)) = extents.get(i) else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "file extents end before its size",
-                ));
-            };
-            let within = pos - start;
-            let n = (x.len - within).min(end - pos);
-            let dst = &mut buf[(pos - offset) as usize..(pos - offset + n) as usize];
-            self.inner
-                .dev
-                .read_at(self.inner.zone_start(x.zone) + x.offset + within, dst)
-                .map_err(io::Error::from)?;
-            pos += n;
-            i += 1;
-        }
-        Ok(())
-    }
-    fn size(&self) -> u64 {
-        self.size
-    }
-}
-
-impl Drop for Reader {
-    fn drop(&mut self) {
-        let mut st = lock(&self.inner.state);
-        drop(self.map.take());
-        // The last reader of a removed file releases its extents.
-        if st
-            .zombies
-            .get(&self.id)
-            .is_some_and(|m| Arc::strong_count(m) == 1)
-        {
-            if let Some(m) = st.zombies.remove(&self.id) {
-                st.release(&extents_of(&m), true);
-            }
-        }
-    }
-}
-
-struct ZLock {
-    inner: Arc<Inner>,
-    key: String,
-}
-
-impl FileLock for ZLock {}
-
-impl Drop for ZLock {
-    fn drop(&mut self) {
-        let mut locks = lock(&self.inner.locks);
-        if let Some(n) = locks.get_mut(&self.key) {
-            // usize::MAX marks the exclusive holder.
-            if *n == usize::MAX || *n <= 1 {
-                locks.remove(&self.key);
-            } else {
-                *n -= 1;
-            }
-        }
-    }
-}
-
-impl ZoneFs {
-    fn take_lock(&self, path: &Path, exclusive: bool) -> io::Result<Box<dyn FileLock>> {
-        let key = path_key(path)?;
-        {
-            let mut locks = lock(&self.inner.locks);
-            let held = locks.get(&key).copied().unwrap_or(0);
-            let busy = if exclusive {
-                held != 0
-            } else {
-                held == usize::MAX
-            };
-            if busy {
-                return Err(io::Error::new(
-                    io::ErrorKind::WouldBlock,
-                    format!("{key}: locked"),
-                ));
-            }
-            locks.insert(key.clone(), if exclusive { usize::MAX } else { held + 1 });
-        }
-        let exists = lock(&self.inner.state).files.contains_key(&key);
-        if !exists {
-            // The lock file exists as an empty file, as on a POSIX system.
-            if let Err(e) = self.create(path, WriteLifetime::NotSet, false) {
-                drop(ZLock {
-                    inner: self.inner.clone(),
-                    key,
-                });
-                return Err(e);
-            }
-        }
-        Ok(Box::new(ZLock {
-            inner: self.inner.clone(),
-            key,
-        }))
-    }
-}
-
-impl FileSystem for ZoneFs {
-    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
-        Ok(Box::new(self.create(path, hint, false)?))
-    }
-
-    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
-        Ok(Box::new(self.create(path, hint, true)?))
-    }
-
-    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        let key = path_key(path)?;
-        let st = lock(&self.inner.state);
-        let f = st.files.get(&key).ok_or_else(|| not_found(&key))?;
-        let mapped = read_map(&f.map).last().map_or(0, |(s, x)| s + x.len);
-        Ok(Arc::new(Reader {
-            inner: self.inner.clone(),
-            id: f.id,
-            map: Some(f.map.clone()),
-            size: f.size.min(mapped),
-        }))
-    }
-
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        let key = path_key(dir)?;
-        let st = lock(&self.inner.state);
-        let mut out = BTreeSet::new();
-        let mut found = st.dirs.contains(&key);
-        for name in st.files.keys().chain(st.dirs.iter()) {
-            if parent_of(name) == key && name != &key {
-                found = true;
-                let base = name.rsplit('/').next().unwrap_or(name);
-                out.insert(base.to_string());
-            }
-        }
-        if !found {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{key}: no such directory"),
-            ));
-        }
-        Ok(out.into_iter().collect())
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.writable()?;
-        let (f, t) = (path_key(from)?, path_key(to)?);
-        let mut st = lock(&self.inner.state);
-        if !st.apply_rename(&f, t.clone(), true) {
-            return Err(not_found(&f));
-        }
-        let mut e = Enc::default();
-        e.u8(format::KIND_RENAME);
-        e.name(&f);
-        e.name(&t);
-        st.push_record(&e.0, self.inner.block as usize);
-        Ok(())
-    }
-
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.writable()?;
-        let key = path_key(path)?;
-        let mut st = lock(&self.inner.state);
-        if !st.drop_file(&key, true) {
-            return Err(not_found(&key));
-        }
-        let mut e = Enc::default();
-        e.u8(format::KIND_DELETE);
-        e.name(&key);
-        st.push_record(&e.0, self.inner.block as usize);
-        Ok(())
-    }
-
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        let key = path_key(dir)?;
-        let mut st = lock(&self.inner.state);
-        if !st.dirs.contains(&key) && key != "/" && !key.is_empty() {
-            self.inner.writable()?;
-        }
-        let mut cur = key.as_str();
-        while !cur.is_empty() && cur != "/" && !st.dirs.contains(cur) {
-            st.dirs.insert(cur.to_string());
-            let mut e = Enc::default();
-            e.u8(format::KIND_MKDIR);
-            e.name(cur);
-            st.push_record(&e.0, self.inner.block as usize);
-            cur = parent_of(cur);
-        }
-        Ok(())
-    }
-
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        let key = path_key(path)?;
-        let st = lock(&self.inner.state);
-        Ok(key.is_empty() || key == "/" || st.files.contains_key(&key) || st.dirs.contains(&key))
-    }
-
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        let key = path_key(path)?;
-        let st = lock(&self.inner.state);
-        st.files
-            .get(&key)
-            .map(|f| f.size)
-            .ok_or_else(|| not_found(&key))
-    }
-
-    fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
-        self.sync_metadata()
-    }
-
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.take_lock(path, true)
-    }
-
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.take_lock(path, false)
+        self.inner.log_sync().map_err(io::Error::from)
     }
 }

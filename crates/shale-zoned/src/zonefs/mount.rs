@@ -240,9 +240,26 @@ pub(super) fn replay(
     let mut log = vec![0u8; (end - log_start) as usize];
     dev.read_at(log_start, &mut log)?;
     let room = zone.capacity.saturating_sub(block) as usize;
+    replay_log(&log, (zone.index, zone.start), room, sequence, block, st)
+}
+
+/// Replays the log of a metadata zone (`zone`: its index and device
+/// offset; `log`: the bytes after its superblock up to the write pointer;
+/// `room`: the bytes the zone holds after the superblock) into `st`: the
+/// part of [`replay`] after the device read. Errors name the zone.
+pub(super) fn replay_log(
+    log: &[u8],
+    zone: (u32, u64),
+    room: usize,
+    sequence: u64,
+    block: u64,
+    st: &mut State,
+) -> FsResult<Replay> {
+    let (zone_index, zone_start) = zone;
+    let log_start = zone_start + block;
     let mut frames = 0usize;
     let mut sealed = false;
-    let read = read_frames(&log, block as usize, room, |at, body| {
+    let read = read_frames(log, block as usize, room, |at, body| {
         frames += 1;
         if frames == 1 {
             if at != 0 {
@@ -277,7 +294,7 @@ pub(super) fn replay(
              (device byte {}): {what}. Only a last record cut by the write pointer may be \
              dropped; the records from here on cannot be read, and mounting without them would \
              lose what they hold, so nothing was mounted or written",
-            zone.index,
+            zone_index,
             block + at as u64,
             log_start + at as u64
         ))
