@@ -83,7 +83,7 @@ fn build(path: &Path) -> Model {
     let fs = ZoneFs::format(dev, FormatOptions::default()).expect("format");
     let db = Db::open(DB, options(fs.clone())).expect("open");
     let mut model = Model::new();
-    let mut rng = Rng(41);
+    let mut rng = Rng::new(41);
     let sync = WriteOptions { sync: true };
     // Batches of ten rows, each synced (a WAL sync is a metadata sync).
     let mut write = |db: &Db, rows: Vec<(String, Option<Vec<u8>>)>| {
@@ -289,7 +289,7 @@ fn no_flip_destroys_a_zoned_database() {
     };
     let data = device_files(&path).0;
     let long = long_tests();
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     let mut tally = Tally::default();
     let mut per_kind: BTreeMap<&str, u64> = BTreeMap::new();
     for z in &zones {

@@ -42,7 +42,7 @@ fn roundtrip_survives_remount_and_reads_through_extents() {
         zone_capacity: 192 << 10,
         ..geometry(16, 256 << 10)
     };
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let big = rng.bytes(700 << 10); // crosses zones
     let small = rng.bytes(1000);
     {
@@ -207,7 +207,7 @@ fn torn_last_metadata_record_is_ignored() {
         // bytes whose body the write pointer cuts after 4088.
         let z = dev.zone(0).expect("zone");
         let mut body = vec![2u8];
-        body.extend(Rng(5).bytes(5999));
+        body.extend(Rng::new(5).bytes(5999));
         let mut block = vec![0u8; 4096];
         block[..4].copy_from_slice(&6000u32.to_le_bytes());
         block[4..8].copy_from_slice(&crc32c::crc32c(&body).to_le_bytes());
@@ -319,7 +319,7 @@ fn metadata_log_rolls_many_times_and_every_roll_remounts() {
         },
     )
     .expect("format");
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     let mut rolls = 0;
     for i in 0..200 {
         let name = format!("/f{}", i % 7);
@@ -424,7 +424,7 @@ fn run_model(seed: u64, steps: usize) -> (usize, usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("dev");
     let g = geometry(40, 128 << 10);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     // Collection runs only where the steps say (or where a writer needs
     // space), so that a seed replays exactly.
     let mount = MountOptions {
@@ -717,7 +717,7 @@ fn the_engine_on_zonefs_survives_crashes_against_a_model() {
     for seed in [5u64, 77] {
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(EmulatedZoned::state_path_of(&path));
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut dev = open();
         let fs = ZoneFs::format(dev.clone(), FormatOptions::default()).expect("format");
         let mut db = Db::open("/db", options(fs)).expect("open");
@@ -800,7 +800,7 @@ fn power_loss_at_every_device_operation() {
                     acked: &mut BTreeMap<String, Vec<u8>>,
                     in_flight: &mut Option<(String, Vec<u8>)>|
      -> io::Result<()> {
-        let mut rng = Rng(3);
+        let mut rng = Rng::new(3);
         for i in 0..16 {
             let name = format!("/f{}", i % 4);
             let n = rng.below(9000) as usize + 1;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{long_tests, CrashDev, Rng};
+use common::{foreground, long_tests, CrashDev, Rng};
 use shale_env::{FileSystem, WriteLifetime};
 use shale_zoned::{
     EmulatedOptions, EmulatedZoned, FormatOptions, GcOptions, MountOptions, ZoneFs, ZonedDevice,
@@ -119,16 +119,6 @@ impl ZonedDevice for GateDev {
     }
 }
 
-fn foreground() -> MountOptions {
-    MountOptions {
-        gc: GcOptions {
-            background: false,
-            ..GcOptions::default()
-        },
-        ..MountOptions::default()
-    }
-}
-
 fn read_file(fs: &ZoneFs, name: &str) -> io::Result<Vec<u8>> {
     let f = fs.open_random(Path::new(name))?;
     let mut buf = vec![0u8; f.size() as usize];
@@ -224,7 +214,7 @@ fn stress_thread(
     seed: u64,
     steps: usize,
 ) -> BTreeMap<String, Known> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut known: BTreeMap<String, Known> = BTreeMap::new();
     let mut live: Vec<String> = Vec::new();
     let hints = [
@@ -324,7 +314,7 @@ fn stress_round(seed: u64, threads: usize, steps: usize) -> (u64, bool) {
     fs.create_dir_all(Path::new("/s")).expect("mkdir");
     fs.sync_metadata().expect("sync");
 
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     // Power fails after this many changing device operations (or never).
     let budget = if rng.below(3) == 0 {
         -1

@@ -154,7 +154,7 @@ fn build(path: &Path, g: &ZonedGeometry) -> Files {
         },
     )
     .expect("format");
-    let mut rng = Rng(23);
+    let mut rng = Rng::new(23);
     let mut files = Files::new();
     let hints = [
         WriteLifetime::Short,
@@ -387,7 +387,7 @@ fn write_superblock(dev: &dyn ZonedDevice, from: u64, zone_start: u64, sequence:
 fn a_cut_roll_goes_back_one_zone_and_no_further() {
     let dir = tempfile::tempdir().expect("tempdir");
     let g = ZonedGeometry::new(12, 64 << 10);
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     // Each case: what to write into the next metadata zone after its
     // superblock, whether to damage the zone before's superblock, and
     // whether the mount must succeed.
@@ -598,7 +598,7 @@ fn torn_workload(
     acked: &mut Files,
     in_flight: &mut Option<(String, Vec<u8>)>,
 ) -> std::io::Result<()> {
-    let mut rng = Rng(17);
+    let mut rng = Rng::new(17);
     for d in 0..150 {
         fs.create_dir_all(Path::new(&format!(
             "/directory-with-a-long-name-{d:04}-and-more-to-span-blocks"

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{CrashDev, Rng};
+use common::{foreground, CrashDev, Rng};
 use shale_env::{FileSystem, WriteLifetime};
 use shale_zoned::{
     EmulatedOptions, EmulatedZoned, FormatOptions, GcOptions, MountOptions, ZoneFs, ZonedDevice,
@@ -22,17 +22,6 @@ use shale_zoned::{
 
 fn open_dev(path: &Path, g: &ZonedGeometry) -> Arc<dyn ZonedDevice> {
     Arc::new(EmulatedZoned::create(path, g, EmulatedOptions::default()).expect("device"))
-}
-
-/// Collection only when asked or when a writer needs space: deterministic.
-fn foreground() -> MountOptions {
-    MountOptions {
-        gc: GcOptions {
-            background: false,
-            ..GcOptions::default()
-        },
-        ..MountOptions::default()
-    }
 }
 
 fn format(dev: Arc<dyn ZonedDevice>, mount: MountOptions) -> ZoneFs {
@@ -316,7 +305,7 @@ fn power_loss_at_every_device_operation_during_collection() {
                     acked: &mut BTreeMap<String, Vec<u8>>,
                     in_flight: &mut Option<(String, Vec<u8>)>|
      -> io::Result<()> {
-        let mut rng = Rng(11);
+        let mut rng = Rng::new(11);
         for i in 0..20u32 {
             let name = format!("/k{}", i % 6);
             let n = rng.below(7000) as usize + 1;

@@ -1,35 +1,14 @@
-//! Helpers shared by the zone file system tests: a seeded random source and
-//! a device whose power can fail.
+//! Helpers shared by the zone file system tests: a seeded random source (the
+//! shared test kit's) and a device whose power can fail.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::io;
 
-use shale_zoned::{EmulatedZoned, ZonedDevice, ZonedGeometry};
+use shale_zoned::{EmulatedZoned, GcOptions, MountOptions, ZonedDevice, ZonedGeometry};
 
-/// SplitMix64.
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    pub(crate) fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next_u64() as u8).collect()
-    }
-}
-
-/// True when `SHALE_LONG_TESTS` asks for the long runs (more seeds, steps
-/// and positions).
-pub(crate) fn long_tests() -> bool {
-    std::env::var_os("SHALE_LONG_TESTS").is_some_and(|v| v != "0")
-}
+/// The seeded generator and the long-run switch every crate's tests share.
+#[allow(unused_imports)] // each test binary uses a different subset
+pub(crate) use shale_testkit::{long_tests, Rng};
 
 /// A device that can "lose power": once crashed every call fails, so nothing
 /// after the crash point reaches the emulator, whose unsynced writes are then
@@ -162,5 +141,17 @@ impl ZonedDevice for CrashDev {
     }
     fn stats(&self) -> shale_zoned::ZonedStats {
         self.dev.stats()
+    }
+}
+
+/// Mount options with collection only when asked or when a writer needs
+/// space: deterministic.
+pub(crate) fn foreground() -> MountOptions {
+    MountOptions {
+        gc: GcOptions {
+            background: false,
+            ..GcOptions::default()
+        },
+        ..MountOptions::default()
     }
 }
