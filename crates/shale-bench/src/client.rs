@@ -31,8 +31,10 @@ pub struct Client {
 }
 
 impl Client {
-    /// The harness of `engine` ([`locate`]'s search): an error naming the
-    /// command that builds it when there is none.
+    /// The harness of `engine`: `shale harness` for shale; for a peer,
+    /// `$SHALE_<ENGINE>_HARNESS`, else `shale-<engine>-harness` in
+    /// `target/peers/`; an error naming the command that builds it when
+    /// there is none.
     pub fn locate(engine: &str) -> Result<Client, String> {
         let (program, args) = locate(engine)?;
         Ok(Client {

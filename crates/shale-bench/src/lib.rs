@@ -14,6 +14,9 @@
 //!   charts), [`interrupt`] (Ctrl-C ends a run with the results so far).
 
 pub mod advise;
+// The settings' doc comments are their `--help` text, written for a
+// terminal (`zipf[:theta]`, `DIR/<engine>`), not links or HTML.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 pub mod args;
 pub mod bytes;
 pub mod cgroup;

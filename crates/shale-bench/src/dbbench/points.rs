@@ -128,7 +128,7 @@ struct SweepRow<'a> {
 }
 
 impl SweepResults {
-    /// One [`Series`] per engine and benchmark, in order of first appearance.
+    /// One series per engine and benchmark, in order of first appearance.
     pub fn series(&self) -> Vec<Series> {
         let mut out: Vec<Series> = Vec::new();
         for p in &self.points {

@@ -14,7 +14,7 @@
 //! Text is measured, and set in the PNG, in DejaVu Sans, whose bytes the
 //! `dejavu` crate embeds in the binary (registered with plotters' `ab_glyph`
 //! font table, which its axis layout measures with; the PNG's glyphs are
-//! placed by [`bitmap`]): no font is read from the system and no system
+//! placed by the `bitmap` module): no font is read from the system and no system
 //! library is linked, so a report renders the same on every machine that
 //! builds shale. The SVG names DejaVu Sans first and falls back to
 //! Helvetica, Arial or the viewer's sans-serif.

@@ -93,7 +93,7 @@ impl TimeSeries {
         }
     }
 
-    /// Width and height in pixels: the title, [`PANEL_HEIGHT`] per panel (one
+    /// Width and height in pixels: the title, `PANEL_HEIGHT` per panel (one
     /// empty panel when there is neither a panel nor a lane), the timeline,
     /// and the x axis.
     pub fn size(&self) -> (u32, u32) {
