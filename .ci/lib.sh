@@ -17,12 +17,24 @@ set -euo pipefail
 ci_start=$SECONDS
 ci_stage=""         # the stage running now ("" between stages)
 ci_stage_start=0
+ci_stage_cpu=0
 ci_names=()
 ci_results=()       # OK or FAILED, per stage
 ci_times=()         # seconds, per stage
+ci_cpus=()          # CPU seconds, per stage
 ci_tmp=$(mktemp -d) # scratch for the stages of this run; removed at the end
 
 ci_fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# ci_cpu: sets ci_cpu_now to the CPU seconds (user + system) of every
+# finished child so far (`times` runs in this shell: in a command
+# substitution it would count the subshell's children). A stage's CPU time
+# does not depend on what else the machine runs, its wall time does: on 2
+# cores a stage takes at least half its CPU time.
+ci_cpu() {
+    times >"$ci_tmp/.times"
+    ci_cpu_now=$(tail -n 1 "$ci_tmp/.times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%d\n", s }')
+}
 
 stage() {
     local name=$1 what=$2 fn=$3
@@ -30,13 +42,17 @@ stage() {
     echo "== stage $name: $what [$(ci_fmt $((SECONDS - ci_start)))]"
     ci_stage=$name
     ci_stage_start=$SECONDS
+    ci_cpu
+    ci_stage_cpu=$ci_cpu_now
     "$fn"
-    local took=$((SECONDS - ci_stage_start))
+    ci_cpu
+    local took=$((SECONDS - ci_stage_start)) cpu=$((ci_cpu_now - ci_stage_cpu))
     ci_names+=("$name")
     ci_results+=(OK)
     ci_times+=("$took")
+    ci_cpus+=("$cpu")
     ci_stage=""
-    echo "stage $name: OK in $(ci_fmt "$took")"
+    echo "stage $name: OK in $(ci_fmt "$took") (CPU $(ci_fmt "$cpu"))"
 }
 
 ci_summary() {
@@ -48,17 +64,21 @@ ci_summary() {
         ci_names+=("$ci_stage")
         ci_results+=(FAILED)
         ci_times+=("$took")
+        ci_cpu
+        ci_cpus+=($((ci_cpu_now - ci_stage_cpu)))
         [[ $rc -eq 0 ]] && rc=1
         echo "stage $ci_stage: FAILED in $(ci_fmt "$took") (exit status $rc)"
     fi
+    ci_cpu
     echo
     echo "== stages"
-    printf '%-18s %-7s %s\n' STAGE RESULT TIME
+    printf '%-18s %-7s %7s %7s\n' STAGE RESULT TIME CPU
     for i in "${!ci_names[@]}"; do
-        printf '%-18s %-7s %s\n' "${ci_names[$i]}" "${ci_results[$i]}" "$(ci_fmt "${ci_times[$i]}")"
+        printf '%-18s %-7s %7s %7s\n' "${ci_names[$i]}" "${ci_results[$i]}" \
+            "$(ci_fmt "${ci_times[$i]}")" "$(ci_fmt "${ci_cpus[$i]}")"
     done
-    printf '%-18s %-7s %s\n' total "$([[ $rc -eq 0 ]] && echo OK || echo FAILED)" \
-        "$(ci_fmt $((SECONDS - ci_start)))"
+    printf '%-18s %-7s %7s %7s\n' total "$([[ $rc -eq 0 ]] && echo OK || echo FAILED)" \
+        "$(ci_fmt $((SECONDS - ci_start)))" "$(ci_fmt "$ci_cpu_now")"
     if [[ $rc -ne 0 ]]; then
         if [[ -n $ci_stage ]]; then
             echo "FAILED in stage $ci_stage" >&2
