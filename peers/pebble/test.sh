@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Vets and tests the Pebble harness (dataset vectors, protocol, load/inspect/read).
+# Builds the Pebble harness (build.sh), then vets and tests it (dataset
+# vectors, protocol, load/inspect/read), like the C++ peers' test.sh.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+"$here/build.sh"
 cd "$here"
 unformatted="$(gofmt -l .)"
 if [ -n "$unformatted" ]; then

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds <repo>/target/peers/shale-rocksdb-harness (and, with --test, the
-# test binary shale-rocksdb-harness-test next to it). Works from any cwd.
+# test binary shale-rocksdb-harness-test next to it). Works from any cwd. With
+# SANITIZE=1: built with ASan and UBSan into <repo>/target/peers-sanitized/
+# instead (see ../cpp-common/build-common.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -10,11 +12,12 @@ source "$common/build-common.sh"
 
 ensure_packages g++ librocksdb-dev nlohmann-json3-dev
 
-out="$repo/target/peers"
+out="$(peers_out "$repo")"
 obj="$out/obj/rocksdb"
 CXX="${CXX:-g++}"
 CXXFLAGS=(-O2 -std=c++17 -pthread -Wall -Wextra)
 LIBS=(-lrocksdb)
+sanitize_flags
 
 srcs=("$here/rocksdb_engine.cc" "$common/harness.cc" "$common/ycsb.cc" "$common/ycsb_op.cc" "$here/main.cc")
 [ "${1:-}" = "--test" ] && srcs+=("$here/test.cc" "$common/test_common.cc" "$common/ycsb_test.cc")
