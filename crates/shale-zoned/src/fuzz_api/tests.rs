@@ -332,3 +332,23 @@ fn a_reused_file_id_is_damage() {
         fuzz_metadata_log(&input);
     }
 }
+
+/// Found by the fuzz stage of CI: a create record of id `u64::MAX` made the
+/// next id overflow (a panic in a debug build, a wrapped id in a release
+/// one). Such a record, and a snapshot file whose id is not below the
+/// snapshot's next id (a new file would take it), are damage.
+#[test]
+fn the_last_file_id_and_an_id_past_the_next_are_damage() {
+    use crate::zonefs::fuzz::{frame_bodies, replay_for_test};
+    let ok = bodies(&[snapshot_record(&[(99, "/a")]), create_record(100, "/b")]);
+    assert!(replay_for_test(&frame_bodies(&ok[1..])).is_ok());
+    for input in [
+        bodies(&[snapshot_record(&[(1, "/a")]), create_record(u64::MAX, "/b")]),
+        bodies(&[snapshot_record(&[(100, "/a")])]),
+        bodies(&[snapshot_record(&[(1, "/a"), (u64::MAX, "/b")])]),
+    ] {
+        let err = replay_for_test(&frame_bodies(&input[1..])).expect_err("damage");
+        assert!(err.contains("does not decode"), "{err}");
+        fuzz_metadata_log(&input);
+    }
+}

@@ -67,6 +67,11 @@ impl ZoneFs {
             ));
         }
         let id = st.next_id;
+        if id == u64::MAX {
+            return Err(io::Error::other(format!(
+                "{key}: every file id has been given out"
+            )));
+        }
         let lt = lifetime_code(hint);
         st.apply_create(id, key.clone(), lt, true);
         let mut e = Enc::default();

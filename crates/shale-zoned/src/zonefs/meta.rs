@@ -189,7 +189,7 @@ impl State {
     pub(super) fn apply_create(&mut self, id: u64, name: String, lifetime: u8, live: bool) {
         self.drop_file(&name, live);
         self.ids.insert(id, name.clone());
-        self.next_id = self.next_id.max(id + 1);
+        self.next_id = self.next_id.max(id.saturating_add(1));
         self.files.insert(
             name,
             FileEntry {
@@ -251,8 +251,10 @@ impl State {
                     let name = d.name()?;
                     let lt = d.u8()?;
                     // Ids are never reused: one held by a file is damage
-                    // (two files would share one id's records).
-                    if self.ids.contains_key(&id) {
+                    // (two files would share one id's records), and so is
+                    // the last id, after which none is left (found by the
+                    // fuzzer: the next id overflowed).
+                    if self.ids.contains_key(&id) || id == u64::MAX {
                         return None;
                     }
                     self.apply_create(id, name, lt, false);
@@ -351,8 +353,13 @@ impl State {
                 let lifetime = d.u8()?;
                 let n = d.u32()?;
                 // One file per id and per name (found by the fuzzer: a
-                // duplicate left a file its records could not reach).
-                if self.ids.contains_key(&id) || self.files.contains_key(&name) {
+                // duplicate left a file its records could not reach), and
+                // every id below the next one to give out (else a new file
+                // would take a live file's id).
+                if self.ids.contains_key(&id)
+                    || self.files.contains_key(&name)
+                    || id >= self.next_id
+                {
                     return None;
                 }
                 let mut extents = Vec::new();
