@@ -338,10 +338,13 @@ pub struct BenchCompareArgs {
     /// Total memory budgets, comma-separated (48MiB,64MiB,96MiB,160MiB): each
     /// engine reads in a control group limited to the budget, after the page
     /// cache is dropped, with a block cache of the budget minus its resident
-    /// memory minus --memory-slack. Needs root (cgroups, drop_caches).
+    /// memory minus --memory-slack (at least 1 MiB; every budget that holds
+    /// its resident memory and 1 MiB runs, the slack being what remains).
+    /// Needs root (cgroups, drop_caches).
     #[arg(long, value_name = "LIST")]
     pub memory: Option<String>,
-    /// Memory of each budget left to the page cache and the engine's growth.
+    /// Memory of each budget left to the page cache and the engine's growth
+    /// (less where the budget cannot hold it).
     #[arg(long, value_name = "SIZE", default_value = "32MiB")]
     pub memory_slack: String,
     /// Block caches each engine tries in each budget, comma-separated, as

@@ -368,10 +368,12 @@ struct ReadFiles<'a> {
     reads: &'a Path,
 }
 
-/// View (b): every engine under the same total memory. For each budget, an
-/// engine's free memory is the budget minus its resident memory with a tiny
-/// cache (measured first) minus `--memory-slack`; each share of it in
-/// `--memory-caches` is tried as its block cache, in a read phase that runs in
+/// View (b): every engine under the same total memory. For each budget that
+/// holds an engine's resident memory with a tiny cache (measured first) and
+/// a 1 MiB cache, the engine's free memory is the budget minus that resident
+/// memory minus `--memory-slack` (at least 1 MiB: in a tighter budget the
+/// slack is what remains); each share of it in `--memory-caches` is tried as
+/// its block cache (at least 1 MiB), in a read phase that runs in
 /// a control group limited to the budget after the page cache was dropped (so
 /// that whatever its buffered reads keep in the page cache counts too), and
 /// the try with the most Gets/s is marked best.

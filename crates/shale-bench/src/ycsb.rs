@@ -11,9 +11,11 @@
 //! (flush, compactions done) so that the next run starts from the same kind
 //! of shape. Ctrl-C stops the runs and keeps what was measured.
 //!
-//! With `--engines shale,rocksdb` each configuration also runs on RocksDB,
-//! through its harness's `ycsb` op (docs/harness-protocol.md), on databases
-//! of its own (`DIR/rocksdb-<layout>`).
+//! With `--engines shale,pebble,rocksdb,leveldb` each configuration also
+//! runs on each peer, through its harness's `ycsb` op
+//! (docs/harness-protocol.md), on databases of its own
+//! (`DIR/<peer>-<layout>`, with a marker beside each once its load
+//! succeeded).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -236,7 +238,7 @@ fn op_result(s: &OpStats, seconds: f64) -> OpResult {
 /// resources (CPU, devices) add fields of their own here.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
-    /// `shale` or `rocksdb`.
+    /// `shale` or the peer's name.
     pub engine: String,
     /// The engine and its version.
     pub engine_version: String,
@@ -263,8 +265,9 @@ pub struct RunResult {
     /// Blocks (data, index, filter) read from files by the run's Gets, per
     /// Get: a reader's cache misses, the device reads the operations waited
     /// for (shale: its metrics' physical reads of those kinds; RocksDB: its
-    /// per-thread perf context's `block_read_count` over `rocksdb.number.keys.read`).
-    /// `None` without Gets or from a harness that does not count them.
+    /// per-thread perf context's `block_read_count` over `rocksdb.number.keys.read`;
+    /// LevelDB: the reads of its operation threads). `None` without Gets or
+    /// from a harness that does not count them (Pebble).
     #[serde(default)]
     pub block_reads_per_get: Option<f64>,
     /// Per level (L0 to L6), the tables a Get searched past their filters,
@@ -333,7 +336,7 @@ impl Spread {
 /// One configuration's runs summed up.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// `shale` or `rocksdb`.
+    /// `shale` or the peer's name.
     pub engine: String,
     /// `default` or the preset.
     pub preset: String,

@@ -265,7 +265,9 @@ pub struct CompareResults {
     pub direct_io: bool,
     /// Total memory budgets of the memory-limited runs (view b), bytes.
     pub memory_budgets: Vec<u64>,
-    /// Memory left to the page cache and the harness's growth in each budget.
+    /// Memory left to the page cache and the harness's growth in each budget
+    /// that can hold it (each budget run says what it had:
+    /// [`BudgetRun::slack_bytes`]).
     pub memory_slack: u64,
     /// Shares of an engine's free memory in a budget tried as its block cache.
     #[serde(default)]
