@@ -41,9 +41,11 @@ pub fn handle(served: &Served<'_>, request: &Request) -> Result<String, String> 
         Op::Inspect(r) => to_json(&inspect(served, r)?),
         Op::Read(r) => to_json(&read(served, r)?),
         Op::DbBench(_) | Op::Ycsb(_) => Err(format!(
-            "op {} is not served by the {} harness: `shale bench {}` runs shale in-process",
+            "op {} is not served by the {} harness (it serves {}): `shale bench {}` runs \
+             shale in process",
             request.op.name(),
             served.info.engine,
+            served.info.ops.join(", "),
             if request.op.name() == "ycsb" {
                 "ycsb"
             } else {
@@ -448,6 +450,8 @@ mod tests {
             bloom_bits: -1,
             compression: "none".into(),
         }));
-        assert!(handle(&served, &dbbench).is_err_and(|e| e.contains("not served")));
+        let served_ops = "not served by the shale harness (it serves info, load, inspect, read)";
+        assert!(handle(&served, &dbbench)
+            .is_err_and(|e| e.starts_with("op dbbench ") && e.contains(served_ops)));
     }
 }
