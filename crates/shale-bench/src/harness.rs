@@ -138,8 +138,9 @@ fn load(served: &Served<'_>, r: &LoadRequest) -> Result<LoadReply, String> {
         &indicatif::ProgressBar::hidden(),
         &|| false,
         |i, k, v| {
-            *k = keygen.key_vec(i);
-            *v = dataset.value(i);
+            keygen.key(i, k);
+            v.resize(dataset.value_size, 0);
+            dataset.fill_value(i, v);
         },
         |pairs| e.load_batch(pairs),
     )?;

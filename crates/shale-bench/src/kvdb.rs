@@ -286,8 +286,9 @@ fn load(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) -> 
         &pb,
         &|| false,
         |i, k, v| {
-            *k = w.keygen.key_vec(i);
-            *v = w.dataset.value(i);
+            w.keygen.key(i, k);
+            v.resize(w.dataset.value_size, 0);
+            w.dataset.fill_value(i, v);
         },
         |pairs| e.load_batch(pairs),
     );

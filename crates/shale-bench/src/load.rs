@@ -34,6 +34,29 @@ pub fn run_chunks<E: Send>(
     stop: &(dyn Fn() -> bool + Sync),
     work: impl Fn(Range<u64>) -> Result<(), E> + Sync,
 ) -> Result<bool, E> {
+    run_chunks_with(
+        range,
+        chunk,
+        threads,
+        progress,
+        stop,
+        || (),
+        |(), c| work(c),
+    )
+}
+
+/// [`run_chunks`] with a state of each thread's own, made by `init` in the
+/// thread and handed to each of its `work` calls (buffers kept from one
+/// chunk to the next).
+fn run_chunks_with<S, E: Send>(
+    range: Range<u64>,
+    chunk: u64,
+    threads: usize,
+    progress: &ProgressBar,
+    stop: &(dyn Fn() -> bool + Sync),
+    init: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, Range<u64>) -> Result<(), E> + Sync,
+) -> Result<bool, E> {
     let next = AtomicU64::new(range.start);
     let failed = AtomicBool::new(false);
     let stopped = AtomicBool::new(false);
@@ -41,6 +64,7 @@ pub fn run_chunks<E: Send>(
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| {
+                let mut state = init();
                 while !failed.load(Ordering::Relaxed) {
                     if stop() {
                         stopped.store(true, Ordering::Relaxed);
@@ -50,7 +74,7 @@ pub fn run_chunks<E: Send>(
                         return;
                     };
                     let n = c.end - c.start;
-                    if let Err(e) = work(c) {
+                    if let Err(e) = work(&mut state, c) {
                         failed.store(true, Ordering::Relaxed);
                         let mut first = first_error.lock().unwrap_or_else(|p| p.into_inner());
                         first.get_or_insert(e);
@@ -69,8 +93,10 @@ pub fn run_chunks<E: Send>(
 
 /// Writes the pairs of `range` in batches of at most `batch` consecutive
 /// indices, on `threads` threads: `pair(i, key, value)` fills index `i`'s key
-/// and value, `write` writes one batch. See [`run_chunks`] for `progress`
-/// and `stop`.
+/// and value (given the buffers of an earlier pair, to overwrite: a thread
+/// keeps its buffers from batch to batch, so a load allocates nothing per
+/// key), `write` writes one batch. See [`run_chunks`] for `progress` and
+/// `stop`.
 pub fn load<E: Send>(
     range: Range<u64>,
     batch: u64,
@@ -81,16 +107,22 @@ pub fn load<E: Send>(
     write: impl Fn(&[(&[u8], &[u8])]) -> Result<(), E> + Sync,
 ) -> Result<Loaded, E> {
     let user_bytes = AtomicU64::new(0);
-    let stopped = run_chunks(range, batch, threads, progress, stop, |c| {
+    // Each thread's key and value buffers, one pair per index of a batch.
+    let init = || (Vec::<Vec<u8>>::new(), Vec::<Vec<u8>>::new());
+    let stopped = run_chunks_with(range, batch, threads, progress, stop, init, |bufs, c| {
+        let (keys, values) = bufs;
         let n = (c.end - c.start) as usize;
-        let mut keys = vec![Vec::new(); n];
-        let mut values = vec![Vec::new(); n];
+        if keys.len() < n {
+            keys.resize_with(n, Vec::new);
+            values.resize_with(n, Vec::new);
+        }
         for ((i, k), v) in c.zip(keys.iter_mut()).zip(values.iter_mut()) {
             pair(i, k, v);
         }
         let pairs: Vec<(&[u8], &[u8])> = keys
             .iter()
-            .zip(&values)
+            .zip(values.iter())
+            .take(n)
             .map(|(k, v)| (k.as_slice(), v.as_slice()))
             .collect();
         let bytes: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();

@@ -55,7 +55,8 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
         &progress,
         &|| false,
         |i, k, v| {
-            *k = dataset.key(i).to_vec();
+            k.clear();
+            k.extend_from_slice(&dataset.key(i));
             v.resize(dataset.value_size, 0);
             dataset.fill_value(i, v);
         },
