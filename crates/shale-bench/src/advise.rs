@@ -16,7 +16,7 @@
 //!   level holds keys, on a sample table of the database's own keys written
 //!   in memory with its filter policy).
 //!
-//! The level shape at `N` keys is the picker's ([`shale::level_plan`]) for a
+//! The level shape at `N` keys is the picker's ([`shale::tools::level_plan`]) for a
 //! database of `D` bytes: every level from the base level to the one above the
 //! last holds its target (the settled shape of a database that grew to that
 //! size: measured at 20M keys, L4 64.0 of 64 MiB and L5 407 of 409 MiB), L0 is
@@ -152,14 +152,14 @@ pub fn project(c: &Costs, keys: u64) -> Projection {
     let phi = c.filter_bytes_per_key.max(0.0);
     let per_key = |level: usize| w + if c.filter_at[level] { phi } else { 0.0 };
     let plan_of = |bytes: f64| {
-        shale::level_plan(
+        shale::tools::level_plan(
             bytes.round() as u64,
             c.base_level_bytes,
             c.level_size_multiplier,
             c.target_file_size_base,
         )
     };
-    let shape = |plan: &shale::LevelPlan| {
+    let shape = |plan: &shale::tools::LevelPlan| {
         let mut level_keys = [0.0; NUM_LEVELS];
         let mut left = n;
         for (level, slot) in level_keys.iter_mut().enumerate().take(LAST) {
@@ -306,11 +306,9 @@ fn measure(db: &Db, opts: &Options) -> Result<Costs> {
 /// [`FILTER_SAMPLE_KEYS`] entries of `db`, in memory: a flush to L0, which
 /// has filters under every policy that writes any.
 fn sample_filter_cost(db: &Db, policy: FilterPolicy) -> Result<(f64, u64)> {
-    let opts = Options {
-        fs: Arc::new(shale::env::MemFs::new()),
-        filter_policy: policy,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .fs(Arc::new(shale::env::MemFs::new()))
+        .filter_policy(policy);
     let sample = Db::open("/advise-filter-sample", opts)?;
     let mut batch = WriteBatch::new();
     let mut n = 0u64;
@@ -780,7 +778,7 @@ mod tests {
         assert!((p.db_bytes - p.level_bytes.iter().sum::<f64>()).abs() < 1.0);
         // The shape is the picker's plan for the projected size: base L4 at
         // 64 MiB, L5 at its target, L6 the rest.
-        let plan = shale::level_plan(
+        let plan = shale::tools::level_plan(
             p.db_bytes.round() as u64,
             c.base_level_bytes,
             c.level_size_multiplier,
@@ -862,11 +860,9 @@ mod tests {
     /// A database in memory holding `n` dataset keys, flushed to L0 or (with
     /// `compact`) merged into L6.
     fn memory_db(n: u64, policy: FilterPolicy, compact: bool) -> (Db, Options) {
-        let opts = Options {
-            fs: Arc::new(shale::env::MemFs::new()),
-            filter_policy: policy,
-            ..Options::default()
-        };
+        let opts = Options::default()
+            .fs(Arc::new(shale::env::MemFs::new()))
+            .filter_policy(policy);
         let db = Db::open("/db", opts.clone()).expect("open");
         let (keygen, dataset) = (KeyGen::new(KeyScheme::Hash), Dataset::default());
         let mut batch = WriteBatch::new();
@@ -922,10 +918,7 @@ mod tests {
         db.close().expect("close");
 
         // No filter anywhere by policy.
-        let none = FilterPolicy {
-            levels: shale::FilterLevels::None,
-            ..FilterPolicy::default()
-        };
+        let none = FilterPolicy::default().levels(shale::FilterLevels::None);
         let (db, opts) = memory_db(2000, none, false);
         let c = measure(&db, &opts).expect("measure");
         assert_eq!(c.filter_source, FilterSource::None);

@@ -300,14 +300,13 @@ fn open_shale(
     read_threads: Option<usize>,
 ) -> Result<Box<dyn KvEngine>, String> {
     let defaults = Options::default();
-    let opts = Options {
-        fs,
-        create_if_missing: matches!(access, Access::Create(true)),
-        block_cache_bytes: cache_bytes,
-        max_open_files: table_cache_files(),
-        read_threads: read_threads.unwrap_or(defaults.read_threads),
-        ..defaults
-    };
+    let read_threads = read_threads.unwrap_or(defaults.read_threads);
+    let opts = defaults
+        .fs(fs)
+        .create_if_missing(matches!(access, Access::Create(true)))
+        .block_cache_bytes(cache_bytes)
+        .max_open_files(table_cache_files())
+        .read_threads(read_threads);
     let db = match access {
         Access::ReadOnly => Db::open_read_only(dir, opts),
         Access::Create(_) => Db::open(dir, opts),
@@ -353,7 +352,7 @@ impl KvEngine for ShaleEngine {
             b.put(k, v);
         }
         self.db
-            .write(b, &WriteOptions { sync: false })
+            .write(b, &WriteOptions::default())
             .map_err(|e| e.to_string())
     }
 

@@ -402,10 +402,7 @@ impl Storage {
 
     /// `opts` with this storage's file system.
     pub fn options(&self, opts: Options) -> Options {
-        Options {
-            fs: self.fs(),
-            ..opts
-        }
+        opts.fs(self.fs())
     }
 
     /// The database directory: `--db`, else `default` (a command's default

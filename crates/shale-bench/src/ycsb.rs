@@ -107,14 +107,8 @@ impl Filters {
     fn policy(self) -> FilterPolicy {
         match self {
             Filters::Fuse9 => FilterPolicy::default(),
-            Filters::NoFilter => FilterPolicy {
-                levels: FilterLevels::None,
-                ..FilterPolicy::default()
-            },
-            Filters::Bloom10 => FilterPolicy {
-                levels: FilterLevels::All,
-                ..FilterPolicy::bloom(10)
-            },
+            Filters::NoFilter => FilterPolicy::default().levels(FilterLevels::None),
+            Filters::Bloom10 => FilterPolicy::bloom(10).levels(FilterLevels::All),
         }
     }
 }
@@ -764,13 +758,13 @@ fn start_sampler(
 }
 
 fn load_options(storage: &Storage, filters: Filters, create: bool) -> Options {
-    storage.options(Options {
-        create_if_missing: create,
-        block_cache_bytes: LOAD_CACHE,
-        filter_policy: filters.policy(),
-        base_level_bytes: filters.base_level_bytes(),
-        ..Options::default()
-    })
+    storage.options(
+        Options::default()
+            .create_if_missing(create)
+            .block_cache_bytes(LOAD_CACHE)
+            .filter_policy(filters.policy())
+            .base_level_bytes(filters.base_level_bytes()),
+    )
 }
 
 fn read_marker(db: &Db) -> Result<Option<Marker>> {
@@ -875,7 +869,7 @@ fn load(
             for (k, v) in pairs {
                 batch.put(k, v);
             }
-            db.write(batch, &WriteOptions { sync: false })
+            db.write(batch, &WriteOptions::default())
         },
     );
     pb.finish_and_clear();
@@ -915,27 +909,27 @@ fn run_options(a: &BenchYcsbArgs, storage: &Storage, s: &Settings, filters: Filt
         })),
     };
     let open_files = shale::env::raise_open_files_limit().unwrap_or(1024);
-    Options {
-        fs,
-        create_if_missing: false,
-        block_cache_bytes: s.block_cache_bytes,
-        filter_policy: filters.policy(),
-        pin_table_metadata: s.pin_table_metadata,
-        table_metadata: if s.metadata_with_tables {
+    Options::default()
+        .fs(fs)
+        .create_if_missing(false)
+        .block_cache_bytes(s.block_cache_bytes)
+        .filter_policy(filters.policy())
+        .pin_table_metadata(s.pin_table_metadata)
+        .table_metadata(if s.metadata_with_tables {
             MetadataPlacement::all_kinds_at(LevelSet::ALL)
         } else {
             MetadataPlacement::NONE
-        },
-        write_buffer_size: s.write_buffer_size,
-        target_file_size_base: s.target_file_size_base,
-        base_level_bytes: s.base_level_bytes,
-        max_background_jobs: s.max_background_jobs,
-        compaction_rate_limit: s.compaction_rate_limit,
-        compaction_nice: s.compaction_nice,
-        max_open_files: usize::try_from(open_files.saturating_sub(256).clamp(64, 1_000_000))
-            .unwrap_or(1_000_000),
-        ..Options::default()
-    }
+        })
+        .write_buffer_size(s.write_buffer_size)
+        .target_file_size_base(s.target_file_size_base)
+        .base_level_bytes(s.base_level_bytes)
+        .max_background_jobs(s.max_background_jobs)
+        .compaction_rate_limit(s.compaction_rate_limit)
+        .compaction_nice(s.compaction_nice)
+        .max_open_files(
+            usize::try_from(open_files.saturating_sub(256).clamp(64, 1_000_000))
+                .unwrap_or(1_000_000),
+        )
 }
 
 /// One run of `a.operations` operations on the database in `dir`; its time
@@ -1200,10 +1194,7 @@ impl<'a> Worker<'a> {
     /// (fewer at the end of the keys), copying each value as a client would.
     fn scan(&mut self, keynum: u64, length: u64) -> Result<(), String> {
         key_into(keynum, &mut self.key);
-        let opts = ReadOptions {
-            upper_bound: Some(KEY_END.to_vec()),
-            ..ReadOptions::default()
-        };
+        let opts = ReadOptions::default().upper_bound(Some(KEY_END.to_vec()));
         let mut it = self
             .db
             .iter(&opts)

@@ -227,14 +227,7 @@ fn run_benches<M>(
     label: &str,
     mut mark: impl FnMut() -> Result<M>,
 ) -> Result<(Vec<Measured>, Vec<M>)> {
-    let db = Db::open(
-        dir,
-        Options {
-            fs,
-            create_if_missing: true,
-            ..opts.clone()
-        },
-    )?;
+    let db = Db::open(dir, opts.clone().fs(fs).create_if_missing(true))?;
     let mut marks = vec![mark()?];
     let mut measured = Vec::new();
     for (index, &(bench, name)) in BENCHES.iter().enumerate() {

@@ -258,7 +258,7 @@ pub unsafe extern "C" fn shale_put(
             with_db(db, |d, shared| {
                 let mut b = WriteBatch::new();
                 b.put(key, value);
-                d.write(b, &WriteOptions { sync: shared.sync })?;
+                d.write(b, &WriteOptions::default().sync(shared.sync))?;
                 Ok(())
             })
         })
@@ -285,7 +285,7 @@ pub unsafe extern "C" fn shale_delete(
             with_db(db, |d, shared| {
                 let mut b = WriteBatch::new();
                 b.delete(key);
-                d.write(b, &WriteOptions { sync: shared.sync })?;
+                d.write(b, &WriteOptions::default().sync(shared.sync))?;
                 Ok(())
             })
         })
@@ -322,7 +322,7 @@ pub unsafe extern "C" fn shale_delete_range(
             with_db(db, |d, shared| {
                 let mut b = WriteBatch::new();
                 b.delete_range(start, end);
-                d.write(b, &WriteOptions { sync: shared.sync })?;
+                d.write(b, &WriteOptions::default().sync(shared.sync))?;
                 Ok(())
             })
         })
@@ -349,7 +349,7 @@ pub unsafe extern "C" fn shale_write(
             let b = handle(batch)?;
             with_db(db, |d, _| {
                 let copy = b.batch.lock().clone();
-                d.write(copy, &WriteOptions { sync })?;
+                d.write(copy, &WriteOptions::default().sync(sync))?;
                 Ok(())
             })
         })

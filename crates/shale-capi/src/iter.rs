@@ -144,11 +144,7 @@ pub unsafe extern "C" fn shale_iterator_create(
                 let (lower, upper) = bounds(lower, upper, prefix);
                 (lower, upper, snapshot)
             };
-            let read = ReadOptions {
-                lower_bound: lower,
-                upper_bound: upper,
-                ..ReadOptions::default()
-            };
+            let read = ReadOptions::default().lower_bound(lower).upper_bound(upper);
             let shared = h.shared.clone();
             let ptr = h.shared.with_db(|d| {
                 let it = match snapshot {

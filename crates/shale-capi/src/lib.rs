@@ -284,8 +284,8 @@ pub(crate) fn check_range(start: &[u8], end: &[u8]) -> Outcome {
     if start > end {
         return Err(Failure::invalid(format!(
             "the range [{}, {}) has its start above its end",
-            shale::format::user_key_text(start),
-            shale::format::user_key_text(end)
+            shale::tools::user_key_text(start),
+            shale::tools::user_key_text(end)
         )));
     }
     Ok(())

@@ -293,22 +293,17 @@ pub unsafe extern "C" fn shale_options_set_filter_policy(
                 other => return Err(Failure::invalid(format!("unknown filter levels {other}"))),
             };
             let policy = match kind {
-                None => FilterPolicy {
-                    levels: FilterLevels::None,
-                    ..FilterPolicy::default()
-                },
+                None => FilterPolicy::default().levels(FilterLevels::None),
                 Some(kind) => {
                     if !(1..=32).contains(&bits_per_key) {
                         return Err(Failure::invalid(format!(
                             "bits per key {bits_per_key} is not within 1 to 32"
                         )));
                     }
-                    FilterPolicy {
-                        bits_per_key,
-                        levels,
-                        kind,
-                        ..FilterPolicy::default()
-                    }
+                    FilterPolicy::default()
+                        .bits_per_key(bits_per_key)
+                        .levels(levels)
+                        .kind(kind)
                 }
             };
             o.engine.filter_policy = policy;

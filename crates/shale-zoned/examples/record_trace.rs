@@ -24,10 +24,7 @@ fn main() {
         std::process::exit(2);
     };
     let traced = Arc::new(TraceFs::new(Arc::new(MemFs::new())));
-    let options = Options {
-        fs: traced.clone(),
-        ..Options::default()
-    };
+    let options = Options::default().fs(traced.clone());
     let db = Db::open(Path::new("/db"), options).unwrap_or_else(|e| fail("open", e));
     let mut batch = WriteBatch::new();
     for i in 0..keys * passes {
@@ -44,11 +41,11 @@ fn main() {
         }
         batch.put(&key32, &[(k % 251) as u8; 110]);
         if batch.len() == 1000 {
-            db.write(std::mem::take(&mut batch), &WriteOptions { sync: false })
+            db.write(std::mem::take(&mut batch), &WriteOptions::default())
                 .unwrap_or_else(|e| fail("write", e));
         }
     }
-    db.write(batch, &WriteOptions { sync: false })
+    db.write(batch, &WriteOptions::default())
         .unwrap_or_else(|e| fail("write", e));
     db.settle().unwrap_or_else(|e| fail("settle", e));
     db.close().unwrap_or_else(|e| fail("close", e));

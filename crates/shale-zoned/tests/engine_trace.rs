@@ -14,15 +14,13 @@ use shale_zoned::ftl::{peak_live_pages, replay_trace, ReplayOptions, FTL_PAGE_SI
 /// and compactions run many times.
 fn engine_trace(keys: u64, passes: u64) -> Vec<TraceEvent> {
     let traced = Arc::new(TraceFs::new(Arc::new(MemFs::new())));
-    let options = Options {
-        fs: traced.clone(),
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        base_level_bytes: 256 << 10,
-        l0_compaction_trigger: Some(4),
-        block_cache_bytes: 1 << 20,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .fs(traced.clone())
+        .write_buffer_size(64 << 10)
+        .target_file_size_base(64 << 10)
+        .base_level_bytes(256 << 10)
+        .l0_compaction_trigger(Some(4))
+        .block_cache_bytes(1 << 20);
     let db = Db::open(Path::new("/db"), options).expect("open");
     let mut batch = WriteBatch::new();
     for i in 0..passes * keys {
@@ -32,12 +30,11 @@ fn engine_trace(keys: u64, passes: u64) -> Vec<TraceEvent> {
         let value = [(i % 251) as u8; 100];
         batch.put(key.as_bytes(), &value);
         if batch.len() == 100 {
-            db.write(std::mem::take(&mut batch), &WriteOptions { sync: true })
+            db.write(std::mem::take(&mut batch), &WriteOptions::SYNC)
                 .expect("write");
         }
     }
-    db.write(batch, &WriteOptions { sync: true })
-        .expect("write");
+    db.write(batch, &WriteOptions::SYNC).expect("write");
     db.settle().expect("settle");
     db.close().expect("close");
     traced.take_events()

@@ -63,15 +63,13 @@ fn mount(path: &Path, read_only: bool) -> Result<ZoneFs, ZoneFsError> {
 }
 
 fn options(fs: ZoneFs) -> Options {
-    Options {
-        fs: Arc::new(fs),
-        write_buffer_size: 8 << 10,
-        block_size: 512,
-        target_file_size_base: 16 << 10,
-        block_cache_bytes: 64 << 10,
-        max_background_jobs: 1,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(Arc::new(fs))
+        .write_buffer_size(8 << 10)
+        .block_size(512)
+        .target_file_size_base(16 << 10)
+        .block_cache_bytes(64 << 10)
+        .max_background_jobs(1)
 }
 
 /// The database: bulk data compacted into the last level, newer versions
@@ -84,7 +82,7 @@ fn build(path: &Path) -> Model {
     let db = Db::open(DB, options(fs.clone())).expect("open");
     let mut model = Model::new();
     let mut rng = Rng::new(41);
-    let sync = WriteOptions { sync: true };
+    let sync = WriteOptions::SYNC;
     // Batches of ten rows, each synced (a WAL sync is a metadata sync).
     let mut write = |db: &Db, rows: Vec<(String, Option<Vec<u8>>)>| {
         let mut b = WriteBatch::new();

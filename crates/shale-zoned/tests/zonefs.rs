@@ -648,13 +648,13 @@ fn the_engine_runs_on_zonefs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("dev");
     let g = geometry(64, 1 << 20);
-    let options = |fs: ZoneFs| Options {
-        fs: Arc::new(fs),
-        write_buffer_size: 16 << 10,
-        target_file_size_base: 32 << 10,
-        block_cache_bytes: 64 << 10,
-        max_background_jobs: 1,
-        ..Options::default()
+    let options = |fs: ZoneFs| {
+        Options::default()
+            .fs(Arc::new(fs))
+            .write_buffer_size(16 << 10)
+            .target_file_size_base(32 << 10)
+            .block_cache_bytes(64 << 10)
+            .max_background_jobs(1)
     };
     let key = |i: u32| format!("key{:06}", (i * 7919) % 5000);
     let value = |i: u32| format!("value-{i}-{}", "x".repeat((i % 50) as usize));
@@ -697,13 +697,13 @@ fn the_engine_on_zonefs_survives_crashes_against_a_model() {
             -1,
         ))
     };
-    let options = |fs: ZoneFs| Options {
-        fs: Arc::new(fs),
-        write_buffer_size: 8 << 10,
-        target_file_size_base: 16 << 10,
-        block_cache_bytes: 64 << 10,
-        max_background_jobs: 1,
-        ..Options::default()
+    let options = |fs: ZoneFs| {
+        Options::default()
+            .fs(Arc::new(fs))
+            .write_buffer_size(8 << 10)
+            .target_file_size_base(16 << 10)
+            .block_cache_bytes(64 << 10)
+            .max_background_jobs(1)
     };
     let read_state = |db: &Db| -> BTreeMap<u32, Vec<u8>> {
         (0..300u32)
@@ -769,7 +769,8 @@ fn the_engine_on_zonefs_survives_crashes_against_a_model() {
                 b.put(key.as_bytes(), &v);
                 Some(v)
             };
-            db.write(b, &WriteOptions { sync }).expect("write");
+            db.write(b, &WriteOptions::default().sync(sync))
+                .expect("write");
             pending.push((k, v));
             if sync {
                 for (k, v) in pending.drain(..) {

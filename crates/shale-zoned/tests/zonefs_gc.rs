@@ -389,19 +389,19 @@ fn the_engine_on_a_nearly_full_device_with_collection() {
     // stay until they close. With 22 data zones a CI run once found none to
     // collect at pass 22 of 30 (live data a fifth of the device).
     let g = ZonedGeometry::new(28, 256 << 10);
-    let options = |fs: ZoneFs| Options {
-        fs: Arc::new(fs),
-        write_buffer_size: 32 << 10,
-        target_file_size_base: 64 << 10,
-        block_cache_bytes: 64 << 10,
-        max_background_jobs: 1,
-        // One output file at a time: each subcompaction writes its own table,
-        // and every zone a file being written has unrecorded extents in stays
-        // uncollectable until it closes. With two subcompactions, 4 to 5 runs
-        // in 16 under a load of four at once found no zone to collect
-        // (live data a seventh of the device); with one, none of 16 did.
-        max_subcompactions: 1,
-        ..Options::default()
+    let options = |fs: ZoneFs| {
+        Options::default()
+            .fs(Arc::new(fs))
+            .write_buffer_size(32 << 10)
+            .target_file_size_base(64 << 10)
+            .block_cache_bytes(64 << 10)
+            .max_background_jobs(1)
+            // One output file at a time: each subcompaction writes its own table,
+            // and every zone a file being written has unrecorded extents in stays
+            // uncollectable until it closes. With two subcompactions, 4 to 5 runs
+            // in 16 under a load of four at once found no zone to collect
+            // (live data a seventh of the device); with one, none of 16 did.
+            .max_subcompactions(1)
     };
     let keys = 3000u32;
     let value = |k: u32, pass: u32| pattern(k ^ (pass << 16), 100 + (k % 7) as usize);
@@ -415,15 +415,14 @@ fn the_engine_on_a_nearly_full_device_with_collection() {
                 for &k in chunk {
                     b.put(format!("key{k:06}").as_bytes(), &value(k, pass));
                 }
-                db.write(b, &WriteOptions { sync: false })
-                    .unwrap_or_else(|e| {
-                        panic!(
-                            "pass {pass}: {e}: {:?}\nzones: {:#?}\nfiles: {:#?}",
-                            fs.stats(),
-                            fs.zones(),
-                            fs.files()
-                        )
-                    });
+                db.write(b, &WriteOptions::default()).unwrap_or_else(|e| {
+                    panic!(
+                        "pass {pass}: {e}: {:?}\nzones: {:#?}\nfiles: {:#?}",
+                        fs.stats(),
+                        fs.zones(),
+                        fs.files()
+                    )
+                });
             }
         }
         db.close().expect("close");

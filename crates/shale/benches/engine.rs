@@ -37,12 +37,10 @@ fn key(i: u64) -> [u8; 32] {
 fn cached_db(read_threads: usize) -> Db {
     let db = Db::open(
         "/bench",
-        Options {
-            fs: Arc::new(MemFs::new()),
-            block_cache_bytes: 256 << 20,
-            read_threads,
-            ..Options::default()
-        },
+        Options::default()
+            .fs(Arc::new(MemFs::new()))
+            .block_cache_bytes(256 << 20)
+            .read_threads(read_threads),
     )
     .expect("open");
     let mut b = WriteBatch::new();
@@ -113,14 +111,7 @@ fn gets(c: &mut Criterion) {
 }
 
 fn puts(c: &mut Criterion) {
-    let db = Db::open(
-        "/bench",
-        Options {
-            fs: Arc::new(MemFs::new()),
-            ..Options::default()
-        },
-    )
-    .expect("open");
+    let db = Db::open("/bench", Options::default().fs(Arc::new(MemFs::new()))).expect("open");
     let mut i = 0u64;
     c.bench_function("put/memtable", |b| {
         b.iter(|| {

@@ -57,12 +57,10 @@ fn main() -> shale::Result<()> {
     let restart_interval = args.next().and_then(|a| a.parse().ok()).unwrap_or(16);
     let db = Db::open(
         "/bench",
-        Options {
-            fs: Arc::new(MemFs::new()),
-            block_cache_bytes: 256 << 20,
-            block_restart_interval: restart_interval,
-            ..Options::default()
-        },
+        Options::default()
+            .fs(Arc::new(MemFs::new()))
+            .block_cache_bytes(256 << 20)
+            .block_restart_interval(restart_interval),
     )?;
     let mut b = WriteBatch::new();
     for i in 0..KEYS {

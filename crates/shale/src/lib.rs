@@ -15,7 +15,7 @@ mod db;
 mod error;
 pub mod events;
 mod filenames;
-pub mod format;
+mod format;
 mod iter;
 mod memtable;
 mod metrics;
@@ -42,7 +42,6 @@ pub mod bench_api;
 pub mod fuzz_api;
 
 pub use batch::{BatchEntry, WriteBatch};
-pub use compaction::picker::{level_plan, LevelPlan};
 pub use db::{
     prefix_successor, DamagedFile, DamagedKind, Db, DbIterator, KeyRange, Range, ReadOptions,
     Readable, RepairOptions, RepairReport, Snapshot, TableInfo, LOST_DIR,
@@ -61,6 +60,19 @@ pub use pinned::PinnedValue;
 pub use shale_env as env;
 pub use stat::{DbSummary, LevelSummary};
 pub use table::{inspect_table, BlockInfo, LayoutKind, TableLayout, TableProperties};
+
+/// For tools built on shale (the `shale` CLI's `sst` and `advise`, the C
+/// API, tests of the on-disk formats): decoding an internal key, printing a
+/// user key, the format versions this build writes and reads, and the level
+/// shape the compaction picker aims at. Not needed to use a database; kept
+/// apart so that the engine's internals stay out of its API.
+pub mod tools {
+    pub use crate::compaction::picker::{level_plan, LevelPlan};
+    pub use crate::format::{
+        parse_internal_key, user_key_text, InternalKeyRef, SeqNo, ValueKind, DB_FORMAT_VERSION,
+        MIN_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
+    };
+}
 
 /// The README's Rust example, compiled and run as a doc test.
 #[cfg(doctest)]

@@ -10,6 +10,34 @@ use crate::events::EventListener;
 pub use crate::format::NUM_LEVELS;
 pub use crate::wal::WalRecoveryMode;
 
+/// Chained setters for the public fields of an options struct, so that a
+/// caller writes `Options::default().create_if_missing(false)` and a field
+/// added later is not a breaking change (the structs are
+/// `#[non_exhaustive]`: no struct literal outside the crate). Every field
+/// must be listed: the pattern at the end names them all, so a field without
+/// a setter does not compile.
+macro_rules! setters {
+    ($ty:ident $(<$lt:lifetime>)? { $($field:ident: $fty:ty),* $(,)? }) => {
+        impl$(<$lt>)? $ty$(<$lt>)? {
+            $(
+                #[doc = concat!("Sets [`", stringify!($ty), "::", stringify!($field), "`].")]
+                #[must_use]
+                pub fn $field(mut self, value: $fty) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+        const _: () = {
+            #[allow(dead_code)]
+            fn every_field_has_a_setter$(<$lt>)?(o: &$ty$(<$lt>)?) {
+                let $ty { $($field: _),* } = o;
+            }
+        };
+    };
+}
+pub(crate) use setters;
+
 /// Which levels get Bloom filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FilterLevels {
@@ -25,6 +53,7 @@ pub enum FilterLevels {
 
 /// The filter policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FilterPolicy {
     /// Bits per key, the memory budget of a filter (a Bloom filter of 10
     /// gives about 1% false positives; a binary fuse filter of 9, 0.8%).
@@ -37,6 +66,13 @@ pub struct FilterPolicy {
     /// Bits per key of single levels, overriding `bits_per_key` where set.
     pub level_bits_per_key: [Option<u32>; NUM_LEVELS],
 }
+
+setters!(FilterPolicy {
+    bits_per_key: u32,
+    levels: FilterLevels,
+    kind: FilterKind,
+    level_bits_per_key: [Option<u32>; NUM_LEVELS],
+});
 
 impl Default for FilterPolicy {
     /// Binary fuse filters of 9 bits a key (7-bit fingerprints, about 0.8%
@@ -218,6 +254,7 @@ impl MetadataPlacement {
 
 /// Options of [`crate::Db::open`].
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// File system to run on (default: [`PosixFs`] with buffered I/O).
     pub fs: Arc<dyn FileSystem>,
@@ -385,6 +422,45 @@ pub struct Options {
     /// metadata goes through the block cache; see [`MetadataPlacement`]).
     pub table_metadata: MetadataPlacement,
 }
+
+setters!(Options {
+    fs: Arc<dyn FileSystem>,
+    create_if_missing: bool,
+    error_if_exists: bool,
+    write_buffer_size: usize,
+    max_immutable_memtables: usize,
+    memtable_filter: bool,
+    block_size: usize,
+    block_restart_interval: usize,
+    index_partition_size: usize,
+    compression: Compression,
+    filter_policy: FilterPolicy,
+    block_cache_bytes: u64,
+    cache_shards: usize,
+    pin_table_metadata: bool,
+    max_open_files: usize,
+    target_file_size_base: u64,
+    table_format_version: u32,
+    verify_checksums: bool,
+    max_background_jobs: usize,
+    max_subcompactions: usize,
+    compaction_nice: i32,
+    l0_compaction_trigger: Option<usize>,
+    l0_slowdown_writes_trigger: usize,
+    l0_stop_writes_trigger: usize,
+    base_level_bytes: u64,
+    level_size_multiplier: f64,
+    soft_pending_compaction_bytes: u64,
+    hard_pending_compaction_bytes: u64,
+    delayed_write_rate: u64,
+    compaction_rate_limit: Option<u64>,
+    compaction_readahead_bytes: u64,
+    max_manifest_bytes: u64,
+    wal_recovery_mode: WalRecoveryMode,
+    read_threads: usize,
+    listeners: Vec<Arc<dyn EventListener>>,
+    table_metadata: MetadataPlacement,
+});
 
 impl Default for Options {
     fn default() -> Self {
@@ -555,10 +631,18 @@ impl Options {
 
 /// Options of one write.
 #[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
 pub struct WriteOptions {
     /// Sync the WAL before acknowledging (survives a machine crash). Without it
     /// a write survives a process crash but may be lost by a machine crash.
     pub sync: bool,
+}
+
+setters!(WriteOptions { sync: bool });
+
+impl WriteOptions {
+    /// A synced write: acknowledged once its WAL record is on stable storage.
+    pub const SYNC: WriteOptions = WriteOptions { sync: true };
 }
 
 #[cfg(test)]

@@ -32,24 +32,21 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const DIR: &str = "/db";
 
 fn options(fs: Arc<MemFs>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 8 << 10,
-        block_size: 512,
-        index_partition_size: 256,
-        target_file_size_base: 16 << 10,
-        block_cache_bytes: 64 << 10,
-        max_background_jobs: 1,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(8 << 10)
+        .block_size(512)
+        .index_partition_size(256)
+        .target_file_size_base(16 << 10)
+        .block_cache_bytes(64 << 10)
+        .max_background_jobs(1)
 }
 
 /// Deletes `[start, end)` (synced) in the database and the model.
 fn delete_range(db: &Db, model: &mut Model, start: &[u8], end: &[u8]) {
     let mut b = shale::WriteBatch::new();
     b.delete_range(start, end);
-    db.write(b, &WriteOptions { sync: true })
-        .expect("delete_range");
+    db.write(b, &WriteOptions::SYNC).expect("delete_range");
     model.retain(|k, _| !(k.as_slice() >= start && k.as_slice() < end));
 }
 
@@ -65,7 +62,7 @@ fn build() -> (Arc<MemFs>, Model) {
     let fs = Arc::new(MemFs::new());
     let mut model = Model::new();
     let db = Db::open(DIR, options(fs.clone())).expect("open");
-    let sync = WriteOptions { sync: true };
+    let sync = WriteOptions::SYNC;
     let mut rng = Rng::new(7);
     let put = |db: &Db, model: &mut Model, k: String, v: Vec<u8>| {
         let mut b = shale::WriteBatch::new();
@@ -121,7 +118,7 @@ fn build() -> (Arc<MemFs>, Model) {
     let mut b = shale::WriteBatch::new();
     b.delete_range(b"wal02", b"wal05");
     b.put(b"wal03", b"x");
-    db.write(b, &WriteOptions { sync: true }).expect("write");
+    db.write(b, &WriteOptions::SYNC).expect("write");
     model.retain(|k, _| !(k.as_slice() >= &b"wal02"[..] && k.as_slice() < &b"wal05"[..]));
     model.insert(b"wal03".to_vec(), b"x".to_vec());
     let shape: Vec<usize> = db

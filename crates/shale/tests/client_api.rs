@@ -11,12 +11,10 @@ use shale::{prefix_successor, Db, Error, Options};
 fn open(fs: &Arc<MemFs>) -> Db {
     Db::open(
         "/db",
-        Options {
-            fs: fs.clone(),
-            write_buffer_size: 4 << 10,
-            max_background_jobs: 1,
-            ..Options::default()
-        },
+        Options::default()
+            .fs(fs.clone())
+            .write_buffer_size(4 << 10)
+            .max_background_jobs(1),
     )
     .expect("open")
 }
@@ -330,12 +328,12 @@ fn stat_is_a_text_table_of_the_levels_and_counters() {
 fn the_empty_key_is_a_key_in_every_table_format() {
     for version in [1u32, 2, 3] {
         let fs = Arc::new(MemFs::new());
-        let options = || Options {
-            fs: fs.clone(),
-            write_buffer_size: 4 << 10,
-            max_background_jobs: 1,
-            table_format_version: version,
-            ..Options::default()
+        let options = || {
+            Options::default()
+                .fs(fs.clone())
+                .write_buffer_size(4 << 10)
+                .max_background_jobs(1)
+                .table_format_version(version)
         };
         let db = Db::open("/db", options()).expect("open");
         db.put(b"", b"empty").expect("put the empty key");
@@ -382,11 +380,9 @@ fn a_pinned_get_is_a_slice_of_the_cached_block_and_outlives_eviction() {
     let fs = Arc::new(MemFs::new());
     let db = Db::open(
         "/db",
-        Options {
-            fs: fs.clone(),
-            block_cache_bytes: 16 << 10,
-            ..Options::default()
-        },
+        Options::default()
+            .fs(fs.clone())
+            .block_cache_bytes(16 << 10),
     )
     .expect("open");
     for i in 0..2000u32 {
@@ -432,10 +428,7 @@ fn a_pinned_get_is_a_slice_of_the_cached_block_and_outlives_eviction() {
 fn sync_wal_makes_writes_durable_without_a_flush() {
     use shale::env::CrashFs;
     let fs = Arc::new(CrashFs::new());
-    let opts = || Options {
-        fs: fs.clone(),
-        ..Options::default()
-    };
+    let opts = || Options::default().fs(fs.clone());
     let db = Db::open("/db", opts()).expect("open");
     db.put(b"a", b"1").expect("put");
     db.delete_range(b"x", b"z").expect("delete_range");
@@ -459,14 +452,7 @@ fn a_failed_sync_wal_poisons_the_database() {
     use shale::env::{FaultFs, FaultRule, OpKind};
     let mem = Arc::new(MemFs::new());
     let fault = FaultFs::new(mem.clone());
-    let db = Db::open(
-        "/db",
-        Options {
-            fs: fault.clone(),
-            ..Options::default()
-        },
-    )
-    .expect("open");
+    let db = Db::open("/db", Options::default().fs(fault.clone())).expect("open");
     db.put(b"a", b"1").expect("put");
     fault.inject(FaultRule::io(OpKind::SyncAppend, 0));
     assert!(db.sync_wal().is_err(), "the failed sync is reported");
@@ -480,16 +466,13 @@ fn a_synced_empty_write_makes_earlier_writes_durable() {
     use shale::env::CrashFs;
     use shale::{WriteBatch, WriteOptions};
     let fs = Arc::new(CrashFs::new());
-    let opts = || Options {
-        fs: fs.clone(),
-        ..Options::default()
-    };
+    let opts = || Options::default().fs(fs.clone());
     let db = Db::open("/db", opts()).expect("open");
     db.put(b"a", b"1").expect("put, not synced");
     let mut b = WriteBatch::new();
     b.delete_range(b"k", b"k"); // an empty range: no op
     assert!(b.is_empty());
-    db.write(b, &WriteOptions { sync: true })
+    db.write(b, &WriteOptions::SYNC)
         .expect("synced empty write");
     fs.crash();
     drop(db);

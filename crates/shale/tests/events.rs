@@ -19,11 +19,9 @@ impl EventListener for Recorder {
 }
 
 fn options(fs: Arc<dyn FileSystem>, recorder: &Arc<Recorder>) -> Options {
-    Options {
-        fs,
-        listeners: vec![recorder.clone() as Arc<dyn EventListener>],
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .listeners(vec![recorder.clone() as Arc<dyn EventListener>])
 }
 
 fn put_range(db: &Db, from: u32, to: u32) {
@@ -160,10 +158,7 @@ fn a_flush_and_a_manual_compaction_raise_their_sequence() {
 fn an_automatic_compaction_pairs_its_begin_and_end() {
     let recorder = Arc::new(Recorder::default());
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let opts = Options {
-        l0_compaction_trigger: Some(2),
-        ..options(fs, &recorder)
-    };
+    let opts = (options(fs, &recorder)).l0_compaction_trigger(Some(2));
     let db = Db::open("/db", opts).expect("open");
     put_range(&db, 0, 200);
     db.flush().expect("flush");
@@ -210,10 +205,7 @@ fn a_write_stall_begins_once_and_ends_at_close() {
     let recorder = Arc::new(Recorder::default());
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     // A soft compaction-debt limit of 0 delays every write group.
-    let opts = Options {
-        soft_pending_compaction_bytes: 0,
-        ..options(fs, &recorder)
-    };
+    let opts = (options(fs, &recorder)).soft_pending_compaction_bytes(0);
     let db = Db::open("/db", opts).expect("open");
     put_range(&db, 0, 5);
     let m = db.metrics();

@@ -51,15 +51,13 @@ impl Outcome {
 /// over 512-byte output tables) run split into subcompactions, and an error
 /// or a crash strikes inside them.
 fn options(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 4 << 10,
-        block_size: 512,
-        index_partition_size: 256,
-        target_file_size_base: 256,
-        max_subcompactions: 3,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(4 << 10)
+        .block_size(512)
+        .index_partition_size(256)
+        .target_file_size_base(256)
+        .max_subcompactions(3)
 }
 
 /// Counts the background errors a database reports.
@@ -133,7 +131,7 @@ fn run(db: &Db, out: &mut Outcome) -> Result<(), Error> {
                         Op::DeleteRange(start, end) => b.delete_range(start, end),
                     }
                 }
-                db.write(b, &WriteOptions { sync })?;
+                db.write(b, &WriteOptions::default().sync(sync))?;
             }
         }
         out.in_flight = None;
@@ -300,10 +298,7 @@ fn an_error_at_every_step_then_a_crash_keeps_a_prefix() {
         fault.inject(FaultRule::io(OpKind::Any, skip).persistent());
         let mut out = Outcome::default();
         let background_errors = Arc::new(BackgroundErrors::default());
-        let opts = Options {
-            listeners: vec![background_errors.clone()],
-            ..options(fault.clone())
-        };
+        let opts = options(fault.clone()).listeners(vec![background_errors.clone()]);
         // The process dies where the error left it, its threads still
         // running: the file system goes down before the handle is dropped.
         let result = Db::open("/db", opts).and_then(|db| {
@@ -370,7 +365,7 @@ fn failed_wal_sync_poisons_the_database() {
     fault.inject(FaultRule::io(OpKind::SyncAppend, 0));
     let mut b = WriteBatch::new();
     b.put(b"b", b"2");
-    assert!(db.write(b, &WriteOptions { sync: true }).is_err());
+    assert!(db.write(b, &WriteOptions::SYNC).is_err());
     fault.clear();
     let err = db.put(b"c", b"3").expect_err("poisoned");
     assert!(matches!(err, Error::Poisoned { .. }), "{err}");
@@ -443,15 +438,13 @@ fn a_failed_subcompaction_fails_the_whole_compaction() {
     let mem = Arc::new(MemFs::new());
     let fault = FaultFs::new(mem.clone());
     let ends = Arc::new(CompactionEnds::default());
-    let opts = Options {
+    let opts = options(fault.clone())
         // No automatic compaction: L0 waits for the manual one.
-        l0_compaction_trigger: Some(100),
-        l0_slowdown_writes_trigger: 100,
-        l0_stop_writes_trigger: 100,
-        max_subcompactions: 4,
-        listeners: vec![ends.clone()],
-        ..options(fault.clone())
-    };
+        .l0_compaction_trigger(Some(100))
+        .l0_slowdown_writes_trigger(100)
+        .l0_stop_writes_trigger(100)
+        .max_subcompactions(4)
+        .listeners(vec![ends.clone()]);
     let db = Db::open("/db", opts.clone()).expect("open");
     let mut model = Model::new();
     for round in 0..4u32 {

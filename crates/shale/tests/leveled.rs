@@ -35,20 +35,18 @@ fn value(i: u64, round: u64) -> Vec<u8> {
 /// per locator would outweigh the data and distort the level sizes these
 /// tests check (the picker does not depend on the table format).
 fn small_levels(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        fs,
-        table_format_version: 2,
-        write_buffer_size: 16 << 10,
-        block_size: 512,
-        index_partition_size: 256,
-        base_level_bytes: 32 << 10,
-        level_size_multiplier: 4.0,
-        target_file_size_base: 4 << 10,
-        l0_compaction_trigger: Some(2),
-        l0_slowdown_writes_trigger: 16,
-        l0_stop_writes_trigger: 24,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .table_format_version(2)
+        .write_buffer_size(16 << 10)
+        .block_size(512)
+        .index_partition_size(256)
+        .base_level_bytes(32 << 10)
+        .level_size_multiplier(4.0)
+        .target_file_size_base(4 << 10)
+        .l0_compaction_trigger(Some(2))
+        .l0_slowdown_writes_trigger(16)
+        .l0_stop_writes_trigger(24)
 }
 
 fn load(db: &Db, range: std::ops::Range<u64>, round: u64, sync: bool) {
@@ -57,7 +55,8 @@ fn load(db: &Db, range: std::ops::Range<u64>, round: u64, sync: bool) {
         for &i in chunk {
             b.put(&key(i), &value(i, round));
         }
-        db.write(b, &WriteOptions { sync }).expect("write");
+        db.write(b, &WriteOptions::default().sync(sync))
+            .expect("write");
     }
 }
 
@@ -148,10 +147,7 @@ fn compactions_spread_data_over_levels_and_lose_nothing() {
 /// round r.
 #[test]
 fn settle_drains_l0_below_its_trigger() {
-    let opts = Options {
-        l0_compaction_trigger: Some(4),
-        ..small_levels(Arc::new(MemFs::new()))
-    };
+    let opts = small_levels(Arc::new(MemFs::new())).l0_compaction_trigger(Some(4));
     let db = Db::open("/db", opts).expect("open");
     // Data in the deeper levels, then three flushes: under the trigger.
     load(&db, 0..5_000, 0, false);
@@ -306,10 +302,7 @@ fn crashes_during_compactions_keep_every_synced_write() {
     let fs = Arc::new(CrashFs::new());
     // L0 -> base compactions of 32 KiB and more over 4 KiB tables: they run
     // split into subcompactions, which the crashes land in.
-    let opts = Options {
-        max_subcompactions: 3,
-        ..small_levels(fs.clone())
-    };
+    let opts = small_levels(fs.clone()).max_subcompactions(3);
     let mut split = 0;
     let mut durable: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut next = 0u64;
@@ -335,7 +328,7 @@ fn crashes_during_compactions_keep_every_synced_write() {
                 durable.insert(k, v);
                 next += 1;
             }
-            db.write(b, &WriteOptions { sync: true }).expect("write");
+            db.write(b, &WriteOptions::SYNC).expect("write");
             if after.is_none() && db.metrics().compactions() > compactions {
                 after = Some(0);
             }
@@ -377,7 +370,7 @@ fn a_full_disk_during_compactions_poisons_and_reopens_intact() {
         for i in 0..100 {
             b.put(&key(i), &value(i, round));
         }
-        if let Err(e) = db.write(b, &WriteOptions { sync: false }) {
+        if let Err(e) = db.write(b, &WriteOptions::default()) {
             failed = Some(e);
             break;
         }
@@ -407,13 +400,11 @@ fn a_full_disk_during_compactions_poisons_and_reopens_intact() {
 /// are counted and timed, and lose nothing.
 #[test]
 fn writes_stall_when_l0_fills() {
-    let opts = Options {
-        l0_compaction_trigger: Some(1),
-        l0_slowdown_writes_trigger: 1,
-        l0_stop_writes_trigger: 2,
-        compaction_rate_limit: Some(4 << 20),
-        ..small_levels(Arc::new(MemFs::new()))
-    };
+    let opts = small_levels(Arc::new(MemFs::new()))
+        .l0_compaction_trigger(Some(1))
+        .l0_slowdown_writes_trigger(1)
+        .l0_stop_writes_trigger(2)
+        .compaction_rate_limit(Some(4 << 20));
     let db = Db::open("/db", opts).expect("open");
     load(&db, 0..4_000, 0, false);
     db.flush().expect("flush");
@@ -429,10 +420,7 @@ fn writes_stall_when_l0_fills() {
 #[test]
 fn the_manifest_rolls_over() {
     let fs = Arc::new(MemFs::new());
-    let opts = Options {
-        max_manifest_bytes: 2 << 10,
-        ..small_levels(fs.clone())
-    };
+    let opts = small_levels(fs.clone()).max_manifest_bytes(2 << 10);
     let manifests = |fs: &MemFs| -> Vec<String> {
         fs.list(Path::new("/db"))
             .expect("list")
@@ -589,12 +577,10 @@ fn writes_go_on_while_a_manifest_sync_waits() {
     });
     // Room for many immutable memtables, so that no write needs the stuck
     // flush to finish.
-    let opts = Options {
-        max_immutable_memtables: 64,
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        ..small_levels(fs)
-    };
+    let opts = small_levels(fs)
+        .max_immutable_memtables(64)
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000);
     let db = Db::open("/db", opts).expect("open");
     *gate.0.lock() = false;
     // Fill memtables until a flush reaches its manifest sync and blocks there.
@@ -738,17 +724,15 @@ fn delayed_writes_slow_down_and_never_stop_below_the_stop_trigger() {
     let gate = Arc::new(GateFs::new());
     let stalls = Arc::new(Stalls::default());
     let rate = 4 << 20;
-    let opts = Options {
+    let opts = small_levels(gate.clone())
         // Flushes only when asked.
-        write_buffer_size: 1 << 20,
-        l0_compaction_trigger: Some(2),
-        l0_slowdown_writes_trigger: 3,
-        l0_stop_writes_trigger: 9,
-        delayed_write_rate: rate,
-        max_subcompactions: 2,
-        listeners: vec![stalls.clone()],
-        ..small_levels(gate.clone())
-    };
+        .write_buffer_size(1 << 20)
+        .l0_compaction_trigger(Some(2))
+        .l0_slowdown_writes_trigger(3)
+        .l0_stop_writes_trigger(9)
+        .delayed_write_rate(rate)
+        .max_subcompactions(2)
+        .listeners(vec![stalls.clone()]);
     let db = Db::open("/db", opts).expect("open");
     gate.set_shut(true);
     // Eight flushes: L0 holds 8 tables, one below the stop trigger, and the
@@ -817,16 +801,14 @@ fn compactions_run_at_their_nice_value_and_flushes_do_not() {
     let nice = (base + 7).min(shale::env::priority::MAX_NICE);
     for (compaction_nice, subcompactions) in [(nice, 1), (nice, 4), (0, 4)] {
         let fs = Arc::new(GateFs::new());
-        let opts = Options {
-            fs: fs.clone(),
-            create_if_missing: true,
-            write_buffer_size: 64 << 10,
-            target_file_size_base: 32 << 10,
-            l0_compaction_trigger: Some(2),
-            max_subcompactions: subcompactions,
-            compaction_nice,
-            ..Options::default()
-        };
+        let opts = Options::default()
+            .fs(fs.clone())
+            .create_if_missing(true)
+            .write_buffer_size(64 << 10)
+            .target_file_size_base(32 << 10)
+            .l0_compaction_trigger(Some(2))
+            .max_subcompactions(subcompactions)
+            .compaction_nice(compaction_nice);
         let db = Db::open("/db", opts).expect("open");
         let mut rng = Rng::new(7);
         for i in 0..6_000u32 {

@@ -181,7 +181,7 @@ impl Harness {
             }
         }
         self.db()
-            .write(batch, &WriteOptions { sync })
+            .write(batch, &WriteOptions::default().sync(sync))
             .expect("write");
         self.acknowledged(w, sync);
     }
@@ -246,7 +246,7 @@ impl Harness {
             let mut batch = WriteBatch::new();
             batch.put(b"bad-range-batch", b"must not be written");
             batch.delete_range(&start, &end);
-            self.db().write(batch, &WriteOptions { sync: false })
+            self.db().write(batch, &WriteOptions::default())
         };
         match result {
             Err(Error::InvalidArgument(_)) => {}
@@ -313,11 +313,9 @@ impl Harness {
         let a = self.key();
         let b = self.key();
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-        ReadOptions {
-            lower_bound: self.rng.chance(0.5).then_some(lo),
-            upper_bound: self.rng.chance(0.5).then_some(hi),
-            ..Default::default()
-        }
+        ReadOptions::default()
+            .lower_bound(self.rng.chance(0.5).then_some(lo))
+            .upper_bound(self.rng.chance(0.5).then_some(hi))
     }
 
     /// An iterator over the latest state (`snap` `None`) or over snapshot
@@ -331,10 +329,7 @@ impl Harness {
                 let via_options = self.rng.chance(0.5);
                 let (s, model) = &self.snapshots[i];
                 let it = if via_options {
-                    let o = ReadOptions {
-                        snapshot: Some(s),
-                        ..opts.clone()
-                    };
+                    let o = opts.clone().snapshot(Some(s));
                     self.db().iter(&o)
                 } else {
                     s.iter(opts)
@@ -600,61 +595,52 @@ impl Harness {
 
 /// Option sets without their file system.
 fn option_sets() -> Vec<(&'static str, Options)> {
-    let base = Options {
-        write_buffer_size: 8 << 10,
-        block_size: 256,
-        index_partition_size: 128,
-        block_cache_bytes: 64 << 10,
-        ..Options::default()
-    };
+    let base = Options::default()
+        .write_buffer_size(8 << 10)
+        .block_size(256)
+        .index_partition_size(128)
+        .block_cache_bytes(64 << 10);
     vec![
         ("small-blocks", base.clone()),
         (
             "lz4-all-filters-pinned-no-cache",
-            Options {
-                compression: Compression::Lz4,
-                filter_policy: FilterPolicy {
-                    bits_per_key: 8,
-                    levels: FilterLevels::All,
-                    ..FilterPolicy::default()
-                },
-                pin_table_metadata: true,
-                block_cache_bytes: 0,
-                max_open_files: 2,
-                ..base.clone()
-            },
+            base.clone()
+                .compression(Compression::Lz4)
+                .filter_policy(
+                    FilterPolicy::default()
+                        .bits_per_key(8)
+                        .levels(FilterLevels::All),
+                )
+                .pin_table_metadata(true)
+                .block_cache_bytes(0)
+                .max_open_files(2),
         ),
         (
             "no-filters-restart-1",
-            Options {
-                filter_policy: FilterPolicy {
-                    bits_per_key: 10,
-                    levels: FilterLevels::None,
-                    ..FilterPolicy::default()
-                },
-                block_restart_interval: 1,
-                write_buffer_size: 2 << 10,
-                max_immutable_memtables: 1,
-                ..base.clone()
-            },
+            base.clone()
+                .filter_policy(
+                    FilterPolicy::default()
+                        .bits_per_key(10)
+                        .levels(FilterLevels::None),
+                )
+                .block_restart_interval(1)
+                .write_buffer_size(2 << 10)
+                .max_immutable_memtables(1),
         ),
         (
             // Tiny levels: the ~30 KiB of live data spread over L4..L6, so
             // compactions run between several levels, with snapshots,
             // iterators and crashes in the middle of them.
             "leveled-tiny-levels",
-            Options {
-                write_buffer_size: 2 << 10,
-                base_level_bytes: 4 << 10,
-                level_size_multiplier: 2.0,
-                target_file_size_base: 512,
-                l0_compaction_trigger: Some(2),
-                l0_slowdown_writes_trigger: 8,
-                l0_stop_writes_trigger: 12,
+            base.write_buffer_size(2 << 10)
+                .base_level_bytes(4 << 10)
+                .level_size_multiplier(2.0)
+                .target_file_size_base(512)
+                .l0_compaction_trigger(Some(2))
+                .l0_slowdown_writes_trigger(8)
+                .l0_stop_writes_trigger(12)
                 // Compactions of a few KiB over 512-byte tables: most split.
-                max_subcompactions: 4,
-                ..base
-            },
+                .max_subcompactions(4),
         ),
     ]
 }
@@ -665,40 +651,40 @@ fn random_options(seed: u64) -> Options {
     let mut r = Rng::new(seed ^ 0x0b7_1005);
     let pick = |r: &mut Rng, xs: &[usize]| xs[r.below(xs.len() as u64) as usize];
     let l0_trigger = pick(&mut r, &[1, 2, 4]);
-    Options {
-        write_buffer_size: pick(&mut r, &[1 << 10, 4 << 10, 16 << 10]),
-        max_immutable_memtables: pick(&mut r, &[1, 2, 3]),
-        block_size: pick(&mut r, &[64, 256, 4096]),
-        block_restart_interval: pick(&mut r, &[1, 2, 16]),
-        index_partition_size: pick(&mut r, &[32, 128, 4096]),
-        compression: if r.chance(0.5) {
+    Options::default()
+        .write_buffer_size(pick(&mut r, &[1 << 10, 4 << 10, 16 << 10]))
+        .max_immutable_memtables(pick(&mut r, &[1, 2, 3]))
+        .block_size(pick(&mut r, &[64, 256, 4096]))
+        .block_restart_interval(pick(&mut r, &[1, 2, 16]))
+        .index_partition_size(pick(&mut r, &[32, 128, 4096]))
+        .compression(if r.chance(0.5) {
             Compression::Lz4
         } else {
             Compression::None
-        },
-        filter_policy: FilterPolicy {
-            bits_per_key: pick(&mut r, &[1, 4, 10]) as u32,
-            levels: [
-                FilterLevels::AllButLast,
-                FilterLevels::All,
-                FilterLevels::None,
-            ][r.below(3) as usize],
-            ..FilterPolicy::default()
-        },
-        block_cache_bytes: [0, 4 << 10, 1 << 20][r.below(3) as usize],
-        pin_table_metadata: r.chance(0.5),
-        max_open_files: pick(&mut r, &[1, 3, 100]),
-        target_file_size_base: [512, 4 << 10, 2 << 20][r.below(3) as usize],
-        max_background_jobs: pick(&mut r, &[1, 2, 3]),
-        max_subcompactions: pick(&mut r, &[1, 2, 4]),
-        l0_compaction_trigger: Some(l0_trigger),
-        l0_slowdown_writes_trigger: l0_trigger * 4,
-        l0_stop_writes_trigger: l0_trigger * 6,
-        base_level_bytes: [2 << 10, 16 << 10, 64 << 20][r.below(3) as usize],
-        level_size_multiplier: [2.0, 4.0, 10.0][r.below(3) as usize],
-        max_manifest_bytes: [2 << 10, 64 << 20][r.below(2) as usize],
-        ..Options::default()
-    }
+        })
+        .filter_policy(
+            FilterPolicy::default()
+                .bits_per_key(pick(&mut r, &[1, 4, 10]) as u32)
+                .levels(
+                    [
+                        FilterLevels::AllButLast,
+                        FilterLevels::All,
+                        FilterLevels::None,
+                    ][r.below(3) as usize],
+                ),
+        )
+        .block_cache_bytes([0, 4 << 10, 1 << 20][r.below(3) as usize])
+        .pin_table_metadata(r.chance(0.5))
+        .max_open_files(pick(&mut r, &[1, 3, 100]))
+        .target_file_size_base([512, 4 << 10, 2 << 20][r.below(3) as usize])
+        .max_background_jobs(pick(&mut r, &[1, 2, 3]))
+        .max_subcompactions(pick(&mut r, &[1, 2, 4]))
+        .l0_compaction_trigger(Some(l0_trigger))
+        .l0_slowdown_writes_trigger(l0_trigger * 4)
+        .l0_stop_writes_trigger(l0_trigger * 6)
+        .base_level_bytes([2 << 10, 16 << 10, 64 << 20][r.below(3) as usize])
+        .level_size_multiplier([2.0, 4.0, 10.0][r.below(3) as usize])
+        .max_manifest_bytes([2 << 10, 64 << 20][r.below(2) as usize])
 }
 
 /// Runs `steps` random steps of the harness seeded with `seed` under `opts`,
@@ -711,10 +697,7 @@ fn run_case(name: &str, opts: Options, seed: u64, steps: usize) -> Harness {
 /// [`run_case`], with range deletions in the mix or not.
 fn run_case_with(name: &str, opts: Options, seed: u64, steps: usize, range_dels: bool) -> Harness {
     let fs = Arc::new(CrashFs::new());
-    let opts = Options {
-        fs: fs.clone(),
-        ..opts
-    };
+    let opts = opts.fs(fs.clone());
     let mut h = Harness::new(opts, fs, seed, range_dels);
     for i in 0..steps {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.step()));
@@ -847,10 +830,7 @@ fn concurrent_writers_readers_and_snapshots_against_models() {
     let ops = if long_tests() { 6_000 } else { 1_500 };
     for seed in seeds(42, if long_tests() { 4 } else { 1 }) {
         let fs = Arc::new(CrashFs::new());
-        let opts = Options {
-            fs: fs.clone(),
-            ..random_options(seed)
-        };
+        let opts = random_options(seed).fs(fs.clone());
         let db = Db::open("/db", opts.clone()).expect("open");
         let done = std::sync::atomic::AtomicBool::new(false);
         let models: Vec<Model> = std::thread::scope(|s| {
@@ -890,7 +870,8 @@ fn concurrent_writers_readers_and_snapshots_against_models() {
                                 model.insert(b, stamp);
                             }
                             let sync = rng.chance(0.05);
-                            db.write(batch, &WriteOptions { sync }).expect("write");
+                            db.write(batch, &WriteOptions::default().sync(sync))
+                                .expect("write");
                         }
                         model
                     })

@@ -23,14 +23,12 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn options(fs: Arc<dyn FileSystem>, read_threads: usize) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 8 << 10,
-        block_size: 512,
-        index_partition_size: 256,
-        read_threads,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(8 << 10)
+        .block_size(512)
+        .index_partition_size(256)
+        .read_threads(read_threads)
 }
 
 /// Threads of this process named `shale-read-*`; `None` where `/proc` does
@@ -149,12 +147,10 @@ fn answers_as_gets(batching: bool) {
     // Threads the pool runs once a call needed it.
     let pool = |n: usize| if batching { 0 } else { n };
     // L0 keeps its tables until a manual compaction takes them down.
-    let opts = Options {
-        l0_compaction_trigger: Some(1000),
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        ..options(mem.clone(), 4)
-    };
+    let opts = (options(mem.clone(), 4))
+        .l0_compaction_trigger(Some(1000))
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000);
     let db = Db::open("/db", opts).expect("open");
     let mut rng = Rng::new(0x6d75_6c74);
     let mut model = Model::new();
@@ -259,10 +255,7 @@ fn a_failed_read_is_the_calls_error(batching: bool) {
     let model = tables_only(&mem);
     mem.set_batches_reads(batching);
     let fault = FaultFs::new(mem.clone());
-    let opts = Options {
-        max_background_jobs: 1,
-        ..options(fault.clone(), 8)
-    };
+    let opts = (options(fault.clone(), 8)).max_background_jobs(1);
     let db = Db::open("/db", opts).expect("open");
     db.put(b"in the memtable", b"yes").expect("put");
     let mut keys: Vec<Vec<u8>> = vec![b"in the memtable".to_vec()];
@@ -394,11 +387,11 @@ fn batched_reads_on_the_operating_systems_file_system() {
             ..PosixOptions::default()
         }));
         let mode = format!("direct_io {direct_io}, mmap_reads {mmap_reads}");
-        let opts = || Options {
-            // Room for the index and filter blocks, not for the data.
-            block_cache_bytes: 256 << 10,
-            pin_table_metadata: true,
-            ..options(fs.clone(), 4)
+        let opts = || {
+            (options(fs.clone(), 4))
+                // Room for the index and filter blocks, not for the data.
+                .block_cache_bytes(256 << 10)
+                .pin_table_metadata(true)
         };
         let mut model = Model::new();
         {
@@ -468,10 +461,7 @@ fn multi_get_each_answers_every_key_once_as_its_reads_complete() {
         mem.set_batches_reads(batching);
         for cache in [8 << 20, 4 << 10] {
             let what = format!("batching {batching}, cache {cache}");
-            let opts = Options {
-                block_cache_bytes: cache,
-                ..options(mem.clone(), 4)
-            };
+            let opts = (options(mem.clone(), 4)).block_cache_bytes(cache);
             let db = Db::open("/db", opts).expect("open");
             db.put(b"in the memtable", b"yes").expect("put");
             let data = |db: &Db| db.metrics().block(BlockKind::Data).physical_reads;
@@ -559,11 +549,11 @@ fn resumed_lookups_count_each_block_once() {
     let model = tables_only(&mem);
     // L0 tables over the settled levels (kept there), so that lookups pass
     // several tables before the one that holds the key.
-    let opts = |read_threads| Options {
-        l0_compaction_trigger: Some(1000),
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        ..options(mem.clone(), read_threads)
+    let opts = |read_threads| {
+        (options(mem.clone(), read_threads))
+            .l0_compaction_trigger(Some(1000))
+            .l0_slowdown_writes_trigger(1000)
+            .l0_stop_writes_trigger(1000)
     };
     {
         let db = Db::open("/db", opts(0)).expect("open");
@@ -630,10 +620,7 @@ fn an_endless_multi_get_each_ends_when_the_database_closes() {
     let model = tables_only(&mem);
     for batching in [true, false] {
         mem.set_batches_reads(batching);
-        let opts = Options {
-            block_cache_bytes: 16 << 10,
-            ..options(mem.clone(), 2)
-        };
+        let opts = (options(mem.clone(), 2)).block_cache_bytes(16 << 10);
         let db = Db::open("/db", opts).expect("open");
         let snap = db.snapshot();
         let answered = Arc::new(AtomicUsize::new(0));

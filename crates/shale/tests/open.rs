@@ -12,11 +12,7 @@ use shale::env::{FileSystem, MemFs, WriteLifetime};
 use shale::{Db, Error, Options, WalRecoveryMode};
 
 fn options(fs: Arc<MemFs>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 16 << 10,
-        ..Options::default()
-    }
+    Options::default().fs(fs).write_buffer_size(16 << 10)
 }
 
 /// Puts keys `k00000`.. with their index as value.
@@ -86,10 +82,7 @@ fn a_foreign_directory_is_not_a_database() {
         .err()
         .expect("must fail");
     assert!(matches!(err, Error::NotADatabase { .. }), "{err}");
-    let missing = Options {
-        create_if_missing: false,
-        ..options(fs.clone())
-    };
+    let missing = options(fs.clone()).create_if_missing(false);
     let err = Db::open("/nothing", missing).err().expect("must fail");
     assert!(matches!(err, Error::NotADatabase { .. }), "{err}");
     fs.create_dir_all(Path::new("/empty")).expect("mkdir");
@@ -190,10 +183,7 @@ fn a_damaged_last_wal_record_is_corruption_but_a_torn_tail_is_not() {
     }
     assert_eq!(files(&fs, ".log"), vec![wal.clone()], "nothing deleted");
     // Tolerating a corrupted tail (LevelDB's behaviour) drops that write.
-    let tolerant = Options {
-        wal_recovery_mode: WalRecoveryMode::TolerateCorruptedTail,
-        ..options(fs.clone())
-    };
+    let tolerant = options(fs.clone()).wal_recovery_mode(WalRecoveryMode::TolerateCorruptedTail);
     let db = Db::open_read_only("/db", tolerant).expect("tolerant open");
     assert_eq!(db.get(b"k18").expect("get"), Some(b"value".to_vec()));
     assert_eq!(
@@ -421,11 +411,11 @@ fn a_damaged_table_stops_every_scan_instead_of_hiding_its_rows() {
     }
     // A bounded iterator whose range the damaged table covers fails too.
     let mut it = db
-        .iter(&shale::ReadOptions {
-            lower_bound: Some(b"k00040".to_vec()),
-            upper_bound: Some(b"k00060".to_vec()),
-            ..Default::default()
-        })
+        .iter(
+            &shale::ReadOptions::default()
+                .lower_bound(Some(b"k00040".to_vec()))
+                .upper_bound(Some(b"k00060".to_vec())),
+        )
         .expect("iter");
     it.seek_to_first();
     assert!(!it.valid() && it.status().is_err());
@@ -593,10 +583,7 @@ fn read_options_take_a_snapshot_of_the_same_database() {
     db.put(b"k", b"old").expect("put");
     let snap = db.snapshot();
     db.put(b"k", b"new").expect("put");
-    let at_snap = shale::ReadOptions {
-        snapshot: Some(&snap),
-        ..Default::default()
-    };
+    let at_snap = shale::ReadOptions::default().snapshot(Some(&snap));
     assert_eq!(
         db.get_with(b"k", &at_snap).expect("get"),
         Some(b"old".to_vec())

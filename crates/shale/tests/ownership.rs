@@ -8,11 +8,9 @@ use std::path::{Path, PathBuf};
 use shale::{Db, Error, Options, RepairOptions};
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 16 << 10,
-        max_background_jobs: 1,
-        ..Options::default()
-    }
+    Options::default()
+        .write_buffer_size(16 << 10)
+        .max_background_jobs(1)
 }
 
 /// Every file below `dir` with its bytes.
@@ -147,7 +145,7 @@ fn forced_repair_keeps_the_foreign_current() {
     let path = dir.path().join("leveldb");
     leveldb_dir(&path);
     std::fs::remove_file(path.join("000005.ldb")).expect("rm");
-    Db::repair_with(&path, options(), RepairOptions { force: true }).expect("forced repair");
+    Db::repair_with(&path, options(), RepairOptions::default().force(true)).expect("forced repair");
     let lost = contents(&path.join(shale::LOST_DIR));
     assert_eq!(
         lost.get(Path::new("CURRENT")).map(Vec::as_slice),

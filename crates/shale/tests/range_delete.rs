@@ -12,13 +12,11 @@ use shale::env::MemFs;
 use shale::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn opts(fs: &Arc<MemFs>) -> Options {
-    Options {
-        fs: fs.clone(),
-        write_buffer_size: 8 << 10,
-        target_file_size_base: 16 << 10,
-        max_background_jobs: 1,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs.clone())
+        .write_buffer_size(8 << 10)
+        .target_file_size_base(16 << 10)
+        .max_background_jobs(1)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -93,13 +91,7 @@ fn a_range_deletion_holds_through_flush_compaction_and_reopen() {
     db.compact_range(None, None).expect("compact");
     expect_state(&db, &model, "after compaction");
     // The snapshot taken before still sees every key.
-    let rows = scan(
-        &db,
-        &ReadOptions {
-            snapshot: Some(&before),
-            ..Default::default()
-        },
-    );
+    let rows = scan(&db, &ReadOptions::default().snapshot(Some(&before)));
     assert_eq!(rows.len(), 200, "the snapshot keeps the deleted keys");
     drop(before);
     db.compact_range(None, None).expect("compact");
@@ -120,7 +112,7 @@ fn a_range_deletion_in_the_log_is_recovered() {
     let mut b = WriteBatch::new();
     b.delete_range(&key(5), &key(10));
     b.put(&key(7), b"same batch, later op");
-    db.write(b, &WriteOptions { sync: true }).expect("write");
+    db.write(b, &WriteOptions::SYNC).expect("write");
     drop(db);
     let db = Db::open("/db", opts(&fs)).expect("reopen");
     assert_eq!(db.get(&key(6)).expect("get"), None);
@@ -179,13 +171,11 @@ fn hash_key(i: u64) -> Vec<u8> {
 fn deleting_a_large_range_is_one_write_and_compaction_reclaims_it() {
     let n: u64 = if long_tests() { 1_000_000 } else { 200_000 };
     let fs = Arc::new(MemFs::new());
-    let options = Options {
-        fs: fs.clone(),
-        write_buffer_size: 4 << 20,
-        target_file_size_base: 2 << 20,
-        block_cache_bytes: 64 << 10,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .fs(fs.clone())
+        .write_buffer_size(4 << 20)
+        .target_file_size_base(2 << 20)
+        .block_cache_bytes(64 << 10);
     let db = Db::open("/db", options).expect("open");
     let value = [7u8; 20];
     let mut b = WriteBatch::new();

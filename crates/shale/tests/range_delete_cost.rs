@@ -13,16 +13,8 @@ use shale::{Db, Options, ReadOptions};
 #[test]
 fn thousands_of_range_deletions_in_one_memtable_stay_cheap() {
     let fs = Arc::new(MemFs::new());
-    let db = Db::open(
-        "/db",
-        Options {
-            fs,
-            // One memtable for all of them.
-            write_buffer_size: 64 << 20,
-            ..Options::default()
-        },
-    )
-    .expect("open");
+    // One memtable for all of them.
+    let db = Db::open("/db", Options::default().fs(fs).write_buffer_size(64 << 20)).expect("open");
     let key = |i: u32| format!("k{i:08}").into_bytes();
     for i in 0..10_000u32 {
         db.put(&key(i), b"v").expect("put");

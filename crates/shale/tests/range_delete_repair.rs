@@ -23,12 +23,10 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const DIR: &str = "/db";
 
 fn options(fs: Arc<MemFs>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 1 << 20,
-        max_background_jobs: 1,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(1 << 20)
+        .max_background_jobs(1)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -40,7 +38,7 @@ fn path(name: &str) -> PathBuf {
 }
 
 fn synced(db: &Db, b: WriteBatch) {
-    db.write(b, &WriteOptions { sync: true }).expect("write");
+    db.write(b, &WriteOptions::SYNC).expect("write");
 }
 
 /// Repairs, reopens and reads everything.

@@ -18,15 +18,13 @@ fn key(i: u64) -> Vec<u8> {
 /// Small memtables, a big cache, and no automatic compaction: flushed tables
 /// stay in L0 (filtered) until a test compacts them into L6 (unfiltered).
 fn options(fs: Arc<MemFs>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 256 << 10,
-        block_cache_bytes: 64 << 20,
-        l0_compaction_trigger: Some(1000),
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(256 << 10)
+        .block_cache_bytes(64 << 20)
+        .l0_compaction_trigger(Some(1000))
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
 }
 
 fn load(db: &Db, n: u64) {
@@ -109,14 +107,11 @@ fn last_level_filter_is_never_read_by_default() {
 #[test]
 fn all_levels_policy_filters_the_last_level() {
     let fs = Arc::new(MemFs::new());
-    let opts = Options {
-        filter_policy: FilterPolicy {
-            bits_per_key: 10,
-            levels: FilterLevels::All,
-            ..FilterPolicy::default()
-        },
-        ..options(fs)
-    };
+    let opts = options(fs).filter_policy(
+        FilterPolicy::default()
+            .bits_per_key(10)
+            .levels(FilterLevels::All),
+    );
     let db = Db::open("/db", opts).expect("open");
     load(&db, 3000);
     db.compact_all().expect("compact");
@@ -205,10 +200,7 @@ fn physical_reads_equal_cache_misses_when_caches_are_cold() {
 #[test]
 fn pinned_metadata_is_charged_to_the_block_cache() {
     let fs = Arc::new(MemFs::new());
-    let opts = Options {
-        pin_table_metadata: true,
-        ..options(fs)
-    };
+    let opts = options(fs).pin_table_metadata(true);
     let db = Db::open("/db", opts).expect("open");
     load(&db, 20_000);
     let before = db.metrics();
@@ -290,15 +282,13 @@ fn gets_through_the_seam(table_format_version: u32) -> (Vec<(u64, usize)>, u64) 
             })
         },
     });
-    let opts = Options {
-        fs,
-        write_buffer_size: 256 << 10,
-        table_format_version,
+    let opts = Options::default()
+        .fs(fs)
+        .write_buffer_size(256 << 10)
+        .table_format_version(table_format_version)
         // Room for the index, not for the data blocks.
-        block_cache_bytes: 256 << 10,
-        pin_table_metadata: true,
-        ..Options::default()
-    };
+        .block_cache_bytes(256 << 10)
+        .pin_table_metadata(true);
     let db = Db::open("/db", opts).expect("open");
     for i in 0..20_000u64 {
         db.put(&key(i), &[i as u8; 110]).expect("put");
@@ -385,10 +375,7 @@ fn filter_bits_per_key_can_be_set_per_level() {
     let fs = Arc::new(MemFs::new());
     let mut policy = FilterPolicy::default();
     policy.level_bits_per_key[0] = Some(14);
-    let opts = Options {
-        filter_policy: policy,
-        ..options(fs)
-    };
+    let opts = options(fs).filter_policy(policy);
     let db = Db::open("/db", opts).expect("open");
     load(&db, 3000);
     let tables = db.tables().expect("tables");
@@ -417,10 +404,7 @@ fn tables_of_every_format_version_live_side_by_side() {
     let fs = Arc::new(MemFs::new());
     let mut expected = std::collections::BTreeMap::new();
     for version in [1u32, 2, 3] {
-        let opts = Options {
-            table_format_version: version,
-            ..options(fs.clone())
-        };
+        let opts = options(fs.clone()).table_format_version(version);
         let db = Db::open("/db", opts).expect("open");
         for i in 0..3000u64 {
             // Each version overwrites a third of the keys and adds its own.
@@ -461,7 +445,7 @@ fn tables_of_every_format_version_live_side_by_side() {
         .tables()
         .expect("tables")
         .iter()
-        .all(|t| t.properties.format_version == shale::format::TABLE_FORMAT_VERSION));
+        .all(|t| t.properties.format_version == shale::tools::TABLE_FORMAT_VERSION));
     check(&db);
 }
 

@@ -22,20 +22,15 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const DIR: &str = "/db";
 
 fn options(fs: Arc<MemFs>, version: u32) -> Options {
-    Options {
-        fs,
-        table_format_version: version,
-        write_buffer_size: 1 << 20,
+    Options::default()
+        .fs(fs)
+        .table_format_version(version)
+        .write_buffer_size(1 << 20)
         // Small partitions: several locators and filter partitions a table.
-        index_partition_size: 256,
+        .index_partition_size(256)
         // Filters on every level, so that an L6 table has filter partitions.
-        filter_policy: FilterPolicy {
-            levels: FilterLevels::All,
-            ..FilterPolicy::default()
-        },
-        max_background_jobs: 1,
-        ..Options::default()
-    }
+        .filter_policy(FilterPolicy::default().levels(FilterLevels::All))
+        .max_background_jobs(1)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -235,16 +230,13 @@ fn copy(src: &MemFs) -> Arc<MemFs> {
 /// log blocks).
 fn table_and_log(version: u32) -> (Arc<MemFs>, Model, String) {
     let fs = Arc::new(MemFs::new());
-    let opts = Options {
-        write_buffer_size: 64 << 20,
-        ..options(fs.clone(), version)
-    };
+    let opts = (options(fs.clone(), version)).write_buffer_size(64 << 20);
     let db = Db::open(DIR, opts).expect("open");
     for i in 0..1000 {
         db.put(&key(i), &value(i, 0)).expect("put");
     }
     db.compact_all().expect("compact");
-    let sync = WriteOptions { sync: true };
+    let sync = WriteOptions::SYNC;
     for r in 0..200u32 {
         let mut b = WriteBatch::new();
         let n = if r % 5 == 4 { 400 } else { 5 };

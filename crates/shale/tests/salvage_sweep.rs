@@ -37,12 +37,10 @@ const DIR: &str = "/db";
 const KEYS: u64 = 300_000;
 
 fn options(fs: Arc<MemFs>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 8 << 20,
-        max_background_jobs: 2,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(8 << 20)
+        .max_background_jobs(2)
 }
 
 /// Key `i`: 32 bytes of a 64-bit mix of `i`, as random as a keccak256 key.

@@ -222,11 +222,7 @@ impl FileSystem for GateFs {
 const WRITE_BUFFER: usize = 4 << 10;
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        fs,
-        write_buffer_size: WRITE_BUFFER,
-        ..Options::default()
-    }
+    Options::default().fs(fs).write_buffer_size(WRITE_BUFFER)
 }
 
 /// A value that fills a memtable by itself: the next write switches.
@@ -432,7 +428,7 @@ fn a_crash_during_the_memtable_switch_keeps_acknowledged_writes() {
                 b.put(b"synced", b"s");
                 b
             },
-            &WriteOptions { sync: true },
+            &WriteOptions::SYNC,
         )
         .expect("synced put");
         db.put(b"full", &big_value(6)).expect("unsynced put");
@@ -481,11 +477,8 @@ fn a_crash_during_the_memtable_switch_keeps_acknowledged_writes() {
 #[test]
 fn obsolete_logs_and_manifests_still_go() {
     let mem = Arc::new(MemFs::new());
-    let opts = Options {
-        // Every edit rolls the manifest over.
-        max_manifest_bytes: 1,
-        ..options(mem.clone())
-    };
+    // Every edit rolls the manifest over.
+    let opts = options(mem.clone()).max_manifest_bytes(1);
     let db = Db::open("/db", opts.clone()).expect("open");
     for round in 0..5u8 {
         db.put(&[b'k', round], &big_value(round)).expect("put");

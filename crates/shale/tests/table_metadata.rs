@@ -27,20 +27,15 @@ fn key(i: u64) -> Vec<u8> {
 /// level (so that L6 tables have filter partitions too), no automatic
 /// compaction.
 fn options(fs: Arc<MemFs>, placement: MetadataPlacement) -> Options {
-    Options {
-        fs,
-        write_buffer_size: 256 << 10,
-        block_cache_bytes: 10_000,
-        filter_policy: FilterPolicy {
-            levels: FilterLevels::All,
-            ..FilterPolicy::default()
-        },
-        l0_compaction_trigger: Some(1000),
-        l0_slowdown_writes_trigger: 1000,
-        l0_stop_writes_trigger: 1000,
-        table_metadata: placement,
-        ..Options::default()
-    }
+    Options::default()
+        .fs(fs)
+        .write_buffer_size(256 << 10)
+        .block_cache_bytes(10_000)
+        .filter_policy(FilterPolicy::default().levels(FilterLevels::All))
+        .l0_compaction_trigger(Some(1000))
+        .l0_slowdown_writes_trigger(1000)
+        .l0_stop_writes_trigger(1000)
+        .table_metadata(placement)
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -355,10 +350,8 @@ fn levels_that_do_not_exist_are_refused() {
 fn pinned_top_level_blocks_stay_pinned_and_charged_beside_held_partitions() {
     let fs = Arc::new(MemFs::new());
     let model = build(&fs);
-    let opts = Options {
-        pin_table_metadata: true,
-        ..options(fs, MetadataPlacement::all_kinds_at(LevelSet::ALL))
-    };
+    let opts =
+        (options(fs, MetadataPlacement::all_kinds_at(LevelSet::ALL))).pin_table_metadata(true);
     let db = Db::open("/db", opts).expect("reopen");
     get_all(&db, &model);
     let m = db.metrics();
@@ -373,10 +366,8 @@ fn pinned_top_level_blocks_stay_pinned_and_charged_beside_held_partitions() {
 /// open up to `max_open_files`.
 fn held_over_l0_tables(max_open_files: usize) -> u64 {
     let fs = Arc::new(MemFs::new());
-    let opts = Options {
-        max_open_files,
-        ..options(fs, MetadataPlacement::all_kinds_at(LevelSet::ALL))
-    };
+    let opts = (options(fs, MetadataPlacement::all_kinds_at(LevelSet::ALL)))
+        .max_open_files(max_open_files);
     let db = Db::open("/db", opts).expect("open");
     for t in 0..30u64 {
         for i in 0..50 {

@@ -56,14 +56,12 @@ fn l0_tables(tables: u64, max_open_files: usize) -> (Db, Arc<AtomicUsize>) {
     });
     let db = Db::open(
         "/db",
-        Options {
-            fs,
-            max_open_files,
-            l0_compaction_trigger: Some(1000),
-            l0_slowdown_writes_trigger: 1000,
-            l0_stop_writes_trigger: 1000,
-            ..Options::default()
-        },
+        Options::default()
+            .fs(fs)
+            .max_open_files(max_open_files)
+            .l0_compaction_trigger(Some(1000))
+            .l0_slowdown_writes_trigger(1000)
+            .l0_stop_writes_trigger(1000),
     )
     .expect("open");
     for t in 0..tables {
@@ -174,14 +172,12 @@ fn a_compaction_reads_its_inputs_ahead_through_handles_of_its_own() {
         });
         let db = Db::open(
             "/db",
-            Options {
-                fs,
-                compaction_readahead_bytes: readahead as u64,
-                l0_compaction_trigger: Some(1000),
-                l0_slowdown_writes_trigger: 1000,
-                l0_stop_writes_trigger: 1000,
-                ..Options::default()
-            },
+            Options::default()
+                .fs(fs)
+                .compaction_readahead_bytes(readahead as u64)
+                .l0_compaction_trigger(Some(1000))
+                .l0_slowdown_writes_trigger(1000)
+                .l0_stop_writes_trigger(1000),
         )
         .expect("open");
         let tables = 8u64;
@@ -242,13 +238,13 @@ fn a_damaged_block_read_through_a_mapping_is_corruption() {
     use shale::env::{PosixFs, PosixOptions};
     use shale::Error;
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = || Options {
-        fs: Arc::new(PosixFs::new(PosixOptions {
-            mmap_reads: true,
-            ..PosixOptions::default()
-        })),
-        block_cache_bytes: 0,
-        ..Options::default()
+    let opts = || {
+        Options::default()
+            .fs(Arc::new(PosixFs::new(PosixOptions {
+                mmap_reads: true,
+                ..PosixOptions::default()
+            })))
+            .block_cache_bytes(0)
     };
     let value = |i: u64| format!("value {i} {}", "x".repeat(40)).into_bytes();
     let db = Db::open(dir.path(), opts()).expect("open");

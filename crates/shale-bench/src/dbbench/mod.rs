@@ -435,7 +435,7 @@ fn write_loop(ctx: &Ctx, t: usize, n: u64, order: Order, sync: bool) -> Result<T
     let mut values = Values::new(ctx.seed.wrapping_add(t as u64), ctx.cfg.value_size);
     let mut key = Vec::new();
     let mut out = ThreadOut::default();
-    let opts = WriteOptions { sync };
+    let opts = WriteOptions::default().sync(sync);
     for i in 0..n {
         if ctx.halted() {
             break;
@@ -860,11 +860,9 @@ pub fn open_storage(a: &DbBenchDbArgs) -> Result<Storage> {
 
 /// The options a run opens its database with.
 pub fn db_options(a: &DbBenchDbArgs) -> Result<Options> {
-    let mut o = Options {
-        block_cache_bytes: a.cache_size,
-        verify_checksums: a.verify_checksum,
-        ..Options::default()
-    };
+    let mut o = Options::default()
+        .block_cache_bytes(a.cache_size)
+        .verify_checksums(a.verify_checksum);
     if let Some(n) = a.open_files {
         o.max_open_files = n;
     }
@@ -877,21 +875,13 @@ pub fn db_options(a: &DbBenchDbArgs) -> Result<Options> {
         o.write_buffer_size = n;
     }
     match a.bloom_bits {
-        Some(0) => {
-            o.filter_policy = FilterPolicy {
-                levels: FilterLevels::None,
-                ..FilterPolicy::default()
-            }
-        }
+        Some(0) => o.filter_policy = FilterPolicy::default().levels(FilterLevels::None),
         Some(n) if n > 0 => {
             let bits = u32::try_from(n)
                 .ok()
                 .filter(|&b| b <= 64)
                 .ok_or_else(|| Error::Usage(format!("--bloom_bits {n}: use 0 to 64")))?;
-            o.filter_policy = FilterPolicy {
-                levels: FilterLevels::All,
-                ..FilterPolicy::bloom(bits)
-            };
+            o.filter_policy = FilterPolicy::bloom(bits).levels(FilterLevels::All);
         }
         _ => {}
     }
@@ -953,13 +943,7 @@ pub fn open_existing(storage: &Storage, dir: &Path, opts: Options, key_size: usi
         )));
     }
     // The check reads only: a refused database is left exactly as it was.
-    let check = Db::open_read_only(
-        dir,
-        storage.options(Options {
-            create_if_missing: false,
-            ..opts.clone()
-        }),
-    )?;
+    let check = Db::open_read_only(dir, storage.options(opts.clone().create_if_missing(false)))?;
     let bad = {
         let mut it = check.iter(&ReadOptions::default())?;
         let mut bad = None;
@@ -986,10 +970,7 @@ pub fn open_existing(storage: &Storage, dir: &Path, opts: Options, key_size: usi
     }
     Ok(Db::open(
         dir,
-        storage.options(Options {
-            create_if_missing: false,
-            ..opts
-        }),
+        storage.options(opts.create_if_missing(false)),
     )?)
 }
 

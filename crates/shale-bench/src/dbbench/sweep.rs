@@ -166,10 +166,7 @@ fn sweep_shale(
         if interrupted() {
             break;
         }
-        let mut opts = Options {
-            create_if_missing: false,
-            ..c.base.clone()
-        };
+        let mut opts = c.base.clone().create_if_missing(false);
         match a.param.as_str() {
             "open_files" => {
                 opts.max_open_files = usize::try_from(value).map_err(|_| {

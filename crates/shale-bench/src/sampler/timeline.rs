@@ -121,10 +121,8 @@ mod tests {
     fn a_flush_and_a_compaction_of_a_real_database_become_spans() {
         let dir = tempfile::tempdir().expect("tempdir");
         let timeline = Arc::new(Timeline::new(Instant::now()));
-        let opts = shale::Options {
-            listeners: vec![timeline.clone() as Arc<dyn EventListener>],
-            ..shale::Options::default()
-        };
+        let opts =
+            shale::Options::default().listeners(vec![timeline.clone() as Arc<dyn EventListener>]);
         let db = shale::Db::open(dir.path(), opts).expect("open");
         for i in 0..100u32 {
             db.put(&i.to_be_bytes(), b"value").expect("put");

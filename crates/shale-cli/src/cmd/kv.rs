@@ -10,7 +10,7 @@ use shale_bench::bytes::{display_key, display_value};
 use shale_bench::error::{Error as CliError, Result as CliResult};
 use shale_bench::storage::Create;
 
-const SYNC: WriteOptions = WriteOptions { sync: true };
+const SYNC: WriteOptions = WriteOptions::SYNC;
 
 pub fn put(a: &PutArgs) -> CliResult {
     let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::IfMissing)?;
@@ -67,11 +67,9 @@ pub fn get(a: &GetArgs, out: &mut dyn Write) -> CliResult {
 pub fn scan(a: &ScanArgs, out: &mut dyn Write) -> CliResult {
     let (storage, dir) = storage_for(a.db.as_deref(), &a.zoned, Create::ReadOnly)?;
     let db = open_read_only(&storage, &dir)?;
-    let opts = ReadOptions {
-        lower_bound: a.from.as_ref().map(|k| k.0.clone()),
-        upper_bound: a.to.as_ref().map(|k| k.0.clone()),
-        ..ReadOptions::default()
-    };
+    let opts = ReadOptions::default()
+        .lower_bound(a.from.as_ref().map(|k| k.0.clone()))
+        .upper_bound(a.to.as_ref().map(|k| k.0.clone()));
     let limit = a.limit.unwrap_or(u64::MAX);
     let mut it = db.iter(&opts)?;
     it.seek_to_first();

@@ -45,7 +45,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     }
     let db = super::open_with(&storage, &dir, opts)?;
     let dataset = Dataset::with_value_size(a.value_size);
-    let write = WriteOptions { sync: a.sync };
+    let write = WriteOptions::default().sync(a.sync);
     let progress = progress_bar(a.keys);
     let started = Instant::now();
     let loaded = shale_bench::load::load(

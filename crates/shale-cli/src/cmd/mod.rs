@@ -85,7 +85,7 @@ fn repair(a: &crate::args::RepairArgs, out: &mut dyn Write) -> CliResult {
     let r = Db::repair_with(
         &a.db,
         Options::default(),
-        shale::RepairOptions { force: a.force },
+        shale::RepairOptions::default().force(a.force),
     )?;
     let mut w = |line: String| writeln!(out, "{line}").map_err(CliError::output);
     let problems = r.problems.len();
@@ -196,10 +196,7 @@ fn open_read_only(storage: &Storage, dir: &Path) -> CliResult<Db> {
 
 /// Opens the database in `dir` with default options.
 fn open(storage: &Storage, dir: &Path, create_if_missing: bool) -> CliResult<Db> {
-    let opts = Options {
-        create_if_missing,
-        ..Options::default()
-    };
+    let opts = Options::default().create_if_missing(create_if_missing);
     Ok(Db::open(dir, storage.options(opts))?)
 }
 

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use serde::Serialize;
 use shale::env::{FileSystem, PosixFs, PosixOptions};
-use shale::format::parse_internal_key;
+use shale::tools::parse_internal_key;
 use shale::{BlockInfo, TableLayout, TableProperties};
 
 use crate::args::SstArgs;

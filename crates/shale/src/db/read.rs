@@ -577,6 +577,7 @@ impl Readable for Snapshot {
 
 /// Options of a read or an iterator.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ReadOptions<'a> {
     /// Read as of this snapshot (default: the latest state). It must be a
     /// snapshot of the database read ([`Error::InvalidArgument`] otherwise).
@@ -586,6 +587,12 @@ pub struct ReadOptions<'a> {
     /// Iterators: key to stop before (exclusive).
     pub upper_bound: Option<Vec<u8>>,
 }
+
+crate::options::setters!(ReadOptions<'a> {
+    snapshot: Option<&'a Snapshot>,
+    lower_bound: Option<Vec<u8>>,
+    upper_bound: Option<Vec<u8>>,
+});
 
 impl ReadOptions<'_> {
     /// The sequence number to read `db` at: the snapshot's, or `latest`.

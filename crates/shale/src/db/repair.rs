@@ -90,12 +90,15 @@ use crate::filenames::LOST_DIR;
 
 /// How [`Db::repair_with`] treats a directory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RepairOptions {
     /// Repair a directory that cannot be recognised as shale's (foreign
     /// files are moved to `lost/` with the rest). Off by default: only for a
     /// database whose files are too damaged to be recognised.
     pub force: bool,
 }
+
+crate::options::setters!(RepairOptions { force: bool });
 
 /// What [`Db::repair`] found and did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

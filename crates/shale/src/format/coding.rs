@@ -4,27 +4,27 @@
 //! overlong input and never panic.
 
 /// Appends `v` as 4 little-endian bytes.
-pub fn put_fixed32(dst: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_fixed32(dst: &mut Vec<u8>, v: u32) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Appends `v` as 8 little-endian bytes.
-pub fn put_fixed64(dst: &mut Vec<u8>, v: u64) {
+pub(crate) fn put_fixed64(dst: &mut Vec<u8>, v: u64) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Reads 4 little-endian bytes from the front of `src`.
-pub fn decode_fixed32(src: &[u8]) -> Option<u32> {
+pub(crate) fn decode_fixed32(src: &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(src.get(..4)?.try_into().ok()?))
 }
 
 /// Reads 8 little-endian bytes from the front of `src`.
-pub fn decode_fixed64(src: &[u8]) -> Option<u64> {
+pub(crate) fn decode_fixed64(src: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(src.get(..8)?.try_into().ok()?))
 }
 
 /// Appends `v` as a varint (7 bits a byte, low groups first, high bit = more).
-pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         dst.push((v as u8) | 0x80);
         v >>= 7;
@@ -33,12 +33,12 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Appends `v` as a varint.
-pub fn put_varint32(dst: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_varint32(dst: &mut Vec<u8>, v: u32) {
     put_varint64(dst, u64::from(v));
 }
 
 /// Encoded length of `v` as a varint.
-pub fn varint_len(mut v: u64) -> usize {
+pub(crate) fn varint_len(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {
         v >>= 7;
@@ -48,7 +48,7 @@ pub fn varint_len(mut v: u64) -> usize {
 }
 
 /// Decodes a varint from the front of `src` and advances it.
-pub fn get_varint64(src: &mut &[u8]) -> Option<u64> {
+pub(crate) fn get_varint64(src: &mut &[u8]) -> Option<u64> {
     // One byte is the common case (block entries' lengths): no loop.
     if let Some((&b, rest)) = src.split_first() {
         if b < 0x80 {
@@ -72,7 +72,7 @@ pub fn get_varint64(src: &mut &[u8]) -> Option<u64> {
 }
 
 /// Decodes a varint that must fit 32 bits.
-pub fn get_varint32(src: &mut &[u8]) -> Option<u32> {
+pub(crate) fn get_varint32(src: &mut &[u8]) -> Option<u32> {
     let mut probe = *src;
     let v = u32::try_from(get_varint64(&mut probe)?).ok()?;
     *src = probe;
@@ -80,13 +80,13 @@ pub fn get_varint32(src: &mut &[u8]) -> Option<u32> {
 }
 
 /// Appends a varint length followed by the bytes.
-pub fn put_length_prefixed(dst: &mut Vec<u8>, data: &[u8]) {
+pub(crate) fn put_length_prefixed(dst: &mut Vec<u8>, data: &[u8]) {
     put_varint64(dst, data.len() as u64);
     dst.extend_from_slice(data);
 }
 
 /// Decodes a varint length followed by that many bytes, advancing `src`.
-pub fn get_length_prefixed<'a>(src: &mut &'a [u8]) -> Option<&'a [u8]> {
+pub(crate) fn get_length_prefixed<'a>(src: &mut &'a [u8]) -> Option<&'a [u8]> {
     let mut probe = *src;
     let len = usize::try_from(get_varint64(&mut probe)?).ok()?;
     let data = probe.get(..len)?;

@@ -20,10 +20,10 @@ use std::fmt;
 pub type SeqNo = u64;
 
 /// The largest representable sequence number.
-pub const MAX_SEQNO: SeqNo = (1 << 56) - 1;
+pub(crate) const MAX_SEQNO: SeqNo = (1 << 56) - 1;
 
 /// Length of the trailer after the user key.
-pub const TRAILER_LEN: usize = 8;
+pub(crate) const TRAILER_LEN: usize = 8;
 
 /// The kind of an entry. Persisted in every table and WAL.
 ///
@@ -61,26 +61,26 @@ impl ValueKind {
 
 /// Packs a sequence number and a kind byte into a trailer value.
 #[inline]
-pub fn pack_trailer(seq: SeqNo, kind: u8) -> u64 {
+pub(crate) fn pack_trailer(seq: SeqNo, kind: u8) -> u64 {
     debug_assert!(seq <= MAX_SEQNO);
     (seq << 8) | u64::from(kind)
 }
 
 /// An owned internal key.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct InternalKey {
+pub(crate) struct InternalKey {
     encoded: Vec<u8>,
 }
 
 impl InternalKey {
     /// Builds `user_key#seq,kind`.
-    pub fn new(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> InternalKey {
+    pub(crate) fn new(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> InternalKey {
         Self::with_kind_byte(user_key, seq, kind as u8)
     }
 
     /// The key that sorts first among all versions of `user_key` visible at `seq`:
     /// seeking to it lands on the newest entry with sequence number `<= seq`.
-    pub fn seek_key(user_key: &[u8], seq: SeqNo) -> InternalKey {
+    pub(crate) fn seek_key(user_key: &[u8], seq: SeqNo) -> InternalKey {
         Self::with_kind_byte(user_key, seq, ValueKind::SEEK)
     }
 
@@ -92,7 +92,7 @@ impl InternalKey {
     }
 
     /// Wraps an encoded internal key after checking its length and kind.
-    pub fn from_encoded(encoded: Vec<u8>) -> Option<InternalKey> {
+    pub(crate) fn from_encoded(encoded: Vec<u8>) -> Option<InternalKey> {
         parse_internal_key(&encoded)?;
         Some(InternalKey { encoded })
     }
@@ -106,17 +106,17 @@ impl InternalKey {
     }
 
     /// The encoded bytes.
-    pub fn encoded(&self) -> &[u8] {
+    pub(crate) fn encoded(&self) -> &[u8] {
         &self.encoded
     }
 
     /// A borrowed view.
-    pub fn as_ref(&self) -> InternalKeyRef<'_> {
+    pub(crate) fn as_ref(&self) -> InternalKeyRef<'_> {
         split(&self.encoded)
     }
 
     /// The user key.
-    pub fn user_key(&self) -> &[u8] {
+    pub(crate) fn user_key(&self) -> &[u8] {
         &self.encoded[..self.encoded.len() - TRAILER_LEN]
     }
 }
@@ -238,7 +238,7 @@ fn be64(chunk: &[u8]) -> u64 {
 
 /// Compares two encoded internal keys (both at least [`TRAILER_LEN`] long).
 #[inline]
-pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
+pub(crate) fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     let (au, at) = split_trailer(a);
     let (bu, bt) = split_trailer(b);
     match compare_bytes(au, bu) {

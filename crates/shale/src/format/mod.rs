@@ -4,25 +4,23 @@
 mod coding;
 mod keys;
 
-pub use coding::{
+pub(crate) use coding::{
     decode_fixed32, decode_fixed64, get_length_prefixed, get_varint32, get_varint64, put_fixed32,
     put_fixed64, put_length_prefixed, put_varint32, put_varint64, varint_len,
 };
 pub(crate) use keys::compare_bytes;
-pub use keys::{
-    compare_internal, pack_trailer, parse_internal_key, user_key_text, InternalKey, InternalKeyRef,
-    SeqNo, ValueKind, MAX_SEQNO, TRAILER_LEN,
-};
+pub(crate) use keys::{compare_internal, pack_trailer, InternalKey, MAX_SEQNO, TRAILER_LEN};
+pub use keys::{parse_internal_key, user_key_text, InternalKeyRef, SeqNo, ValueKind};
 
 /// CRC32C with the masking LevelDB introduced: a CRC stored next to the data it
 /// covers is rotated and offset, so that the CRC of a string containing embedded
 /// CRCs stays well distributed.
-pub fn masked_crc(data: &[u8]) -> u32 {
+pub(crate) fn masked_crc(data: &[u8]) -> u32 {
     mask_crc(crc32c::crc32c(data))
 }
 
 /// CRC32C of `a` followed by `b`, masked.
-pub fn masked_crc2(a: &[u8], b: &[u8]) -> u32 {
+pub(crate) fn masked_crc2(a: &[u8], b: &[u8]) -> u32 {
     mask_crc(crc32c::crc32c_append(crc32c::crc32c(a), b))
 }
 
@@ -45,7 +43,7 @@ pub(crate) fn mask_crc(crc: u32) -> u32 {
 /// holding range deletions, which is always version 4.
 pub const TABLE_FORMAT_VERSION: u32 = 4;
 /// The first table format version that carries range deletions.
-pub const RANGE_DEL_TABLE_FORMAT_VERSION: u32 = 4;
+pub(crate) const RANGE_DEL_TABLE_FORMAT_VERSION: u32 = 4;
 /// The oldest table format version this build reads.
 pub const MIN_TABLE_FORMAT_VERSION: u32 = 1;
 /// Version of the database layout (WAL, manifest, `CURRENT`) written by this build.
