@@ -5,24 +5,21 @@
 //! Commands build one [`Storage`] from their arguments and do everything on
 //! the database directory through its [`FileSystem`]: the engine's options
 //! get it ([`Storage::options`]), and checking for a database, removing one
-//! and listing it go through the trait, never `std::fs`. [`open_device`] is
-//! the one place that decides which backend a device path gets: a block
-//! device is a real zoned device (`LinuxZoned`), anything else an emulated
-//! one (`EmulatedZoned`, a file plus its `.zones` state file).
+//! and listing it go through the trait, never `std::fs`. The device itself
+//! is opened, mounted and formatted by `shale_zoned::setup`; this module adds
+//! the advice a `shale` user gets with its errors ([`setup_error`]).
 
 use std::io;
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
 use shale::env::FileSystem;
 use shale::{Db, Options};
-use shale_zoned::linux::LinuxZoned;
-use shale_zoned::{
-    EmulatedOptions, EmulatedZoned, FormatOptions, MountOptions, ZoneFs, ZoneFsError, ZoneFsStats,
-    ZonedDevice, ZonedError, ZonedGeometry,
+pub use shale_zoned::setup::{
+    default_geometry, remove_emulated, Backend, Mount, MountedDevice, OpenedDevice, SetupError,
 };
+use shale_zoned::{setup, FormatOptions, ZoneFsError, ZoneFsStats, ZonedGeometry};
 
 use crate::args::GeometryArgs;
 use crate::error::{Error, Result};
@@ -31,237 +28,58 @@ use crate::fmt::human_bytes;
 /// The database directory inside a zone file system when `--db` is not given.
 pub const ZONED_DEFAULT_DB: &str = "/db";
 
-/// Zones of an emulated device created with the default geometry.
-pub const DEFAULT_ZONES: u32 = 64;
-/// Zone size (and capacity) of an emulated device created with the default
-/// geometry: 64 MiB, so that the default 64 zones make a 4 GiB device.
-pub const DEFAULT_ZONE_SIZE: u64 = 64 << 20;
-
-/// The geometry an emulated device gets when nothing else is asked for: 64
-/// zones of 64 MiB (capacity = size), 4 KiB blocks, 14 open and 14 active
-/// zones (the limits of the project's QEMU ZNS namespace).
-pub fn default_geometry() -> ZonedGeometry {
-    ZonedGeometry::new(DEFAULT_ZONES, DEFAULT_ZONE_SIZE)
-}
-
-/// Which backend drives a device path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// A file emulating a zoned device (`EmulatedZoned`).
-    Emulated,
-    /// A zoned block device of the kernel (`LinuxZoned`).
-    Block,
-}
-
-impl Backend {
-    /// The backend of `path`: [`Backend::Block`] for a block device, else
-    /// [`Backend::Emulated`] (also when `path` does not exist yet).
-    pub fn of(path: &Path) -> Backend {
-        match std::fs::metadata(path) {
-            Ok(m) if m.file_type().is_block_device() => Backend::Block,
-            _ => Backend::Emulated,
-        }
-    }
-
-    /// `emulated` or `block device`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Emulated => "emulated",
-            Backend::Block => "block device",
-        }
-    }
-}
-
-/// An opened zoned device.
-pub struct OpenedDevice {
-    /// The device.
-    pub dev: Arc<dyn ZonedDevice>,
-    /// Its path.
-    pub path: PathBuf,
-    /// Which backend drives it.
-    pub backend: Backend,
-    /// Reads and writes bypass the page cache (`O_DIRECT`): always on a block
-    /// device; on an emulated one where the host file system allows it.
-    pub direct_io: bool,
-    /// The emulated device was created by this open.
-    pub created: bool,
-}
-
-impl OpenedDevice {
-    /// `zoned (emulated) PATH` or `zoned (block device) PATH`.
-    pub fn label(&self) -> String {
-        format!("zoned ({}) {}", self.backend.name(), self.path.display())
-    }
-}
-
-/// Opens the zoned device at `path`: a block device through the kernel's
-/// zone ioctls, anything else as an emulated device. With `create`, an
-/// emulated device is created with that geometry when `path` does not exist
-/// (an existing one must have the same geometry); without, it must exist.
-/// Every zoned command opens its device here.
+/// Opens the zoned device at `path` ([`setup::open_device`]), with the
+/// advice of [`setup_error`] on failure. Every zoned command opens its
+/// device here.
 pub fn open_device(path: &Path, create: Option<ZonedGeometry>) -> Result<OpenedDevice> {
-    let backend = Backend::of(path);
-    let at = |e: ZonedError| device_error(path, e);
-    match backend {
-        Backend::Block => {
-            let dev = LinuxZoned::open(path).map_err(at)?;
-            Ok(OpenedDevice {
-                dev: Arc::new(dev),
-                path: path.to_path_buf(),
-                backend,
-                direct_io: true,
-                created: false,
-            })
-        }
-        Backend::Emulated => {
-            let exists = path
-                .try_exists()
-                .map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
-            let options = EmulatedOptions::default();
-            let dev = match create {
-                Some(g) => EmulatedZoned::create(path, &g, options).map_err(at)?,
-                None if !exists => {
-                    return Err(Error::msg(format!(
-                        "zoned device {} does not exist; create and format an emulated device \
-                         with `shale zoned mkfs --device {}`",
-                        path.display(),
-                        path.display()
-                    )))
-                }
-                None => EmulatedZoned::open(path, options).map_err(at)?,
-            };
-            let direct_io = dev.direct_io();
-            Ok(OpenedDevice {
-                dev: Arc::new(dev),
-                path: path.to_path_buf(),
-                backend,
-                direct_io,
-                created: !exists,
-            })
-        }
-    }
+    setup::open_device(path, create).map_err(setup_error)
 }
 
-/// A device error naming the device (the typed errors mostly do already).
-fn device_error(path: &Path, e: ZonedError) -> Error {
-    let text = e.to_string();
-    let p = path.display().to_string();
-    if text.contains(&p) {
-        Error::msg(text)
-    } else {
-        Error::msg(format!("{p}: {text}"))
-    }
+/// Mounts the zone file system of `device` ([`setup::mount`]).
+pub fn mount(device: OpenedDevice, how: Mount) -> Result<MountedDevice> {
+    setup::mount(device, how).map_err(setup_error)
 }
 
-/// A mount or format error naming the device, with what to do about it.
-/// Only a blank device (zones 0 and 1 empty: [`ZoneFsError::NotFormatted`])
-/// gets the advice to run `mkfs`, which erases every zone; a damaged file
-/// system gets `shale zoned check`, which writes nothing.
-pub fn zonefs_error(path: &Path, e: ZoneFsError) -> Error {
-    let p = path.display();
-    match e {
-        ZoneFsError::NotFormatted => Error::msg(format!(
-            "{p} holds no zone file system (not formatted); run `shale zoned mkfs --device {p}` first"
-        )),
-        ZoneFsError::Corrupt { .. } => Error::msg(format!(
-            "{p}: {e}. `shale zoned check --device {p}` reports the damage without writing; \
-             do not format the device (`shale zoned mkfs` erases every zone)"
-        )),
-        ZoneFsError::Device(d) => device_error(path, d),
-        other => Error::msg(format!("{p}: {other}")),
-    }
+/// Formats `device` with `meta_zones` metadata zones and returns it mounted
+/// ([`setup::format`]).
+pub fn format(device: OpenedDevice, meta_zones: u32) -> Result<MountedDevice> {
+    setup::format(device, meta_zones).map_err(setup_error)
 }
 
-/// A mounted zone file system and its device.
-pub struct ZonedHandle {
-    /// The device it is on.
-    pub device: OpenedDevice,
-    /// The file system.
-    pub fs: ZoneFs,
-}
-
-/// How a command mounts a zone file system.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mount {
-    /// Read-write, with the garbage collector's background thread (the
-    /// commands that write).
-    ReadWrite,
-    /// Read-only: nothing is written to the device (the commands that look).
-    ReadOnly,
-}
-
-/// Mounts the zone file system of `device` (replaying its metadata log).
-pub fn mount(device: OpenedDevice, how: Mount) -> Result<ZonedHandle> {
-    let path = device.path.clone();
-    try_mount(device, how).map_err(|e| zonefs_error(&path, e))
-}
-
-/// [`mount`], with the file system's typed error.
-pub fn try_mount(device: OpenedDevice, how: Mount) -> Result<ZonedHandle, ZoneFsError> {
-    let options = MountOptions {
-        read_only: how == Mount::ReadOnly,
-        ..MountOptions::default()
-    };
-    let fs = ZoneFs::mount_with(device.dev.clone(), options)?;
-    Ok(ZonedHandle { device, fs })
-}
-
-/// Refuses to format a device whose zone file system holds files, unless
-/// they all lie under `own_dir` (a bench's own database directory): a device
-/// that is not formatted, or formatted and empty, may be formatted. A zone
-/// file system that does not mount (damaged) is refused too: its data may
-/// still be recovered. Looks read-only: nothing is written.
+/// Refuses to format a device holding files other than under `own_dir`
+/// ([`setup::check_formattable`]).
 pub fn check_formattable(device: &OpenedDevice, own_dir: Option<&Path>) -> Result {
-    let p = device.path.display();
-    let options = MountOptions {
-        read_only: true,
-        ..MountOptions::default()
-    };
-    let fs = match ZoneFs::mount_with(device.dev.clone(), options) {
-        Ok(fs) => fs,
-        Err(ZoneFsError::NotFormatted) => return Ok(()),
-        Err(ZoneFsError::Device(d)) => return Err(device_error(&device.path, d)),
-        Err(e) => {
-            return Err(Error::msg(format!(
-                "{p} holds a zone file system that does not mount ({e}); formatting it would \
-                 erase what may still be recovered: look with `shale zoned check --device {p}`"
-            )))
+    setup::check_formattable(device, own_dir).map_err(setup_error)
+}
+
+/// A device setup error with what to do about it. Only a blank device
+/// (zones 0 and 1 empty: [`ZoneFsError::NotFormatted`]) gets the advice to
+/// run `mkfs`, which erases every zone; a damaged file system gets `shale
+/// zoned check`, which writes nothing.
+pub fn setup_error(e: SetupError) -> Error {
+    let p = e.path().display().to_string();
+    Error::msg(match &e {
+        SetupError::Missing { .. } => format!(
+            "{e}; create and format an emulated device with `shale zoned mkfs --device {p}`"
+        ),
+        SetupError::FileSystem {
+            source: ZoneFsError::NotFormatted,
+            ..
+        } => format!(
+            "{p} holds no zone file system (not formatted); run `shale zoned mkfs --device {p}` first"
+        ),
+        SetupError::FileSystem {
+            source: ZoneFsError::Corrupt { .. },
+            ..
+        } => format!(
+            "{e}. `shale zoned check --device {p}` reports the damage without writing; do not \
+             format the device (`shale zoned mkfs` erases every zone)"
+        ),
+        SetupError::Unmountable { .. } => {
+            format!("{e}: look with `shale zoned check --device {p}`")
         }
-    };
-    let foreign: Vec<String> = fs
-        .files()
-        .into_iter()
-        .map(|f| f.path)
-        .filter(|f| !own_dir.is_some_and(|d| Path::new(f).starts_with(d)))
-        .collect();
-    match foreign.first() {
-        None => Ok(()),
-        Some(first) => Err(Error::msg(format!(
-            "{p} holds a zone file system with {} file(s) (such as {first}); formatting it \
-             would erase them",
-            foreign.len()
-        ))),
-    }
-}
-
-/// Removes an emulated device this command created (its data and zone
-/// state files), after it could not be formatted. Best effort: what cannot
-/// be removed stays.
-pub fn remove_emulated(path: &Path) {
-    for f in [EmulatedZoned::state_path_of(path), path.to_path_buf()] {
-        let _ = std::fs::remove_file(f);
-    }
-}
-
-/// Formats `device` with `meta_zones` metadata zones and returns it mounted.
-pub fn format(device: OpenedDevice, meta_zones: u32) -> Result<ZonedHandle> {
-    let options = FormatOptions {
-        meta_zones,
-        ..FormatOptions::default()
-    };
-    let fs =
-        ZoneFs::format(device.dev.clone(), options).map_err(|e| zonefs_error(&device.path, e))?;
-    Ok(ZonedHandle { device, fs })
+        _ => e.to_string(),
+    })
 }
 
 /// Whether a command may create (and format) an emulated device that does
@@ -323,7 +141,7 @@ pub fn mmap_needs_posix() -> Error {
 /// The file system a command's database is on; see the module documentation.
 pub struct Storage {
     fs: Arc<dyn FileSystem>,
-    zoned: Option<ZonedHandle>,
+    zoned: Option<MountedDevice>,
 }
 
 impl Storage {
@@ -352,7 +170,7 @@ impl Storage {
     }
 
     /// Storage on an already mounted zone file system.
-    pub fn on_zoned(handle: ZonedHandle) -> Storage {
+    pub fn on_zoned(handle: MountedDevice) -> Storage {
         Storage {
             fs: Arc::new(handle.fs.clone()),
             zoned: Some(handle),
@@ -396,7 +214,7 @@ impl Storage {
     }
 
     /// The zone file system, with `--zoned`.
-    pub fn zoned(&self) -> Option<&ZonedHandle> {
+    pub fn zoned(&self) -> Option<&MountedDevice> {
         self.zoned.as_ref()
     }
 
@@ -708,27 +526,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_geometry_is_a_valid_4_gib_device() {
-        let g = default_geometry();
-        g.validate().expect("valid");
-        assert_eq!(g.device_size(), 4 << 30);
-        assert_eq!(g.zone_capacity, g.zone_size);
-        assert_eq!((g.max_open_zones, g.max_active_zones), (14, 14));
-        assert_eq!(
-            geometry_line(&g),
-            "64 zones of 64.00 MiB (capacity 64.00 MiB), 4096-byte blocks, 4.00 GiB in all; \
-             max open zones 14, max active zones 14"
-        );
-    }
-
-    #[test]
-    fn backends_follow_the_file_type() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        assert_eq!(Backend::of(&dir.path().join("missing")), Backend::Emulated);
-        assert_eq!(Backend::of(dir.path()), Backend::Emulated);
-    }
-
-    #[test]
     fn a_missing_device_without_create_names_mkfs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("zns.img");
@@ -744,18 +541,21 @@ mod tests {
     #[test]
     fn only_a_blank_device_is_told_to_run_mkfs() {
         let path = Path::new("/dev/zns");
-        let blank = zonefs_error(path, ZoneFsError::NotFormatted).to_string();
+        let fs_error = |source| {
+            setup_error(SetupError::FileSystem {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let blank = fs_error(ZoneFsError::NotFormatted).to_string();
         assert!(
             blank.contains("not formatted")
                 && blank.contains("run `shale zoned mkfs --device /dev/zns` first"),
             "{blank}"
         );
-        let damaged = zonefs_error(
-            path,
-            ZoneFsError::Corrupt {
-                reason: "the superblock in zone 0 is damaged".into(),
-            },
-        )
+        let damaged = fs_error(ZoneFsError::Corrupt {
+            reason: "the superblock in zone 0 is damaged".into(),
+        })
         .to_string();
         assert!(
             damaged.contains("damaged")

@@ -36,6 +36,7 @@ pub mod ftl;
 #[doc(hidden)]
 pub mod fuzz_api;
 pub mod linux;
+pub mod setup;
 mod state;
 mod sys;
 pub mod testing;

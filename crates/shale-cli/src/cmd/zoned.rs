@@ -13,7 +13,7 @@ use crate::args::{ZonedInspectArgs, ZonedMkfsArgs};
 use shale_bench::error::{Error as CliError, Result as CliResult};
 use shale_bench::fmt::human_bytes;
 use shale_bench::storage::{
-    self, geometry_line, open_device, Backend, GeometryDoc, OpenedDevice, ZonedHandle,
+    self, geometry_line, open_device, Backend, GeometryDoc, MountedDevice, OpenedDevice, SetupError,
 };
 
 /// `shale zoned mkfs`.
@@ -93,7 +93,7 @@ pub fn mkfs(a: &ZonedMkfsArgs, out: &mut dyn Write) -> CliResult {
 
 /// Mounts the file system of `a.device` read-only, for looking at it: the
 /// metadata log is replayed, nothing is written to the device.
-fn mount_for_inspection(a: &ZonedInspectArgs) -> CliResult<ZonedHandle> {
+fn mount_for_inspection(a: &ZonedInspectArgs) -> CliResult<MountedDevice> {
     storage::mount(open_device(&a.device, None)?, storage::Mount::ReadOnly)
 }
 
@@ -347,7 +347,7 @@ struct DeviceCounters {
 }
 
 /// Takes the figures of `df` from a mounted zone file system.
-pub fn space(z: &ZonedHandle) -> CliResult<Space> {
+pub fn space(z: &MountedDevice) -> CliResult<Space> {
     let stats = z.fs.stats();
     let zones = z
         .fs
@@ -482,9 +482,12 @@ fn df_text(s: &ZoneFsStats, c: &ZoneCounts, total: usize, d: &DeviceCounters) ->
 pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
     let device = open_device(&a.device, None)?;
     let json_device = device_doc(&device);
-    let z = match storage::try_mount(device, storage::Mount::ReadOnly) {
+    let z = match shale_zoned::setup::mount(device, storage::Mount::ReadOnly) {
         Ok(z) => z,
-        Err(ZoneFsError::Corrupt { reason }) => {
+        Err(SetupError::FileSystem {
+            source: ZoneFsError::Corrupt { reason },
+            ..
+        }) => {
             // The mount refused damaged metadata and wrote nothing: that is
             // the report.
             let problem = format!("the zone file system is damaged: {reason}");
@@ -510,7 +513,7 @@ pub fn check(a: &ZonedInspectArgs, out: &mut dyn Write) -> CliResult {
                 a.device.display()
             )));
         }
-        Err(e) => return Err(storage::zonefs_error(&a.device, e)),
+        Err(e) => return Err(storage::setup_error(e)),
     };
     let report =
         z.fs.check()
