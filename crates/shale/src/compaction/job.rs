@@ -512,7 +512,9 @@ impl<'g> Splitter<'g> {
 }
 
 /// Writes the contents of a memtable as table `number` of L0. `None` if it is
-/// empty. The table is synced; its directory entry is not.
+/// empty. The table is synced; its directory entry is not. `limiter` is the
+/// running database's rate limiter (a flush's); recovery and repair pass
+/// `None`.
 pub(crate) fn write_memtable(
     dir: &Path,
     opts: &Options,

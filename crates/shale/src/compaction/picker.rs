@@ -587,517 +587,99 @@ pub(crate) fn pending_compaction_bytes<T: PickTable>(
 }
 
 #[cfg(test)]
+mod scenarios;
+
+#[cfg(test)]
 mod tests {
+    //! Properties over many inputs; the cases one reads one by one are the
+    //! scenario files (`testdata/picker/`, run by `scenarios`).
     use super::*;
 
     const MIB: u64 = 1 << 20;
 
-    /// A table as the picker's tests write them: one-byte keys.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    struct TableSummary {
-        number: u64,
-        size: u64,
-        smallest: Vec<u8>,
-        largest: Vec<u8>,
+    /// Database sizes from empty to 1.5 TiB, not all round.
+    fn totals() -> impl Iterator<Item = u64> {
+        (0..44u32).map(|i| {
+            if i == 0 {
+                0
+            } else {
+                (MIB << (i / 2)) / 4 * (2 + u64::from(i % 2)) + u64::from(i)
+            }
+        })
     }
 
-    impl PickTable for TableSummary {
-        fn number(&self) -> u64 {
-            self.number
-        }
-        fn size(&self) -> u64 {
-            self.size
-        }
-        fn smallest(&self) -> &[u8] {
-            &self.smallest
-        }
-        fn largest(&self) -> &[u8] {
-            &self.largest
-        }
-    }
-
-    type Levels = super::Levels<TableSummary>;
-
-    fn opts() -> PickerOptions {
+    fn options(base_level_bytes: u64, level_size_multiplier: f64) -> PickerOptions {
         PickerOptions {
             l0_compaction_trigger: 4,
-            base_level_bytes: 64 * MIB,
-            level_size_multiplier: 10.0,
+            base_level_bytes,
+            level_size_multiplier,
             filter_at: [true, true, true, true, true, true, false],
             target_file_size_base: 2 * MIB,
             drain_l0: false,
         }
     }
 
-    /// A level of `n` tables of `size` bytes splitting the key space `00..ff`
-    /// evenly (one-byte keys, so ranges are easy to read in failures).
-    fn level(n: usize, size: u64, first_number: u64) -> Vec<TableSummary> {
-        (0..n)
-            .map(|i| {
-                let lo = (i * 256 / n) as u8;
-                let hi = ((i + 1) * 256 / n - 1) as u8;
-                TableSummary {
-                    number: first_number + i as u64,
-                    size,
-                    smallest: vec![lo],
-                    largest: vec![hi],
-                }
-            })
-            .collect()
-    }
-
-    /// L0 tables each spanning the whole key space (hash keys), newest first.
-    fn l0(n: usize, size: u64, first_number: u64) -> Vec<TableSummary> {
-        (0..n)
-            .rev()
-            .map(|i| TableSummary {
-                number: first_number + i as u64,
-                size,
-                smallest: vec![0],
-                largest: vec![255],
-            })
-            .collect()
-    }
-
-    fn shape(per_level: [Vec<TableSummary>; NUM_LEVELS]) -> Levels {
-        per_level
-    }
-
     #[test]
     fn level_plan_is_the_pickers_targets_for_a_settled_database() {
-        let o = opts();
-        let plan = |total: u64| {
-            level_plan(
-                total,
-                o.base_level_bytes,
-                o.level_size_multiplier,
-                o.target_file_size_base,
-            )
-        };
-        // Nothing yet: no level has a target.
-        let empty = plan(0);
-        assert_eq!(empty.target_bytes, [None; NUM_LEVELS]);
-        // 300 MiB: L6 expects 270 MiB, so the base level is L5 with a tenth of
-        // that (27 MiB), as `level_targets` gives for the same bytes in L6.
-        let p = plan(300 * MIB);
-        assert_eq!(p.base_level, 5);
-        let mut sizes = [0; NUM_LEVELS];
-        sizes[LAST_LEVEL] = 300 * MIB;
-        let t = level_targets(&sizes, &o);
-        assert_eq!(p.target_bytes[5], Some(t.max_bytes[5]));
-        assert_eq!(p.target_bytes[6], Some(t.max_bytes[6]));
-        assert_eq!(p.target_bytes[5], Some(27 * MIB));
-        assert_eq!(p.target_bytes[4], None);
-        // The base level's tables get twice target_file_size_base, doubling
-        // per level below.
-        assert_eq!(p.table_bytes[5], Some(4 * MIB));
-        assert_eq!(p.table_bytes[6], Some(8 * MIB));
-        // 3,000 MiB: base L4 at 64 MiB, L5 the geometric mean of 64 MiB and
-        // L6's 2,700 MiB.
-        let p = plan(3000 * MIB);
-        assert_eq!(p.base_level, 4);
-        assert_eq!(p.target_bytes[4], Some(64 * MIB));
-        let l5 = p.target_bytes[5].unwrap_or(0) as f64 / MIB as f64;
-        assert!((l5 - (64.0f64 * 2700.0).sqrt()).abs() < 0.01, "{l5}");
-        let l6 = p.target_bytes[6].unwrap_or(0) as f64 / MIB as f64;
-        assert!((l6 - 2700.0).abs() < 0.01, "{l6}");
-        assert_eq!(p.table_bytes[4], Some(4 * MIB));
-        assert_eq!(p.table_bytes[6], Some(16 * MIB));
-    }
-
-    #[test]
-    fn targets_follow_the_data_from_the_bottom_up() {
-        // (bytes per level, expected base level, expected targets in MiB from the
-        // base level down, rounded)
-        struct Case {
-            sizes: [u64; NUM_LEVELS],
-            base: usize,
-            targets_mib: &'static [f64],
-        }
-        let cases = [
-            // Empty: everything goes to L6.
-            Case {
-                sizes: [0; 7],
-                base: 6,
-                targets_mib: &[],
-            },
-            // Only L0: the last level is the base level.
-            Case {
-                sizes: [100 * MIB, 0, 0, 0, 0, 0, 0],
-                base: 6,
-                targets_mib: &[],
-            },
-            // 50 MiB in L6: small enough to be the base level itself (its
-            // target is its expected size, 45 MiB).
-            Case {
-                sizes: [0, 0, 0, 0, 0, 0, 50 * MIB],
-                base: 6,
-                targets_mib: &[45.0],
-            },
-            // 300 MiB in L6: expected L6 270 MiB, L5 27 MiB <= 64 MiB: base L5.
-            Case {
-                sizes: [0, 0, 0, 0, 0, 0, 300 * MIB],
-                base: 5,
-                targets_mib: &[27.0, 270.0],
-            },
-            // A debt above L6 does not move the base level up: the whole 880
-            // MiB would put L5's share at 79 MiB (> 64), L6's own 600 MiB puts
-            // it at 60. L5's target is then capped at 64 MiB.
-            Case {
-                sizes: [200 * MIB, 0, 0, 0, 0, 80 * MIB, 600 * MIB],
-                base: 5,
-                targets_mib: &[64.0, 792.0],
-            },
-            // 10 GiB: L6 expected 9216 MiB, L5 922, L4 92, L3 9.2 <= 64: base L3
-            // with 64 MiB; smoothed factor (9216/64)^(1/3) = 5.24.
-            Case {
-                sizes: [0, 0, 0, 0, 0, 1024 * MIB, 9216 * MIB],
-                base: 3,
-                targets_mib: &[64.0, 335.3, 1757.6, 9216.0],
-            },
-            // 1 GiB with a small L1: L1 is the base level (64 MiB), the factor
-            // (921.6/64)^(1/5) = 1.705.
-            Case {
-                sizes: [0, MIB, 0, 0, 0, 0, 1023 * MIB],
-                base: 1,
-                targets_mib: &[64.0, 109.1, 186.1, 317.3, 540.9, 921.6],
-            },
-        ];
-        for (i, c) in cases.iter().enumerate() {
-            let t = level_targets(&c.sizes, &opts());
-            assert_eq!(t.base_level, c.base, "case {i}: base level");
-            for (k, &mib) in c.targets_mib.iter().enumerate() {
-                let got = t.max_bytes[c.base + k] as f64 / MIB as f64;
-                assert!(
-                    (got - mib).abs() / mib < 0.01,
-                    "case {i}: L{} target {got:.1} MiB, expected {mib}",
-                    c.base + k
-                );
-            }
-            for l in 0..c.base {
-                assert_eq!(t.max_bytes[l], u64::MAX, "case {i}: L{l} above base");
+        for (base, mult) in [(64 * MIB, 10.0), (256 * MIB, 8.0), (16 * MIB, 4.5)] {
+            let o = options(base, mult);
+            for total in totals() {
+                let plan = level_plan(total, base, mult, o.target_file_size_base);
+                let mut sizes = [0; NUM_LEVELS];
+                sizes[LAST_LEVEL] = total;
+                let t = level_targets(&sizes, &o);
+                assert_eq!(plan.base_level, t.base_level, "{total}");
+                for level in 0..NUM_LEVELS {
+                    let target =
+                        (total > 0 && level >= t.base_level.max(1)).then_some(t.max_bytes[level]);
+                    assert_eq!(plan.target_bytes[level], target, "{total} L{level}");
+                    let tables = target
+                        .map(|_| output_file_size(o.target_file_size_base, level, t.base_level));
+                    assert_eq!(plan.table_bytes[level], tables, "{total} L{level}");
+                }
             }
         }
     }
 
-    /// (start level, output level, inputs, output inputs, trivial move)
-    type Expected = (usize, usize, Vec<u64>, Vec<u64>, bool);
-
     #[test]
-    fn scores_and_choices_for_typical_shapes() {
-        struct Case {
-            name: &'static str,
-            levels: Levels,
-            /// Tables of running compactions.
-            busy: &'static [u64],
-            expect: Option<Expected>,
+    fn targets_grow_downwards_to_the_last_levels_expected_size() {
+        for (base, mult) in [(64 * MIB, 10.0), (256 * MIB, 8.0), (16 * MIB, 4.5)] {
+            let o = options(base, mult);
+            for total in totals().filter(|&t| t > 0) {
+                let mut sizes = [0; NUM_LEVELS];
+                sizes[LAST_LEVEL] = total;
+                let t = level_targets(&sizes, &o);
+                let b = t.base_level;
+                assert!(t.max_bytes[..b].iter().all(|&m| m == u64::MAX), "{total}");
+                // The base level's target is at most base_level_bytes, and
+                // at least its share when L6 is right below.
+                let base_target = t.max_bytes[b] as f64;
+                assert!(base_target <= base as f64 + 0.5, "{total}: {base_target}");
+                if b + 1 == LAST_LEVEL {
+                    assert!(base_target + 0.5 >= base as f64 / mult, "{total}");
+                }
+                assert!(t.max_bytes[b..].windows(2).all(|w| w[0] <= w[1]), "{total}");
+                let expected = total as f64 - total as f64 / mult;
+                let last = t.max_bytes[LAST_LEVEL] as f64;
+                if b < LAST_LEVEL {
+                    assert!(
+                        (last - expected).abs() <= 1.0 + expected * 1e-9,
+                        "{total}: {last}"
+                    );
+                }
+                // The base level only moves up once the level below it
+                // would exceed base_level_bytes.
+                if b < LAST_LEVEL {
+                    let below = expected / mult.powi((LAST_LEVEL - b - 1) as i32);
+                    assert!(below > base as f64 * 0.999999, "{total}");
+                }
+                if b > 1 {
+                    assert!(
+                        expected / mult.powi((LAST_LEVEL - b) as i32) <= base as f64 * 1.000001,
+                        "{total}"
+                    );
+                }
+            }
         }
-        // The oldest of five L0 tables (number 1) is being compacted.
-        let busy_l0 = l0(5, 30 * MIB, 1);
-        let cases = vec![
-            Case {
-                name: "three L0 tables stay below the trigger",
-                busy: &[],
-                levels: shape([
-                    l0(3, MIB, 1),
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                ]),
-                expect: None,
-            },
-            Case {
-                name: "L0 waits for its trigger however big its tables are",
-                busy: &[],
-                levels: shape([
-                    l0(3, 400 * MIB, 1),
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                ]),
-                expect: None,
-            },
-            Case {
-                name: "four L0 tables compact into L6, the base of an empty tree",
-                busy: &[],
-                levels: shape([
-                    l0(4, 30 * MIB, 1),
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                ]),
-                expect: Some((0, 6, vec![1, 2, 3, 4], vec![], false)),
-            },
-            Case {
-                name: "L0 merges with every overlapping table of the base level",
-                busy: &[],
-                levels: shape([
-                    l0(4, 30 * MIB, 1),
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    level(4, 10 * MIB, 10),
-                    level(8, 40 * MIB, 20),
-                ]),
-                expect: Some((0, 5, vec![1, 2, 3, 4], vec![10, 11, 12, 13], false)),
-            },
-            Case {
-                name: "an L0 compaction already running blocks another",
-                busy: &[1],
-                levels: shape([busy_l0, vec![], vec![], vec![], vec![], vec![], vec![]]),
-                expect: None,
-            },
-            Case {
-                name: "an oversized L5 pushes its least overlapping table down",
-                busy: &[],
-                levels: shape([
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    // 320 MiB against a target of 233 MiB (base L4).
-                    level(4, 80 * MIB, 10),
-                    {
-                        // L6 tables: heavy overlap under 10 and 12, light under 11.
-                        let mut v = level(8, 100 * MIB, 20);
-                        v[2].size = 10 * MIB;
-                        v[3].size = 10 * MIB;
-                        v
-                    },
-                ]),
-                expect: Some((5, 6, vec![11], vec![22, 23], false)),
-            },
-            Case {
-                name: "a filtered table is rewritten, not moved, into the last level",
-                busy: &[],
-                levels: shape([
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![TableSummary {
-                        number: 7,
-                        size: 200 * MIB,
-                        smallest: vec![0x80],
-                        largest: vec![0x90],
-                    }],
-                    {
-                        let mut v = level(2, 100 * MIB, 20);
-                        v[0].largest = vec![0x10];
-                        v[1].smallest = vec![0xa0];
-                        v
-                    },
-                ]),
-                expect: Some((5, 6, vec![7], vec![], false)),
-            },
-            Case {
-                name: "a table with nothing below it in a filtered level is moved",
-                busy: &[],
-                levels: shape([
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![TableSummary {
-                        number: 7,
-                        size: 200 * MIB,
-                        smallest: vec![0x80],
-                        largest: vec![0x90],
-                    }],
-                    {
-                        let mut v = level(2, 100 * MIB, 10);
-                        v[0].largest = vec![0x10];
-                        v[1].smallest = vec![0xa0];
-                        v
-                    },
-                    level(4, 500 * MIB, 20),
-                ]),
-                expect: Some((4, 5, vec![7], vec![], true)),
-            },
-            Case {
-                name: "neighbours inside the rewritten range of L6 join the compaction",
-                busy: &[],
-                levels: shape([
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    // Two L5 tables under each L6 table; base L5, score 1.31.
-                    level(16, 5 * MIB, 10),
-                    level(8, 75 * MIB, 20),
-                ]),
-                expect: Some((5, 6, vec![10, 11], vec![20], false)),
-            },
-            Case {
-                name: "a neighbour that would pull in another L6 table stays out",
-                busy: &[],
-                levels: shape([
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    {
-                        // Table 11 now reaches into the second L6 table.
-                        let mut v = level(16, 5 * MIB, 10);
-                        v[1].largest = vec![0x27];
-                        v[2].smallest = vec![0x28];
-                        v
-                    },
-                    level(8, 75 * MIB, 20),
-                ]),
-                expect: Some((5, 6, vec![10], vec![20], false)),
-            },
-            Case {
-                name: "the first non-empty level is the base even when small",
-                busy: &[],
-                levels: shape([
-                    vec![],
-                    level(1, MIB, 3),
-                    vec![],
-                    vec![],
-                    vec![],
-                    vec![],
-                    level(4, 20 * MIB, 20),
-                ]),
-                expect: None,
-            },
-        ];
-        for c in cases {
-            let compacting: Compacting = c.busy.iter().copied().collect();
-            let got = pick(&c.levels, &compacting, &opts()).map(|p| {
-                (
-                    p.start_level,
-                    p.output_level,
-                    p.inputs,
-                    p.output_inputs,
-                    p.trivial_move,
-                )
-            });
-            assert_eq!(got, c.expect, "{}", c.name);
-        }
-    }
-
-    #[test]
-    fn output_tables_double_per_level_from_the_base_level() {
-        assert_eq!(output_file_size(2 * MIB, 4, 4), 4 * MIB);
-        assert_eq!(output_file_size(2 * MIB, 6, 4), 16 * MIB);
-        assert_eq!(output_file_size(2 * MIB, 6, 6), 4 * MIB);
-        assert_eq!(output_file_size(2 * MIB, 6, 1), 128 * MIB);
-        // A level above the base level (being drained) gets the base's size.
-        assert_eq!(output_file_size(2 * MIB, 2, 4), 2 * MIB);
-    }
-
-    #[test]
-    fn a_level_over_target_waits_while_the_level_below_is_fuller() {
-        let mut levels = shape(std::array::from_fn(|_| Vec::new()));
-        levels[6] = level(5, 100 * MIB, 20);
-        let mut max_bytes = [u64::MAX; NUM_LEVELS];
-        max_bytes[4] = 64 * MIB;
-        max_bytes[5] = 400 * MIB;
-        max_bytes[6] = 1000 * MIB;
-        let targets = LevelTargets {
-            base_level: 4,
-            max_bytes,
-        };
-        // L2 (above the base level, draining), L4 and L5 over their targets;
-        // L6 half full.
-        let scores = [1.5, 0.0, 1.2, 0.0, 3.0, 2.0, 0.0];
-        let p = level_priorities(&levels, &targets, &scores);
-        // L0 waits for the base level, L4 goes before L0 but after L5.
-        assert_eq!(p, [0.5, 0.0, 1.2, 0.0, 1.5, 4.0, 0.0]);
-        // Scores below 1 are left alone; an empty L6 divides by 0.01.
-        levels[6].clear();
-        let p = level_priorities(&levels, &targets, &[0.5, 0.0, 0.0, 0.0, 0.9, 1.0, 0.0]);
-        assert_eq!(p, [0.5, 0.0, 0.0, 0.0, 0.9, 100.0, 0.0]);
-    }
-
-    #[test]
-    fn l0_score_counts_idle_tables() {
-        let levels = shape([
-            l0(6, MIB, 1),
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-        ]);
-        let t = level_targets(&level_bytes(&levels), &opts());
-        let s = level_scores(&levels, &Compacting::new(), &t, &opts());
-        assert_eq!(s[0], 1.5);
-        // Tables being compacted do not count.
-        let busy: Compacting = [1, 2].into_iter().collect();
-        let s = level_scores(&levels, &busy, &t, &opts());
-        assert_eq!(s[0], 1.0);
-        let s = level_scores(&levels, &Compacting::new(), &t, &opts());
-        assert_eq!(s[0], 1.5);
-        assert_eq!(s[6], 0.0);
-    }
-
-    #[test]
-    fn a_draining_l0_goes_down_below_its_trigger() {
-        let levels = shape([
-            l0(1, MIB, 1),
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            level(4, 5 * MIB, 10),
-            level(8, 40 * MIB, 20),
-        ]);
-        let idle = Compacting::new();
-        assert_eq!(
-            pick(&levels, &idle, &opts()),
-            None,
-            "one L0 table, not draining"
-        );
-        let draining = PickerOptions {
-            drain_l0: true,
-            ..opts()
-        };
-        let p = pick(&levels, &idle, &draining).expect("a draining L0 is due");
-        assert_eq!((p.start_level, p.output_level), (0, 5));
-        assert_eq!(p.inputs, vec![1]);
-        assert_eq!(p.output_inputs, vec![10, 11, 12, 13]);
-        // An L0 table already going down leaves nothing more to drain.
-        let busy: Compacting = [1].into_iter().collect();
-        assert_eq!(pick(&levels, &busy, &draining), None);
-    }
-
-    #[test]
-    fn pending_bytes_grow_with_debt() {
-        let healthy = shape([
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            level(4, 5 * MIB, 10),
-            level(8, 40 * MIB, 20),
-        ]);
-        assert_eq!(pending_compaction_bytes(&healthy, &opts()), 0);
-        // L0 at its trigger: all of L0 and the base level, plus the base
-        // level's overflow into L6.
-        let mut due = healthy.clone();
-        due[0] = l0(4, 30 * MIB, 1);
-        let debt = pending_compaction_bytes(&due, &opts());
-        assert!(debt >= 160 * MIB, "{debt}");
-        let mut worse = due.clone();
-        worse[0] = l0(12, 30 * MIB, 1);
-        assert!(pending_compaction_bytes(&worse, &opts()) > debt);
     }
 }

@@ -40,7 +40,7 @@ use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::{Options, NUM_LEVELS};
 use crate::rangedel::Fragments;
-use crate::version::{FileMeta, TableMeta, Version, VersionEdit};
+use crate::version::{FileMeta, Version, VersionEdit};
 
 /// A version's levels, as the picker reads them.
 type Levels = picker::Levels<Arc<FileMeta>>;
@@ -274,12 +274,14 @@ fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
         job,
         memtable_bytes: imm.approximate_bytes() as u64,
     });
-    let built = write_level0(&db.path, &db.opts, &db.stats, Some(db), &imm, number).and_then(|f| {
-        db.fs
-            .sync_dir(&db.path)
-            .map_err(|e| Error::io("sync directory", &db.path, e))?;
-        Ok(f)
-    });
+    let limiter = db.rate_limiter.clone();
+    let built =
+        job::write_memtable(&db.path, &db.opts, &db.stats, limiter, &imm, number).and_then(|f| {
+            db.fs
+                .sync_dir(&db.path)
+                .map_err(|e| Error::io("sync directory", &db.path, e))?;
+            Ok(f)
+        });
     let mut st = db.state.lock();
     st.pending_outputs.remove(&number);
     let (bytes, error) = match built {
@@ -338,21 +340,6 @@ fn flush(db: &DbInner, imm: Arc<MemTable>, number: u64) {
     // another flush must not pick it up meanwhile.
     st.flush_running = false;
     db.cv.notify_all();
-}
-
-/// Writes the contents of `mem` as table `number` for L0. `None` if the memtable
-/// is empty. The table is synced; its directory entry is not. `db` supplies
-/// the rate limiter once the database runs (recovery passes `None`).
-pub(crate) fn write_level0(
-    dir: &Path,
-    opts: &Options,
-    stats: &Stats,
-    db: Option<&DbInner>,
-    mem: &Arc<MemTable>,
-    number: u64,
-) -> Result<Option<TableMeta>> {
-    let limiter = db.and_then(|d| d.rate_limiter.clone());
-    job::write_memtable(dir, opts, stats, limiter, mem, number)
 }
 
 /// Runs a picked compaction and installs its result.

@@ -1,5 +1,5 @@
 //! The database: open and recovery, the public API, and the shared state that
-//! the write path, the background thread and readers work on.
+//! the write path, the background threads and readers work on.
 //!
 //! # Concurrency
 //!
@@ -156,7 +156,7 @@ pub(crate) struct DbInner {
     pub visible_seq: AtomicU64,
     pub state: Mutex<State>,
     /// Signalled when the super version or the poison flag changes, and to wake
-    /// the background thread.
+    /// the background threads.
     pub cv: Condvar,
     pub wal: Mutex<LogWriter>,
     pub queue: WriteQueue,
@@ -186,7 +186,7 @@ pub(crate) struct DbInner {
     /// Iterators alive (`DbIterator`s, and the two of each `Range`).
     pub live_iterators: AtomicUsize,
     /// Set when a table with range deletions is installed or a snapshot is
-    /// released: the background thread looks for tables to delete whole.
+    /// released: a background thread looks for tables to delete whole.
     pub delete_only_check: AtomicBool,
     /// The threads that look up the keys of a `multi_get` together
     /// (`Options::read_threads`; started by the first call that needs them,
@@ -197,8 +197,8 @@ pub(crate) struct DbInner {
 /// An open database.
 ///
 /// `Db` is `Send + Sync`: share it by reference or in an `Arc`. Reads never wait
-/// for writes. Call [`Db::close`] to stop the background thread and sync the WAL;
-/// dropping a `Db` stops the thread too but syncs nothing.
+/// for writes. Call [`Db::close`] to stop the background threads and sync the
+/// WAL; dropping a `Db` stops the threads too but syncs nothing.
 pub struct Db {
     inner: Arc<DbInner>,
     background: Mutex<Vec<JoinHandle<()>>>,
@@ -598,7 +598,7 @@ impl Db {
         &self.inner.path
     }
 
-    /// Stops the background thread and syncs the WAL, so that every write
+    /// Stops the background threads and syncs the WAL, so that every write
     /// acknowledged before survives a machine crash. Errors of the final sync
     /// are returned.
     /// Tables that became obsolete and are no longer read are deleted.

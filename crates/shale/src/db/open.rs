@@ -20,6 +20,7 @@ use super::table_cache::TableCache;
 use super::write::WriteQueue;
 use super::{background, DbInner, State, SuperVersion};
 use crate::batch::WriteBatch;
+use crate::compaction::job;
 use crate::error::{Error, Result};
 use crate::events::Events;
 use crate::filenames::{parse, wal_name, FileType, CURRENT, LOCK};
@@ -327,9 +328,8 @@ impl Replay<'_> {
     /// Writes `mem` as a level-0 table and records it in `edit`.
     fn write_table(&mut self, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {
         let number = self.new_file_number();
-        if let Some(f) =
-            background::write_level0(self.path, self.opts, self.stats, None, mem, number)?
-        {
+        // Recovery runs before the rate limiter exists: no limit.
+        if let Some(f) = job::write_memtable(self.path, self.opts, self.stats, None, mem, number)? {
             edit.added.push((0, f));
         }
         Ok(())

@@ -71,8 +71,9 @@ use shale_env::{FileSystem, RandomAccessFile, WriteLifetime};
 
 use super::quarantine::Quarantine;
 use super::survey::survey;
-use super::{background, Db};
+use super::Db;
 use crate::batch::WriteBatch;
+use crate::compaction::job;
 use crate::error::{Error, Result};
 use crate::filenames::{parse, table_name, wal_name, FileType, CURRENT, LOCK};
 use crate::format::{parse_internal_key, InternalKey, SeqNo, ValueKind, MAX_SEQNO};
@@ -977,8 +978,8 @@ impl Repairer<'_> {
 
     fn write_table(&mut self, mem: Arc<MemTable>) -> Result<()> {
         let number = self.new_number();
-        if let Some(f) =
-            background::write_level0(self.dir, self.opts, &self.stats, None, &mem, number)?
+        // Repair runs no database: no rate limiter.
+        if let Some(f) = job::write_memtable(self.dir, self.opts, &self.stats, None, &mem, number)?
         {
             self.edit.added.push((0, f));
         }

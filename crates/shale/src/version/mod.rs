@@ -30,7 +30,7 @@ use crate::format::{compare_bytes, compare_internal};
 use crate::table::TableReader;
 
 /// Table file numbers whose last reference dropped after they left the version;
-/// the background thread deletes their files.
+/// a background thread deletes their files.
 #[derive(Default)]
 pub(crate) struct ObsoleteFiles {
     numbers: Mutex<Vec<u64>>,
