@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use shale_env::RandomAccessFile;
 
-use super::{decode_data_block, unwrap_ref, BlockRef, Meta};
+use super::block_io::{decode_data_block, unwrap_ref, BlockRef};
 use crate::cache::Priority;
 use crate::error::{Error, Result};
 use crate::metrics::{BlockKind, Stats};
@@ -111,15 +111,15 @@ pub(super) fn fetched(key: BlockCacheKey) -> Option<Result<Arc<CachedBlock>>> {
     PLANNER.with(|p| p.borrow().fetched.get(&key).map(|(b, _)| b.clone()))
 }
 
-/// Records that the Get waits for data block `r` of the table described by
-/// `meta`, and plans its read unless it is planned or being read already;
-/// true if it planned it.
+/// Records that the Get waits for data block `r` of a table (whose data
+/// blocks are paged if `paged_data`), and plans its read unless it is
+/// planned or being read already; true if it planned it.
 pub(super) fn defer(
     key: BlockCacheKey,
     file: &Arc<dyn RandomAccessFile>,
     path: &std::path::Path,
     r: BlockRef,
-    meta: &Meta,
+    paged_data: bool,
 ) -> bool {
     PLANNER.with(|p| {
         let mut p = p.borrow_mut();
@@ -132,7 +132,7 @@ pub(super) fn defer(
             file: file.clone(),
             path: path.to_path_buf(),
             r,
-            paged_data: meta.paged(),
+            paged_data,
         });
         true
     })

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use shale_env::RandomAccessFile;
 
-use super::{
-    decode_block, read_block_contents, read_meta, read_range_dels, read_ref, BlockRef, Meta,
-};
+use super::block_io::{read_block_contents, read_ref, BlockRef};
+use super::classic::ClassicIndex;
+use super::paged::PagedIndex;
+use super::{read_meta, read_range_dels, IndexReader, Meta};
 use crate::error::{Error, Result};
 use crate::metrics::BlockKind;
 use crate::table::block::{Block, Corrupt, Cursor, EntryFormat, PAGE_SIZE};
@@ -21,23 +22,34 @@ use crate::table::{BlockInfo, CachedBlock, LayoutKind, TableLayout};
 /// Nothing is counted or cached.
 pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<TableLayout> {
     let meta = read_meta(file.as_ref(), &path, None, true)?;
-    if meta.paged() {
-        return inspect_paged(file.as_ref(), &path, meta);
+    match IndexReader::for_version(meta.props.format_version) {
+        IndexReader::Classic(c) => inspect_classic(file.as_ref(), &path, meta, c),
+        IndexReader::Paged(p) => inspect_paged(file.as_ref(), &path, meta, p),
     }
+}
+
+/// [`inspect_table`] of a version-1 or version-2 table: the partitions
+/// through the top-level index, the data blocks through the partitions.
+fn inspect_classic(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    meta: Meta,
+    index: ClassicIndex,
+) -> Result<TableLayout> {
     let read_index = |kind: BlockKind, h: BlockHandle| -> Result<Block> {
-        let contents = read_block_contents(file.as_ref(), &path, h, kind, None, true)?;
+        let contents = read_block_contents(file, path, h, kind, None, true)?;
         let format = match kind {
-            BlockKind::IndexPartition => meta.partition_format(),
+            BlockKind::IndexPartition => index.partition_format(),
             _ => EntryFormat::Index,
         };
-        Block::new(contents, format).map_err(|c| Error::corruption(&path, h.offset, c.0))
+        Block::new(contents, format).map_err(|c| Error::corruption(path, h.offset, c.0))
     };
     let top_h = meta.footer.top_index;
     let top = read_index(BlockKind::TopIndex, top_h)?;
     let mut data = Vec::new();
     let mut partitions = Vec::new();
     let mut tc = Cursor::default();
-    let path_ref = &path;
+    let path_ref = path;
     let corrupt = |off: u64| move |c: Corrupt| Error::corruption(path_ref, off, c.0);
     tc.seek_to_first(&top).map_err(corrupt(top_h.offset))?;
     while tc.valid() {
@@ -63,7 +75,7 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
                 size: dsize,
             }
             .end();
-            if end > meta.data_end || (meta.aligned() && !doff.is_multiple_of(PAGE_SIZE)) {
+            if end > meta.data_end || (index.aligned_data() && !doff.is_multiple_of(PAGE_SIZE)) {
                 return Err(corrupt(offset)(Corrupt("data block handle out of place")));
             }
             data.push(BlockInfo {
@@ -94,7 +106,8 @@ pub fn inspect_table(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<T
 /// first damaged block.
 pub(crate) fn check_metadata(file: Arc<dyn RandomAccessFile>, path: PathBuf) -> Result<()> {
     let meta = read_meta(file.as_ref(), &path, None, true)?;
-    if let (false, Some(fh)) = (meta.paged(), meta.footer.filter) {
+    let index = IndexReader::for_version(meta.props.format_version);
+    if let (IndexReader::Classic(_), Some(fh)) = (index, meta.footer.filter) {
         let contents =
             read_block_contents(file.as_ref(), &path, fh, BlockKind::Filter, None, true)?;
         Filter::new(contents).map_err(|c| Error::corruption(&path, fh.offset, c.0))?;
@@ -134,12 +147,19 @@ fn layout_with_tail(mut blocks: Vec<BlockInfo>, meta: Meta) -> TableLayout {
     }
 }
 
-/// [`inspect_table`] of a version-3 table: the paged blocks are listed with
+/// [`inspect_table`] of a version-3 or 4 table: the paged blocks are listed with
 /// their stored lengths (`size` of a data block is its pages).
-fn inspect_paged(file: &dyn RandomAccessFile, path: &Path, meta: Meta) -> Result<TableLayout> {
+fn inspect_paged(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    meta: Meta,
+    index: PagedIndex,
+) -> Result<TableLayout> {
     let read = |kind: BlockKind, r: BlockRef| -> Result<CachedBlock> {
         let contents = read_ref(file, path, r, kind, None, true)?;
-        decode_block(kind, contents, &meta).map_err(|c| Error::corruption(path, r.offset, c.0))
+        index
+            .decode(kind, contents)
+            .map_err(|c| Error::corruption(path, r.offset, c.0))
     };
     let out_of_place = |referrer: u64, what: &'static str| {
         Error::corruption(path, referrer, format!("{what} handle out of place"))

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::{decode_block, unwrap_ref, BlockRef, ReadAhead, TableReader};
+use super::block_io::{unwrap_ref, BlockRef, ReadAhead};
+use super::TableReader;
 use crate::error::{Error, Result};
 use crate::format::compare_bytes;
 use crate::iter::InternalIterator;
@@ -85,7 +86,7 @@ impl TableIter {
     }
 
     fn index_valid(&self) -> bool {
-        if self.table.meta.paged() {
+        if self.table.index.paged() {
             return self.pos.valid;
         }
         self.top_cur.valid() && self.part_cur.valid()
@@ -207,7 +208,7 @@ impl TableIter {
 
     /// Loads the data block the partition cursor points at.
     fn load_data(&mut self) -> Result<()> {
-        let (referrer, handle) = if self.table.meta.paged() {
+        let (referrer, handle) = if self.table.index.paged() {
             let (off, loc) = self.paged_locator()?;
             let (page, pages) = loc.pages(self.pos.g);
             let r = page
@@ -230,7 +231,9 @@ impl TableIter {
                     t.check_handle(BlockKind::Data, handle, referrer)?;
                     let raw = ahead.block(handle, t.meta.data_end, &t.path)?;
                     let contents = unwrap_ref(&t.path, handle, raw, t.ctx.verify_checksums)?;
-                    let block = decode_block(BlockKind::Data, contents, &t.meta)
+                    let block = t
+                        .index
+                        .decode(BlockKind::Data, contents)
                         .map_err(|c| Error::corruption(&t.path, handle.offset, c.0))?;
                     Arc::new(block)
                 }
@@ -271,7 +274,7 @@ impl TableIter {
     }
 
     fn index_step(&mut self, forward: bool) -> Result<()> {
-        if self.table.meta.paged() {
+        if self.table.index.paged() {
             return self.paged_step(forward);
         }
         let table = self.table.clone();
@@ -286,7 +289,7 @@ impl TableIter {
     }
 
     fn index_edge(&mut self, first: bool) -> Result<()> {
-        if self.table.meta.paged() {
+        if self.table.index.paged() {
             return self.paged_edge(first);
         }
         let table = self.table.clone();
@@ -314,7 +317,7 @@ impl TableIter {
     }
 
     fn index_seek(&mut self, user_key: &[u8]) -> Result<()> {
-        if self.table.meta.paged() {
+        if self.table.index.paged() {
             return self.paged_seek(user_key);
         }
         let table = self.table.clone();
