@@ -4,17 +4,16 @@
 //! the same operations in their own languages.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::engine::{EngineOpener, KindCounters, KvEngine, ShaleOpener};
-use crate::live::OpStats;
+use crate::kvdb::{gets, Keys, Phases, Reads};
+use crate::runner::{Plan, Sink};
 use shale_workload::protocol::{
-    read_indices, thread_slice, BlockCounts, DatasetSpec, DbShape, InfoReply, InspectReply,
-    KindCounts, Latency, LoadReply, LoadRequest, Op, OpenRequest, ReadReply, ReadRequest, Request,
-    PROTOCOL_VERSION,
+    read_indices, BlockCounts, DatasetSpec, DbShape, InfoReply, InspectReply, KindCounts, Latency,
+    LoadReply, LoadRequest, Op, OpenRequest, ReadReply, ReadRequest, Request, PROTOCOL_VERSION,
 };
 use shale_workload::{Dataset, KeyGen, KeyScheme};
 
@@ -208,55 +207,6 @@ fn inspect(served: &Served<'_>, r: &OpenRequest) -> Result<InspectReply, String>
     })
 }
 
-/// Gets of `indices` over `threads` threads, each verified; returns their
-/// latencies.
-fn run_gets(
-    e: &dyn KvEngine,
-    keygen: KeyGen,
-    dataset: &Dataset,
-    keys: u64,
-    indices: &[u64],
-    threads: usize,
-) -> Result<OpStats, String> {
-    let found = AtomicU64::new(0);
-    let results: Vec<Result<OpStats, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let slice = indices.get(thread_slice(indices.len(), threads, t));
-                let found = &found;
-                s.spawn(move || -> Result<OpStats, String> {
-                    let slice = slice.ok_or("thread slice out of range")?;
-                    let mut lat = OpStats::new();
-                    let mut key = Vec::new();
-                    let mut scratch = Vec::new();
-                    for &i in slice {
-                        keygen.key(i, &mut key);
-                        let t0 = Instant::now();
-                        let got = e.get(&key)?;
-                        lat.record(t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64, 1);
-                        if dataset.check_get(i, keys, got.as_deref(), &mut scratch)? {
-                            found.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    Ok(lat)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("reader thread panicked".into()))
-            })
-            .collect()
-    });
-    let mut all = OpStats::new();
-    for r in results {
-        all.merge(&r?);
-    }
-    Ok(all)
-}
-
 fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
     let t = &r.target;
     let (keygen, dataset) = check(served, t)?;
@@ -265,13 +215,28 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
     let threads = r.threads.max(1);
     let direct_io = r.direct_io && served.info.direct_io;
     let e = (served.open)(direct_io).open(&t.dir, r.cache_bytes, false)?;
-    run_gets(&*e, keygen, &dataset, t.dataset.keys, &warmup, threads)?;
-    let before = e.counters();
-    let table_cache_before = e.table_cache();
-    let io_before = proc_io_read_bytes();
-    let start = Instant::now();
-    let lat = run_gets(&*e, keygen, &dataset, t.dataset.keys, &reads, threads)?;
-    let seconds = start.elapsed().as_secs_f64();
+    let phases = Phases {
+        warmup: Keys::Listed(&warmup),
+        measured: Keys::Listed(&reads),
+    };
+    let plan = Plan {
+        threads,
+        units: phases.measured.units(),
+        sink: Sink::Own,
+        progress: None,
+    };
+    let reads = Reads {
+        e: &*e,
+        keygen,
+        dataset: &dataset,
+        keys: t.dataset.keys,
+    };
+    // The warm-up is not measured: the counters are taken after it.
+    let between = || (e.counters(), e.table_cache(), proc_io_read_bytes());
+    let ((before, table_cache_before, io_before), done) =
+        gets(reads, &plan, phases, between).map_err(|f| f.error)?;
+    let seconds = done.seconds;
+    let lat = done.stats.get("get").cloned().unwrap_or_default();
     let io_after = proc_io_read_bytes();
     let d = e.counters().since(&before);
     let table_cache = match (table_cache_before, e.table_cache()) {

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::engine::{Composition, EngineOpener, KvEngine, ShaleFsOpener, ShaleOpener};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use shale_workload::results::{phase, BenchResults, DeviceLimit, HitRates, Run};
 use shale_workload::{
     Dataset, Distribution, KeyChooser, KeyGen, KeyScheme, MEASURE_SEED, WARMUP_SEED,
@@ -23,6 +22,7 @@ use shale_workload::{
 use crate::args::{BenchKvdbArgs, WorkloadArgs};
 use crate::error::{Error, Result};
 use crate::live::LiveStats;
+use crate::runner::{self, Done, Failure, Phase, Plan, Sink, Step, Units, Worker};
 use crate::sampler::Sampler;
 use crate::storage::{Create, Storage};
 
@@ -127,7 +127,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> Result {
             Err(e) => eprintln!("device limit not measured: {e}"),
         }
     }
-    crate::interrupt::install();
+    crate::runner::install_interrupt();
     let live = Arc::new(LiveStats::new(threads));
     let interval = a.sample.interval().map_err(err)?;
     let sampler = Sampler::start(
@@ -153,7 +153,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> Result {
         results.runs.push(run);
         // Written after every run, so an interrupted bench keeps what finished.
         crate::report::write_all(&results, &a.out).map_err(Error::msg)?;
-        if crate::interrupt::requested() {
+        if crate::runner::interrupted() {
             break;
         }
     }
@@ -170,7 +170,7 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> Result {
         writeln!(out, "{s}").map_err(Error::output)
     } else {
         write!(out, "{}", crate::report::terminal_table(&results)).map_err(Error::output)?;
-        if crate::interrupt::requested() {
+        if crate::runner::interrupted() {
             writeln!(
                 out,
                 "interrupted: the last run was cut short; the runs after it were not run"
@@ -263,22 +263,11 @@ fn prepare(
     load(opener, dir, w, threads)
 }
 
-pub(super) fn bar(len: u64, msg: String) -> ProgressBar {
-    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
-    {
-        pb.set_style(style.progress_chars("=> "));
-    }
-    pb.set_message(msg);
-    pb
-}
-
 /// Loads keys `0..keys` with `threads` writers, then lets compactions settle.
 fn load(opener: &dyn EngineOpener, dir: &Path, w: &Workload, threads: usize) -> Result {
     let keys = w.keys;
     let e = opener.open(dir, SETUP_CACHE, true).map_err(err)?;
-    let pb = bar(keys, format!("loading {keys} keys into {}", dir.display()));
+    let pb = runner::bar(keys, format!("loading {keys} keys into {}", dir.display()));
     let loaded = crate::load::load(
         0..keys,
         LOAD_BATCH,
@@ -489,41 +478,32 @@ fn device_limit(
         return Err(format!("no table of {} holds a whole page", dir.display()));
     }
     let threads = threads.max(1);
-    let start = Instant::now();
-    let counts: Vec<Result<u64, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (files, ends) = (&files, &ends);
-                s.spawn(move || -> Result<u64, String> {
-                    let mut rng = shale_workload::Rng::new(0x0de7_11e1 + t as u64);
-                    let mut buf = vec![0u8; PAGE as usize];
-                    let mut n = 0u64;
-                    while start.elapsed() < duration {
-                        let page = rng.below(total);
-                        let i = ends.partition_point(|&end| end <= page);
-                        let first = if i == 0 { 0 } else { ends[i - 1] };
-                        let (file, _) = &files[i];
-                        file.read_exact_at((page - first) * PAGE, &mut buf)
-                            .map_err(|e| format!("reading a page: {e}"))?;
-                        n += 1;
-                    }
-                    Ok(n)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a probe thread panicked".into()))
-            })
-            .collect()
-    });
-    let seconds = start.elapsed().as_secs_f64();
-    let mut reads = 0;
-    for c in counts {
-        reads += c?;
-    }
+    let plan = Plan {
+        threads,
+        units: Units::Until(Instant::now() + duration),
+        sink: Sink::Own,
+        progress: None,
+    };
+    let done = plan
+        .run(
+            |w| {
+                let rng = shale_workload::Rng::new(0x0de7_11e1 + w.thread as u64);
+                Ok((rng, vec![0u8; PAGE as usize], 0u64))
+            },
+            |(rng, buf, n), _| {
+                let page = rng.below(total);
+                let i = ends.partition_point(|&end| end <= page);
+                let first = if i == 0 { 0 } else { ends[i - 1] };
+                let (file, _) = &files[i];
+                file.read_exact_at((page - first) * PAGE, buf)
+                    .map_err(|e| format!("reading a page: {e}"))?;
+                *n += 1;
+                Ok(Step::Did(1))
+            },
+        )
+        .map_err(|f: Failure<String>| f.error)?;
+    let seconds = done.seconds;
+    let reads: u64 = done.states.iter().map(|(_, _, n)| n).sum();
     Ok(DeviceLimit {
         reads_per_sec: reads as f64 / seconds.max(1e-9),
         threads,
@@ -549,28 +529,36 @@ pub(super) fn run_one(
     // The measured runs only read: nothing in the database is written.
     let e = opener.open_read_only(dir, cache).map_err(err)?;
     let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
-    let pb = bar(warm + a.workload.reads, label.to_string());
-    let batch = Batch {
-        keys: a.batch.max(1),
-        stream: a.stream,
+    let pb = runner::bar(warm + a.workload.reads, label.to_string());
+    let chooser = |seed| {
+        KeyChooser::new(w.distribution, w.keys, w.missing, seed)
+            .map_err(|e| Error::msg(format!("read workload: {e}")))
     };
-    // Warm-up: not measured.
-    reads(&*e, w, threads, batch, warm, WARMUP_SEED, &pb, live)?;
-    let before = e.counters();
-    let latency_before = live.total("get");
-    let io_before = device_read_bytes();
-    let start = Instant::now();
-    reads(
-        &*e,
-        w,
+    let (warm_keys, measured_keys) = (chooser(WARMUP_SEED)?, chooser(MEASURE_SEED)?);
+    let phases = Phases {
+        warmup: Keys::Drawn(&warm_keys, warm),
+        measured: Keys::Drawn(&measured_keys, a.workload.reads),
+    };
+    let reads = Reads {
+        e: &*e,
+        keygen: w.keygen,
+        dataset: &w.dataset,
+        keys: w.keys,
+    };
+    let plan = Plan {
         threads,
-        batch,
-        a.workload.reads,
-        MEASURE_SEED,
-        &pb,
-        live,
-    )?;
-    let elapsed = start.elapsed();
+        units: phases.measured.units(),
+        sink: Sink::Live(live),
+        progress: Some(&pb),
+    };
+    // The warm-up is not measured: the counters are taken after it.
+    let between = || (e.counters(), live.total("get"), device_read_bytes());
+    let ran = match (a.batch.max(1), a.stream) {
+        (1, _) => gets(reads, &plan, phases, between).map(|(b, d)| (b, d.seconds)),
+        (batch, false) => multi_gets(reads, &plan, phases, batch, between),
+        (in_flight, true) => streamed_gets(reads, &plan, phases, in_flight, between),
+    };
+    let ((before, latency_before, io_before), seconds) = ran.map_err(|f| err(f.error))?;
     let io_after = device_read_bytes();
     let d = e.counters().since(&before);
     pb.finish_and_clear();
@@ -597,7 +585,7 @@ pub(super) fn run_one(
             data: d.data.hit_rate(),
             overall: d.hit_rate(),
         },
-        ops_per_sec: d.gets as f64 / elapsed.as_secs_f64().max(1e-9),
+        ops_per_sec: d.gets as f64 / seconds.max(1e-9),
         p50_us: q(0.5),
         p99_us: q(0.99),
         p999_us: q(0.999),
@@ -605,178 +593,232 @@ pub(super) fn run_one(
     })
 }
 
-/// How each reader thread reads: `keys` per call (one `multi_get` when
-/// above 1), or with `stream` one `multi_get_each` keeping `keys` reads in
-/// flight.
+/// What verified Gets read: an engine and the dataset it holds (indices
+/// from `keys` on were never loaded).
 #[derive(Clone, Copy)]
-struct Batch {
-    keys: usize,
-    stream: bool,
+pub(crate) struct Reads<'a> {
+    pub(crate) e: &'a dyn KvEngine,
+    pub(crate) keygen: KeyGen,
+    pub(crate) dataset: &'a Dataset,
+    pub(crate) keys: u64,
 }
 
-/// `n` Gets over `threads` threads, read as `batch` says; checks every
-/// value read against the dataset and records each Get's latency in `live`
-/// (under `get`; the report's quantiles and the sampler's intervals). A Get
-/// of a `multi_get` is recorded with its call's latency.
-#[allow(clippy::too_many_arguments)]
-fn reads(
-    e: &dyn KvEngine,
-    w: &Workload,
-    threads: usize,
-    batch: Batch,
-    n: u64,
-    seed: u64,
-    pb: &ProgressBar,
-    live: &LiveStats,
-) -> Result {
-    let dataset = &w.dataset;
-    let chooser = KeyChooser::new(w.distribution, w.keys, w.missing, seed)
-        .map_err(|e| Error::msg(format!("read workload: {e}")))?;
-    let chooser = &chooser;
-    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads as u64)
-            .map(|t| {
-                let share = n / threads as u64 + u64::from(t < n % threads as u64);
-                s.spawn(move || -> Result<(), String> {
-                    let mut c = chooser.for_thread(t);
-                    let mut scratch = Vec::new();
-                    if batch.keys > 1 && batch.stream {
-                        return read_stream(e, w, &mut c, share, batch.keys, t, pb, live);
-                    }
-                    if batch.keys > 1 {
-                        return read_batches(e, w, &mut c, share, batch.keys, t, pb, live);
-                    }
-                    let mut key = Vec::new();
-                    for j in 0..share {
-                        // Missing reads draw indices from `keys` on.
-                        let (i, _) = c.next();
-                        w.keygen.key(i, &mut key);
-                        let t0 = Instant::now();
-                        let got = e.get(&key)?;
-                        let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-                        live.record(t as usize, "get", ns);
-                        dataset.check_get(i, w.keys, got.as_deref(), &mut scratch)?;
-                        if j % 512 == 511 {
-                            pb.inc(512);
-                            if crate::interrupt::requested() {
-                                break;
-                            }
-                        }
-                    }
-                    pb.inc(share % 512);
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("reader thread panicked".into()))
-            })
-            .collect()
-    });
-    for r in results {
-        r.map_err(Error::msg)?;
+/// The dataset indices one phase of Gets reads.
+#[derive(Clone, Copy)]
+pub(crate) enum Keys<'a> {
+    /// This many indices drawn by each thread's own chooser
+    /// ([`KeyChooser::for_thread`] of the thread's index), the Gets split
+    /// between the threads as [`runner::share`] says.
+    Drawn(&'a KeyChooser, u64),
+    /// These indices, each thread reading its [`runner::share`] in order.
+    Listed(&'a [u64]),
+}
+
+impl Keys<'_> {
+    /// The phase's Gets, split between the threads.
+    pub(crate) fn units(&self) -> Units {
+        match self {
+            Keys::Drawn(_, n) => Units::Split(*n),
+            Keys::Listed(list) => Units::Split(list.len() as u64),
+        }
     }
-    Ok(())
 }
 
-/// One reader thread's `share` Gets as `multi_get`s of `batch` keys (the
-/// last one shorter), checked against the dataset; each key is recorded with
-/// its call's latency.
-#[allow(clippy::too_many_arguments)]
-fn read_batches(
-    e: &dyn KvEngine,
-    w: &Workload,
-    chooser: &mut KeyChooser,
-    share: u64,
-    batch: usize,
-    t: u64,
-    pb: &ProgressBar,
-    live: &LiveStats,
-) -> Result<(), String> {
-    let mut scratch = Vec::new();
-    let mut indices: Vec<u64> = Vec::with_capacity(batch);
-    let mut keys: Vec<Vec<u8>> = Vec::with_capacity(batch);
-    let mut done = 0u64;
-    while done < share {
-        let len = (share - done).min(batch as u64);
-        indices.clear();
-        keys.clear();
-        for _ in 0..len {
+/// The keys of a warm-up and of the measured phase after it.
+#[derive(Clone, Copy)]
+pub(crate) struct Phases<'a> {
+    pub(crate) warmup: Keys<'a>,
+    pub(crate) measured: Keys<'a>,
+}
+
+/// A reader thread: where its indices come from, and its buffers.
+pub(crate) struct Reader<'a> {
+    source: Source<'a>,
+    key: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+enum Source<'a> {
+    Drawn(KeyChooser),
+    Listed(&'a [u64]),
+}
+
+impl<'a> Reader<'a> {
+    /// The reader of thread `w.thread` in phase `w.phase`.
+    fn new(phases: Phases<'a>, w: &Worker) -> Reader<'a> {
+        let keys = match w.phase {
+            Phase::Warmup => phases.warmup,
+            Phase::Measured => phases.measured,
+        };
+        Reader {
+            source: match keys {
+                Keys::Drawn(chooser, _) => Source::Drawn(chooser.for_thread(w.thread as u64)),
+                Keys::Listed(list) => Source::Listed(list),
+            },
+            key: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The index of the Get at position `pos` of the phase.
+    fn index(&mut self, pos: u64) -> Result<u64, String> {
+        match &mut self.source {
             // Missing reads draw indices from `keys` on.
-            let (i, _) = chooser.next();
-            indices.push(i);
-            keys.push(w.keygen.key_vec(i));
-        }
-        let t0 = Instant::now();
-        let got = e.multi_get(&keys)?;
-        let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-        live.record_n(t as usize, "get", ns, len);
-        if got.len() != indices.len() {
-            return Err(format!(
-                "multi_get of {} keys returned {} values",
-                indices.len(),
-                got.len()
-            ));
-        }
-        for (&i, value) in indices.iter().zip(&got) {
-            w.dataset
-                .check_get(i, w.keys, value.as_deref(), &mut scratch)?;
-        }
-        pb.inc(len);
-        done += len;
-        if crate::interrupt::requested() {
-            break;
+            Source::Drawn(chooser) => Ok(chooser.next().0),
+            Source::Listed(list) => usize::try_from(pos)
+                .ok()
+                .and_then(|p| list.get(p).copied())
+                .ok_or_else(|| "thread slice out of range".to_string()),
         }
     }
-    Ok(())
 }
 
-/// One reader thread's `share` Gets in one `multi_get_each` with
-/// `in_flight` reads in flight, checked against the dataset; each Get is
-/// recorded from the drawing of its key to its answer.
-#[allow(clippy::too_many_arguments)]
-fn read_stream(
-    e: &dyn KvEngine,
-    w: &Workload,
-    chooser: &mut KeyChooser,
-    share: u64,
+/// Single Gets, each checked against the dataset and its latency recorded
+/// under `get`: the Get loop of `bench kvdb` (one key per call) and of
+/// shale's harness serving `read`. The warm-up's keys, then `between()`,
+/// then the measured keys, on `plan.threads` threads (the plan's units are
+/// the phases' keys).
+pub(crate) fn gets<'a, B>(
+    r: Reads<'a>,
+    plan: &Plan<'a>,
+    phases: Phases<'a>,
+    between: impl FnOnce() -> B,
+) -> Result<(B, Done<Reader<'a>>), Failure<String>> {
+    let plan = Plan {
+        units: phases.measured.units(),
+        ..*plan
+    };
+    plan.warm_then_measure(
+        phases.warmup.units(),
+        |w| Ok(Reader::new(phases, w)),
+        |reader, w| {
+            let i = reader.index(w.pos)?;
+            r.keygen.key(i, &mut reader.key);
+            let t0 = Instant::now();
+            let got = r.e.get(&reader.key)?;
+            w.record("get", runner::elapsed_nanos(t0), 1);
+            r.dataset
+                .check_get(i, r.keys, got.as_deref(), &mut reader.scratch)?;
+            Ok(Step::Did(1))
+        },
+        between,
+    )
+}
+
+/// Gets as `multi_get`s of `batch` keys (a thread's last one shorter), each
+/// checked against the dataset; each key is recorded with its call's
+/// latency. Returns `between()` and the measured phase's seconds.
+fn multi_gets<'a, B>(
+    r: Reads<'a>,
+    plan: &Plan<'a>,
+    phases: Phases<'a>,
+    batch: usize,
+    between: impl FnOnce() -> B,
+) -> Result<(B, f64), Failure<String>> {
+    let plan = Plan {
+        units: phases.measured.units(),
+        ..*plan
+    };
+    let (b, done) = plan.warm_then_measure(
+        phases.warmup.units(),
+        |w| {
+            let indices: Vec<u64> = Vec::with_capacity(batch);
+            let keys: Vec<Vec<u8>> = Vec::with_capacity(batch);
+            Ok((Reader::new(phases, w), indices, keys))
+        },
+        |(reader, indices, keys), w| {
+            let len = w.left().min(batch as u64);
+            indices.clear();
+            keys.clear();
+            for j in 0..len {
+                let i = reader.index(w.pos + j)?;
+                indices.push(i);
+                keys.push(r.keygen.key_vec(i));
+            }
+            let t0 = Instant::now();
+            let got = r.e.multi_get(keys)?;
+            w.record("get", runner::elapsed_nanos(t0), len);
+            if got.len() != indices.len() {
+                return Err(format!(
+                    "multi_get of {} keys returned {} values",
+                    indices.len(),
+                    got.len()
+                ));
+            }
+            for (&i, value) in indices.iter().zip(&got) {
+                r.dataset
+                    .check_get(i, r.keys, value.as_deref(), &mut reader.scratch)?;
+            }
+            Ok(Step::Did(len))
+        },
+        between,
+    )?;
+    Ok((b, done.seconds))
+}
+
+/// Each thread's Gets in one `multi_get_each` with `in_flight` reads in
+/// flight, each checked against the dataset and recorded from the drawing
+/// of its key to its answer. Returns `between()` and the measured phase's
+/// seconds.
+fn streamed_gets<'a, B>(
+    r: Reads<'a>,
+    plan: &Plan<'a>,
+    phases: Phases<'a>,
     in_flight: usize,
-    t: u64,
-    pb: &ProgressBar,
-    live: &LiveStats,
-) -> Result<(), String> {
+    between: impl FnOnce() -> B,
+) -> Result<(B, f64), Failure<String>> {
+    let plan = Plan {
+        units: phases.measured.units(),
+        ..*plan
+    };
+    let (b, done) = plan.warm_then_measure(
+        phases.warmup.units(),
+        |w| Ok(Reader::new(phases, w)),
+        |reader, w| {
+            stream(r, reader, w, in_flight)?;
+            // The whole share is one unit, its progress moved as it goes.
+            Ok(Step::End)
+        },
+        between,
+    )?;
+    Ok((b, done.seconds))
+}
+
+/// One reader thread's share of Gets in one `multi_get_each` (see
+/// [`streamed_gets`]); stops early on Ctrl-C.
+fn stream(r: Reads, reader: &mut Reader, w: &mut Worker, in_flight: usize) -> Result<(), String> {
+    let share = w.left();
+    let start = w.pos;
     // The keys drawn and not yet answered, from the `first`-th on: their
     // dataset index and when they were drawn (`None` once answered).
     let drawn: std::cell::RefCell<std::collections::VecDeque<Option<(u64, Instant)>>> =
         Default::default();
     let mut first = 0usize;
-    let mut left = share;
+    let mut asked = 0u64;
+    let (source, scratch) = (&mut reader.source, &mut reader.scratch);
+    let mut failed = None;
     let mut keys = std::iter::from_fn(|| {
-        if left == 0 {
+        if asked == share {
             return None;
         }
-        left -= 1;
-        // Missing reads draw indices from `keys` on.
-        let (i, _) = chooser.next();
+        let i = match source {
+            // Missing reads draw indices from `keys` on.
+            Source::Drawn(chooser) => chooser.next().0,
+            Source::Listed(list) => *list.get(usize::try_from(start + asked).ok()?)?,
+        };
+        asked += 1;
         drawn.borrow_mut().push_back(Some((i, Instant::now())));
-        Some(w.keygen.key_vec(i))
+        Some(r.keygen.key_vec(i))
     });
-    let (mut scratch, mut answered, mut failed) = (Vec::new(), 0u64, None);
-    e.multi_get_each(&mut keys, in_flight, &mut |n, value| {
+    let mut answered = 0u64;
+    r.e.multi_get_each(&mut keys, in_flight, &mut |n, value| {
         let mut d = drawn.borrow_mut();
         let Some((i, at)) = d.get_mut(n.wrapping_sub(first)).and_then(Option::take) else {
             failed = Some(format!("multi_get_each answered key {n} twice or unasked"));
             return ControlFlow::Break(());
         };
-        let ns = at.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-        live.record(t as usize, "get", ns);
-        if let Err(m) = w
-            .dataset
-            .check_get(i, w.keys, value.as_deref(), &mut scratch)
-        {
+        w.record("get", runner::elapsed_nanos(at), 1);
+        if let Err(m) = r.dataset.check_get(i, r.keys, value.as_deref(), scratch) {
             failed = Some(m);
             return ControlFlow::Break(());
         }
@@ -785,19 +827,16 @@ fn read_stream(
             first += 1;
         }
         answered += 1;
-        if answered % 512 == 0 {
-            pb.inc(512);
-            if crate::interrupt::requested() {
-                return ControlFlow::Break(());
-            }
+        w.tick(1);
+        if runner::interrupted() {
+            return ControlFlow::Break(());
         }
         ControlFlow::Continue(())
     })?;
     if let Some(m) = failed {
         return Err(m);
     }
-    pb.inc(answered % 512);
-    if answered < share && !crate::interrupt::requested() {
+    if answered < share && !runner::interrupted() {
         return Err(format!(
             "multi_get_each answered {answered} of {share} keys"
         ));

@@ -11,7 +11,9 @@
 //! - What they share: [`storage`] (the regular file system or a zoned
 //!   device), [`live`] (operation counters and latency histograms),
 //!   [`sampler`] (the time series of a run), [`report`] (results files and
-//!   charts), [`interrupt`] (Ctrl-C ends a run with the results so far).
+//!   charts), [`load`] (the one loader), [`runner`] (the one runner of the
+//!   operation loops: threads, warm-up, progress, the first failure, and
+//!   Ctrl-C, which ends a run with the results so far).
 
 pub mod advise;
 // The settings' doc comments are their `--help` text, written for a
@@ -27,12 +29,12 @@ pub mod engine;
 pub mod error;
 pub mod fmt;
 pub mod harness;
-pub mod interrupt;
 pub mod kvdb;
 pub mod live;
 pub mod load;
 pub mod parse;
 pub mod report;
+pub mod runner;
 pub mod sampler;
 pub mod stats_doc;
 pub mod storage;

@@ -20,8 +20,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +36,7 @@ use crate::args::{BenchYcsbArgs, YcsbEngine, YcsbPreset, YcsbWorkloadArg};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::live::{LiveStats, OpStats};
+use crate::runner::{self, interrupted, Failure, Plan, Sink, Step, Units};
 use crate::sampler::{DbSlot, Sampler, Timeline};
 use crate::storage::{Create, Storage};
 
@@ -61,12 +62,6 @@ const KEY_END: &[u8] = b"user:";
 /// every level above the last costs a Get a data-block probe, so both engines
 /// must have the same number of levels.
 const PRESET_BASE_LEVEL_BYTES: u64 = 256 << 20;
-
-/// True once Ctrl-C was pressed ([`crate::interrupt`]): the runs stop and
-/// report what they measured.
-fn stopped() -> bool {
-    crate::interrupt::requested()
-}
 
 /// The filters a database is loaded with: tables carry them for good, so
 /// configurations of different filters need databases of their own.
@@ -408,7 +403,7 @@ fn workload_of(w: YcsbWorkloadArg) -> Workload {
 
 /// `shale bench ycsb`.
 pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
-    crate::interrupt::install();
+    runner::install_interrupt();
     let workload = workload_of(a.workload);
     let values = Values {
         field_count: a.field_count,
@@ -460,7 +455,7 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
     layouts.dedup();
     for &engine in engines {
         for &layout in &layouts {
-            if stopped() {
+            if interrupted() {
                 break;
             }
             let dir = db_dir(&base, engine, layout);
@@ -497,7 +492,7 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
     'runs: for rep in 1..=a.repeat {
         for &preset in &configs {
             for &engine in engines {
-                if stopped() {
+                if interrupted() {
                     break 'runs;
                 }
                 let mut s = settings(preset, data_bytes, a.rate_limit);
@@ -528,7 +523,7 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
                         match run_peer(client, a, s, &dir, rep, run_dir) {
                             Ok(r) => r,
                             // Ctrl-C reaches the harness too: its run is lost.
-                            Err(_) if stopped() => break 'runs,
+                            Err(_) if interrupted() => break 'runs,
                             Err(e) => return Err(e),
                         }
                     }
@@ -543,7 +538,7 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
             }
         }
     }
-    results.interrupted = stopped();
+    results.interrupted = interrupted();
     results.summary = configs
         .iter()
         .flat_map(|&p| {
@@ -850,7 +845,7 @@ fn load(
         .create_dir_all(dir)
         .map_err(|e| Error::msg(format!("cannot create {}: {e}", dir.display())))?;
     let db = Db::open(dir, load_options(storage, filters, true))?;
-    let pb = crate::kvdb::bar(
+    let pb = runner::bar(
         records,
         format!("loading {records} records into {}", dir.display()),
     );
@@ -859,7 +854,7 @@ fn load(
         LOAD_BATCH,
         threads,
         &pb,
-        &stopped,
+        &interrupted,
         |k, key, value| {
             key_into(k, key);
             values.fill_record(k, value);
@@ -964,63 +959,45 @@ fn run_one(
     let marker = read_marker(&db)?
         .ok_or_else(|| Error::msg(format!("{} lost its YCSB marker", dir.display())))?;
     let shared = Shared::new(workload, marker.records, marker.present, a.operations);
-    let pb = crate::kvdb::bar(a.operations, label.to_string());
+    let pb = runner::bar(a.operations, label.to_string());
     let before = db.metrics();
-    let first_error: Mutex<Option<String>> = Mutex::new(None);
-    let failed = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
     let pending_max = AtomicU64::new(before.pending_compaction_bytes);
-    let start = Instant::now();
-    let seconds = std::thread::scope(|s| {
-        let sampler = s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
+    let plan = Plan {
+        threads,
+        units: Units::Split(a.operations),
+        sink: Sink::Live(&live),
+        progress: Some(&pb),
+    };
+    let ran: Result<_, Failure<String>> = plan.run_beside(
+        |w| {
+            let g = Generator::new(&shared, a.seed, w.thread as u64, values.field_count);
+            Ok((g, Worker::new(&db, values)))
+        },
+        |(g, worker), w| {
+            let op = g.next_op();
+            let t0 = Instant::now();
+            let r = worker.perform(op);
+            let ns = runner::elapsed_nanos(t0);
+            r?;
+            if let Operation::Insert { keynum } = op {
+                shared.acknowledge(keynum);
+            }
+            w.record(op.kind().name(), ns, 1);
+            Ok(Step::Did(1))
+        },
+        // The engine's pending compaction bytes, sampled beside the workers.
+        |b| {
+            while b.running() {
                 std::thread::sleep(SAMPLE_EVERY);
                 pending_max.fetch_max(db.metrics().pending_compaction_bytes, Ordering::Relaxed);
             }
-        });
-        let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let share = a.operations / threads as u64
-                    + u64::from((t as u64) < a.operations % threads as u64);
-                let (db, shared, live, pb) = (&db, &shared, &live, &pb);
-                let (failed, first_error) = (&failed, &first_error);
-                s.spawn(move || {
-                    let mut g = Generator::new(shared, a.seed, t as u64, values.field_count);
-                    let mut w = Worker::new(db, values);
-                    for j in 0..share {
-                        if stopped() || failed.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        let op = g.next_op();
-                        let t0 = Instant::now();
-                        let r = w.perform(op);
-                        let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-                        if let Err(e) = r {
-                            failed.store(true, Ordering::Relaxed);
-                            let mut g = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                            g.get_or_insert(e);
-                            break;
-                        }
-                        if let Operation::Insert { keynum } = op {
-                            shared.acknowledge(keynum);
-                        }
-                        live.record(t, op.kind().name(), ns);
-                        if j % 256 == 255 {
-                            pb.inc(256);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            let _ = w.join();
-        }
-        // The operations' time, not the sampler's last sleep.
-        let seconds = start.elapsed().as_secs_f64();
-        done.store(true, Ordering::Relaxed);
-        let _ = sampler.join();
-        seconds
-    });
+        },
+    );
+    // The operations' time, not the sampler's last sleep.
+    let (seconds, first_error) = match ran {
+        Ok(done) => (done.seconds, None),
+        Err(f) => (0.0, Some(f.error)),
+    };
     pb.finish_and_clear();
     // The time series covers the operations, not the settling below.
     let mut series = sampler.finish();
@@ -1042,7 +1019,7 @@ fn run_one(
     let result_marker = Marker { present, ..marker };
     let write_back = write_marker(&db, &result_marker).and_then(|()| Ok(db.settle()?));
     let close = slot.close(db);
-    if let Some(m) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    if let Some(m) = first_error {
         return Err(Error::msg(m));
     }
     write_back?;

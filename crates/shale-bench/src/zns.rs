@@ -28,9 +28,10 @@ use shale_zoned::ftl::{replay_trace, FtlStats, ReplayOptions, ReplayReport, FTL_
 use shale_zoned::{EmulatedOptions, EmulatedZoned, ZoneFsStats, ZonedGeometry};
 
 use crate::args::BenchZnsArgs;
-use crate::dbbench::{check_key_size, interrupted, run_bench, Bench, BenchResult, Config};
+use crate::dbbench::{check_key_size, run_bench, Bench, BenchResult, Config};
 use crate::error::{Error, Result};
 use crate::fmt::human_bytes;
+use crate::runner::interrupted;
 use crate::storage::{self, geometry_line, open_device, Backend, GeometryDoc, Storage, ZoneFsDoc};
 
 /// Bytes of keys and values each benchmark writes by default.
@@ -528,7 +529,7 @@ pub fn run(a: &BenchZnsArgs, out: &mut dyn Write) -> Result {
         std::fs::create_dir_all(o)
             .map_err(|e| Error::msg(format!("cannot create --out {}: {e}", o.display())))?;
     }
-    crate::interrupt::install();
+    crate::runner::install_interrupt();
     let user_bytes = num * (KEY_SIZE + a.value_size) as u64;
     if !a.json {
         writeln!(

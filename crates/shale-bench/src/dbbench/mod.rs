@@ -20,9 +20,7 @@ pub mod sweep;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -38,6 +36,7 @@ use crate::args::{BenchDbArgs, DbBenchDbArgs};
 pub use crate::args::{BENCHMARK_NAMES, SWEEP_BENCHMARK_NAMES};
 use crate::error::{Error, Result};
 use crate::live::{self, LiveSlot, LiveStats, OpStats};
+use crate::runner::{interrupted, Plan, Sink, Step, Units, Worker};
 use crate::sampler::{DbSlot, Sampler, Timeline};
 use crate::storage::{Create, Storage};
 
@@ -123,11 +122,6 @@ impl Bench {
                 | Bench::Compact
         )
     }
-}
-
-/// True once Ctrl-C was pressed ([`crate::interrupt`]).
-pub fn interrupted() -> bool {
-    crate::interrupt::requested()
 }
 
 /// The workload of a run: what every benchmark reads and writes.
@@ -390,17 +384,11 @@ struct Ctx<'a> {
     db: &'a Db,
     cfg: &'a Config,
     live: &'a LiveStats,
-    /// Set when a thread fails, so that the others stop too.
-    failed: AtomicBool,
     /// Seed of this benchmark (the run's seed and the benchmark's position).
     seed: u64,
 }
 
-impl Ctx<'_> {
-    fn halted(&self) -> bool {
-        interrupted() || self.failed.load(Ordering::Relaxed)
-    }
-
+impl<'a> Ctx<'a> {
     fn rng(&self, thread: usize) -> Rng {
         Rng::new(
             self.seed
@@ -409,18 +397,73 @@ impl Ctx<'_> {
         )
     }
 
-    fn time<T>(&self, thread: usize, kind: &'static str, op: impl FnOnce() -> T) -> T {
-        if !self.cfg.histogram {
-            let r = op();
-            self.live.count(thread);
-            return r;
+    /// Where the threads' operations go: timed with `--histogram`, else only
+    /// counted (db_bench times only the whole benchmark).
+    fn sink(&self) -> Sink<'a> {
+        if self.cfg.histogram {
+            Sink::Live(self.live)
+        } else {
+            Sink::Count(self.live)
         }
-        let t0 = Instant::now();
-        let r = op();
-        let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
-        self.live.record(thread, kind, ns);
-        r
     }
+}
+
+/// What a benchmark's threads did: the measured threads' counts summed, the
+/// background writer's (readwhilewriting), and the measured threads' wall
+/// time in seconds.
+type Ran = (ThreadOut, ThreadOut, f64);
+
+/// Runs a benchmark's `threads` threads of `n` operations each through the
+/// runner (`init` and `unit` as [`Plan::run`]'s, with the thread's counts
+/// beside its state), with readwhilewriting's writer beside them if
+/// `writer`.
+fn run_threads<'a, S: Send>(
+    ctx: &Ctx<'a>,
+    threads: usize,
+    n: u64,
+    writer: bool,
+    init: impl Fn(&mut Worker<'a>) -> Result<S, String> + Sync,
+    unit: impl Fn(&mut S, &mut ThreadOut, &mut Worker<'a>) -> Result<Step, String> + Sync,
+) -> Result<Ran, String> {
+    let plan = Plan {
+        threads,
+        units: Units::Each(n),
+        sink: ctx.sink(),
+        progress: None,
+    };
+    let done = plan
+        .run_beside(
+            |w| Ok((init(w)?, ThreadOut::default())),
+            |(state, out), w| unit(state, out, w),
+            |b| -> Result<ThreadOut, String> {
+                let mut out = ThreadOut::default();
+                if !writer {
+                    return Ok(out);
+                }
+                let mut rng = ctx.rng(threads);
+                let mut values = Values::new(ctx.seed ^ 0x5717e, ctx.cfg.value_size);
+                let mut key = Vec::new();
+                while b.running() {
+                    encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, &mut key);
+                    let value = values.next(ctx.cfg.value_size);
+                    b.worker
+                        .time("write", || ctx.db.put(&key, value))
+                        .map_err(|e| e.to_string())?;
+                    out.writes += 1;
+                }
+                Ok(out)
+            },
+        )
+        .map_err(|f| f.error)?;
+    let mut sum = ThreadOut::default();
+    for (_, o) in &done.states {
+        sum.ops += o.ops;
+        sum.found += o.found;
+        sum.reads += o.reads;
+        sum.writes += o.writes;
+        sum.bytes += o.bytes;
+    }
+    Ok((sum, done.beside?, done.seconds))
 }
 
 /// Which keys a write benchmark writes.
@@ -430,236 +473,220 @@ enum Order {
     Random,
 }
 
-fn write_loop(ctx: &Ctx, t: usize, n: u64, order: Order, sync: bool) -> Result<ThreadOut, String> {
-    let mut rng = ctx.rng(t);
-    let mut values = Values::new(ctx.seed.wrapping_add(t as u64), ctx.cfg.value_size);
-    let mut key = Vec::new();
-    let mut out = ThreadOut::default();
+fn write_loop(ctx: &Ctx, threads: usize, n: u64, order: Order, sync: bool) -> Result<Ran, String> {
     let opts = WriteOptions::default().sync(sync);
-    for i in 0..n {
-        if ctx.halted() {
-            break;
-        }
-        let k = match order {
-            Order::Sequential => i,
-            Order::Random => rng.below(ctx.cfg.num),
-        };
-        encode_key(k, ctx.cfg.key_size, &mut key);
-        let value = values.next(ctx.cfg.value_size);
-        let mut batch = WriteBatch::new();
-        batch.put(&key, value);
-        ctx.time(t, "write", || ctx.db.write(batch, &opts))
-            .map_err(|e| e.to_string())?;
-        out.ops += 1;
-        out.writes += 1;
-        out.bytes += (key.len() + value.len()) as u64;
-    }
-    Ok(out)
+    run_threads(
+        ctx,
+        threads,
+        n,
+        false,
+        |w| {
+            let values = Values::new(ctx.seed.wrapping_add(w.thread as u64), ctx.cfg.value_size);
+            Ok((ctx.rng(w.thread), values, Vec::new()))
+        },
+        |(rng, values, key), out, w| {
+            let k = match order {
+                Order::Sequential => w.pos,
+                Order::Random => rng.below(ctx.cfg.num),
+            };
+            encode_key(k, ctx.cfg.key_size, key);
+            let value = values.next(ctx.cfg.value_size);
+            let mut batch = WriteBatch::new();
+            batch.put(key, value);
+            w.time("write", || ctx.db.write(batch, &opts))
+                .map_err(|e| e.to_string())?;
+            out.ops += 1;
+            out.writes += 1;
+            out.bytes += (key.len() + value.len()) as u64;
+            Ok(Step::Did(1))
+        },
+    )
 }
 
 /// Gets of random keys below `range`; `missing` appends a `.` to every key,
-/// which no stored key has.
-fn read_loop(ctx: &Ctx, t: usize, n: u64, range: u64, missing: bool) -> Result<ThreadOut, String> {
-    let mut rng = ctx.rng(t);
-    let mut key = Vec::new();
-    let mut out = ThreadOut::default();
-    for _ in 0..n {
-        if ctx.halted() {
-            break;
-        }
-        encode_key(rng.below(range), ctx.cfg.key_size, &mut key);
-        if missing {
-            key.push(b'.');
-        }
-        let got = ctx
-            .time(t, "read", || ctx.db.get(&key))
-            .map_err(|e| e.to_string())?;
-        out.ops += 1;
-        out.reads += 1;
-        if let Some(v) = got {
-            out.found += 1;
-            out.bytes += (key.len() + v.len()) as u64;
-        }
-    }
-    Ok(out)
-}
-
-/// Seeks to random keys with a new iterator each (so that each sees the
-/// latest state), reading the entry landed on; found when it is the key.
-fn seek_loop(ctx: &Ctx, t: usize, n: u64) -> Result<ThreadOut, String> {
-    let mut rng = ctx.rng(t);
-    let mut key = Vec::new();
-    let mut out = ThreadOut::default();
-    for _ in 0..n {
-        if ctx.halted() {
-            break;
-        }
-        encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, &mut key);
-        let (landed, bytes) = ctx
-            .time(t, "seek", || -> shale::Result<(bool, u64)> {
-                let mut it = ctx.db.iter(&ReadOptions::default())?;
-                it.seek(&key);
-                it.status()?;
-                if it.valid() {
-                    Ok((it.key() == key, (it.key().len() + it.value().len()) as u64))
-                } else {
-                    Ok((false, 0))
-                }
-            })
-            .map_err(|e| e.to_string())?;
-        out.ops += 1;
-        out.reads += 1;
-        out.found += u64::from(landed);
-        out.bytes += bytes;
-    }
-    Ok(out)
-}
-
-/// Reads up to `n` entries in key order (or reverse), timing each step.
-fn scan_loop(ctx: &Ctx, t: usize, n: u64, reverse: bool) -> Result<ThreadOut, String> {
-    let mut out = ThreadOut::default();
-    let mut it = ctx
-        .time(t, "read", || -> shale::Result<_> {
-            let mut it = ctx.db.iter(&ReadOptions::default())?;
-            if reverse {
-                it.seek_to_last();
-            } else {
-                it.seek_to_first();
+/// which no stored key has; `writer` writes beside the readers
+/// (readwhilewriting).
+fn read_loop(
+    ctx: &Ctx,
+    threads: usize,
+    n: u64,
+    range: u64,
+    missing: bool,
+    writer: bool,
+) -> Result<Ran, String> {
+    run_threads(
+        ctx,
+        threads,
+        n,
+        writer,
+        |w| Ok((ctx.rng(w.thread), Vec::new())),
+        |(rng, key), out, w| {
+            encode_key(rng.below(range), ctx.cfg.key_size, key);
+            if missing {
+                key.push(b'.');
             }
-            Ok(it)
-        })
-        .map_err(|e| e.to_string())?;
-    while out.ops < n && it.valid() && !ctx.halted() {
-        out.ops += 1;
-        out.reads += 1;
-        out.found += 1;
-        out.bytes += (it.key().len() + it.value().len()) as u64;
-        ctx.time(t, "read", || {
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
-        });
-    }
-    it.status().map_err(|e| e.to_string())?;
-    Ok(out)
-}
-
-fn mixed_loop(ctx: &Ctx, t: usize, n: u64) -> Result<ThreadOut, String> {
-    let mut rng = ctx.rng(t);
-    let mut values = Values::new(ctx.seed.wrapping_add(t as u64), ctx.cfg.value_size);
-    let mut key = Vec::new();
-    let mut out = ThreadOut::default();
-    for _ in 0..n {
-        if ctx.halted() {
-            break;
-        }
-        encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, &mut key);
-        if rng.below(100) < u64::from(ctx.cfg.readwritepercent) {
-            let got = ctx
-                .time(t, "read", || ctx.db.get(&key))
+            let got = w
+                .time("read", || ctx.db.get(key))
                 .map_err(|e| e.to_string())?;
+            out.ops += 1;
             out.reads += 1;
             if let Some(v) = got {
                 out.found += 1;
                 out.bytes += (key.len() + v.len()) as u64;
             }
-        } else {
-            let value = values.next(ctx.cfg.value_size);
-            ctx.time(t, "write", || ctx.db.put(&key, value))
-                .map_err(|e| e.to_string())?;
-            out.writes += 1;
-            out.bytes += (key.len() + value.len()) as u64;
-        }
-        out.ops += 1;
-    }
-    Ok(out)
+            Ok(Step::Did(1))
+        },
+    )
 }
 
-fn delete_loop(ctx: &Ctx, t: usize, n: u64) -> Result<ThreadOut, String> {
-    let mut rng = ctx.rng(t);
-    let mut key = Vec::new();
-    let mut out = ThreadOut::default();
-    for _ in 0..n {
-        if ctx.halted() {
-            break;
-        }
-        encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, &mut key);
-        ctx.time(t, "delete", || ctx.db.delete(&key))
-            .map_err(|e| e.to_string())?;
-        out.ops += 1;
-        out.writes += 1;
-    }
-    Ok(out)
-}
-
-/// Runs `body` on `threads` threads (and `writer`, if given, on one more
-/// until they finish); returns what the measured threads did, summed, the
-/// writer's, and the wall time of the measured threads.
-fn run_threads(
-    ctx: &Ctx,
-    threads: usize,
-    body: &(dyn Fn(&Ctx, usize) -> Result<ThreadOut, String> + Sync),
-    writer: bool,
-) -> Result<(ThreadOut, ThreadOut, f64), String> {
-    let readers_done = AtomicBool::new(false);
-    let start = Instant::now();
-    let (outs, wall, writer_out) = std::thread::scope(|s| {
-        let writer_handle = writer.then(|| {
-            let readers_done = &readers_done;
-            s.spawn(move || -> Result<ThreadOut, String> {
-                let mut rng = ctx.rng(threads);
-                let mut values = Values::new(ctx.seed ^ 0x5717e, ctx.cfg.value_size);
-                let mut key = Vec::new();
-                let mut out = ThreadOut::default();
-                while !readers_done.load(Ordering::Relaxed) && !ctx.halted() {
-                    encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, &mut key);
-                    let value = values.next(ctx.cfg.value_size);
-                    ctx.time(threads, "write", || ctx.db.put(&key, value))
-                        .map_err(|e| e.to_string())?;
-                    out.writes += 1;
-                }
-                Ok(out)
-            })
-        });
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                s.spawn(move || {
-                    let r = body(ctx, t);
-                    if r.is_err() {
-                        ctx.failed.store(true, Ordering::Relaxed);
+/// Seeks to random keys with a new iterator each (so that each sees the
+/// latest state), reading the entry landed on; found when it is the key.
+fn seek_loop(ctx: &Ctx, threads: usize, n: u64) -> Result<Ran, String> {
+    run_threads(
+        ctx,
+        threads,
+        n,
+        false,
+        |w| Ok((ctx.rng(w.thread), Vec::new())),
+        |(rng, key), out, w| {
+            encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, key);
+            let key = &*key;
+            let (landed, bytes) = w
+                .time("seek", || -> shale::Result<(bool, u64)> {
+                    let mut it = ctx.db.iter(&ReadOptions::default())?;
+                    it.seek(key);
+                    it.status()?;
+                    if it.valid() {
+                        Ok((it.key() == key, (it.key().len() + it.value().len()) as u64))
+                    } else {
+                        Ok((false, 0))
                     }
-                    r
                 })
-            })
-            .collect();
-        let outs: Vec<Result<ThreadOut, String>> = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a bench thread panicked".into()))
-            })
-            .collect();
-        let wall = start.elapsed().as_secs_f64();
-        readers_done.store(true, Ordering::Relaxed);
-        let writer_out = writer_handle.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err("the writer thread panicked".into()))
-        });
-        (outs, wall, writer_out)
-    });
-    let mut sum = ThreadOut::default();
-    for o in outs {
-        let o = o?;
-        sum.ops += o.ops;
-        sum.found += o.found;
-        sum.reads += o.reads;
-        sum.writes += o.writes;
-        sum.bytes += o.bytes;
-    }
-    let w = writer_out.transpose()?.unwrap_or_default();
-    Ok((sum, w, wall))
+                .map_err(|e| e.to_string())?;
+            out.ops += 1;
+            out.reads += 1;
+            out.found += u64::from(landed);
+            out.bytes += bytes;
+            Ok(Step::Did(1))
+        },
+    )
+}
+
+/// Reads up to `n` entries in key order (or reverse), timing each step.
+fn scan_loop(ctx: &Ctx, threads: usize, n: u64, reverse: bool) -> Result<Ran, String> {
+    run_threads(
+        ctx,
+        threads,
+        n,
+        false,
+        |w| {
+            let it = w
+                .time("read", || -> shale::Result<_> {
+                    let mut it = ctx.db.iter(&ReadOptions::default())?;
+                    if reverse {
+                        it.seek_to_last();
+                    } else {
+                        it.seek_to_first();
+                    }
+                    Ok(it)
+                })
+                .map_err(|e| e.to_string())?;
+            if !it.valid() {
+                it.status().map_err(|e| e.to_string())?;
+            }
+            Ok(it)
+        },
+        |it, out, w| {
+            if !it.valid() {
+                return Ok(Step::End);
+            }
+            out.ops += 1;
+            out.reads += 1;
+            out.found += 1;
+            out.bytes += (it.key().len() + it.value().len()) as u64;
+            w.time("read", || {
+                if reverse {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+            });
+            // An iterator that fails turns invalid: its status says why.
+            if !it.valid() {
+                it.status().map_err(|e| e.to_string())?;
+            }
+            Ok(Step::Did(1))
+        },
+    )
+}
+
+fn mixed_loop(ctx: &Ctx, threads: usize, n: u64) -> Result<Ran, String> {
+    run_threads(
+        ctx,
+        threads,
+        n,
+        false,
+        |w| {
+            let values = Values::new(ctx.seed.wrapping_add(w.thread as u64), ctx.cfg.value_size);
+            Ok((ctx.rng(w.thread), values, Vec::new()))
+        },
+        |(rng, values, key), out, w| {
+            encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, key);
+            if rng.below(100) < u64::from(ctx.cfg.readwritepercent) {
+                let got = w
+                    .time("read", || ctx.db.get(key))
+                    .map_err(|e| e.to_string())?;
+                out.reads += 1;
+                if let Some(v) = got {
+                    out.found += 1;
+                    out.bytes += (key.len() + v.len()) as u64;
+                }
+            } else {
+                let value = values.next(ctx.cfg.value_size);
+                w.time("write", || ctx.db.put(key, value))
+                    .map_err(|e| e.to_string())?;
+                out.writes += 1;
+                out.bytes += (key.len() + value.len()) as u64;
+            }
+            out.ops += 1;
+            Ok(Step::Did(1))
+        },
+    )
+}
+
+fn delete_loop(ctx: &Ctx, threads: usize, n: u64) -> Result<Ran, String> {
+    run_threads(
+        ctx,
+        threads,
+        n,
+        false,
+        |w| Ok((ctx.rng(w.thread), Vec::new())),
+        |(rng, key), out, w| {
+            encode_key(rng.below(ctx.cfg.num), ctx.cfg.key_size, key);
+            w.time("delete", || ctx.db.delete(key))
+                .map_err(|e| e.to_string())?;
+            out.ops += 1;
+            out.writes += 1;
+            Ok(Step::Did(1))
+        },
+    )
+}
+
+/// One full compaction, timed, on one thread.
+fn compact_once(ctx: &Ctx) -> Result<Ran, String> {
+    run_threads(
+        ctx,
+        1,
+        1,
+        false,
+        |_| Ok(()),
+        |(), out, w| {
+            w.time("compact", || ctx.db.compact_all())
+                .map_err(|e| e.to_string())?;
+            out.ops = 1;
+            Ok(Step::Did(1))
+        },
+    )
 }
 
 /// The seed of the benchmark `name` at position `index` of a run: distinct
@@ -699,82 +726,34 @@ pub fn run_bench(
         db,
         cfg,
         live: &live,
-        failed: AtomicBool::new(false),
         seed: bench_seed(cfg.seed, name, index),
     };
     let before = db.metrics();
     let (num, reads) = (cfg.num, cfg.reads);
     let hot = cfg.num.div_ceil(100).max(1);
-    type Body<'b> = Box<dyn Fn(&Ctx, usize) -> Result<ThreadOut, String> + Sync + 'b>;
-    let (body, writer, measured_threads): (Body, bool, usize) = match bench {
-        Bench::FillSeq => (
-            Box::new(move |c, t| write_loop(c, t, num, Order::Sequential, false)),
-            false,
-            threads,
-        ),
-        Bench::FillRandom | Bench::Overwrite => (
-            Box::new(move |c, t| write_loop(c, t, num, Order::Random, false)),
-            false,
-            threads,
-        ),
-        Bench::FillSync => (
-            Box::new(move |c, t| write_loop(c, t, num / 1000, Order::Random, true)),
-            false,
-            threads,
-        ),
-        Bench::ReadRandom => (
-            Box::new(move |c, t| read_loop(c, t, reads, num, false)),
-            false,
-            threads,
-        ),
-        Bench::ReadHot => (
-            Box::new(move |c, t| read_loop(c, t, reads, hot, false)),
-            false,
-            threads,
-        ),
-        Bench::ReadMissing => (
-            Box::new(move |c, t| read_loop(c, t, reads, num, true)),
-            false,
-            threads,
-        ),
-        Bench::ReadWhileWriting => (
-            Box::new(move |c, t| read_loop(c, t, reads, num, false)),
-            true,
-            threads,
-        ),
-        Bench::SeekRandom => (Box::new(move |c, t| seek_loop(c, t, reads)), false, threads),
-        Bench::ReadSeq => (
-            Box::new(move |c, t| scan_loop(c, t, reads, false)),
-            false,
-            threads,
-        ),
-        Bench::ReadReverse => (
-            Box::new(move |c, t| scan_loop(c, t, reads, true)),
-            false,
-            threads,
-        ),
-        Bench::ReadRandomWriteRandom => (
-            Box::new(move |c, t| mixed_loop(c, t, reads)),
-            false,
-            threads,
-        ),
-        Bench::DeleteRandom => (Box::new(move |c, t| delete_loop(c, t, num)), false, threads),
-        Bench::Compact => (
-            Box::new(|c: &Ctx, t| {
-                c.time(t, "compact", || c.db.compact_all())
-                    .map_err(|e| e.to_string())?;
-                Ok(ThreadOut {
-                    ops: 1,
-                    ..ThreadOut::default()
-                })
-            }),
-            false,
-            1,
-        ),
-        Bench::Stats => (Box::new(|_: &Ctx, _| Ok(ThreadOut::default())), false, 1),
+    let measured_threads = match bench {
+        Bench::Compact | Bench::Stats => 1,
+        _ => threads,
     };
-    let (sum, writer_out, wall) =
-        run_threads(&ctx, measured_threads, &*body, writer).map_err(Error::msg)?;
+    let ran = match bench {
+        Bench::FillSeq => write_loop(&ctx, threads, num, Order::Sequential, false),
+        Bench::FillRandom | Bench::Overwrite => {
+            write_loop(&ctx, threads, num, Order::Random, false)
+        }
+        Bench::FillSync => write_loop(&ctx, threads, num / 1000, Order::Random, true),
+        Bench::ReadRandom => read_loop(&ctx, threads, reads, num, false, false),
+        Bench::ReadHot => read_loop(&ctx, threads, reads, hot, false, false),
+        Bench::ReadMissing => read_loop(&ctx, threads, reads, num, true, false),
+        Bench::ReadWhileWriting => read_loop(&ctx, threads, reads, num, false, true),
+        Bench::SeekRandom => seek_loop(&ctx, threads, reads),
+        Bench::ReadSeq => scan_loop(&ctx, threads, reads, false),
+        Bench::ReadReverse => scan_loop(&ctx, threads, reads, true),
+        Bench::ReadRandomWriteRandom => mixed_loop(&ctx, threads, reads),
+        Bench::DeleteRandom => delete_loop(&ctx, threads, num),
+        Bench::Compact => compact_once(&ctx),
+        Bench::Stats => run_threads(&ctx, 1, 0, false, |_| Ok(()), |(), _, _| Ok(Step::End)),
+    };
+    let (sum, writer_out, wall) = ran.map_err(Error::msg)?;
     let delta = db.metrics().delta(&before);
     let totals = live.totals();
     let measured = match bench {
@@ -1094,7 +1073,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
         storage.remove_db_dir(dir)?;
         Db::open(dir, opts.clone())?
     });
-    crate::interrupt::install();
+    crate::runner::install_interrupt();
     let mut dirty = a.db.use_existing_db;
     let mut results: Vec<BenchResult> = Vec::new();
     let write_results = |results: &[BenchResult]| -> Result {

@@ -17,11 +17,12 @@ use shale::{Db, Options};
 use shale_workload::protocol::{DbBenchReply, DbBenchRequest, DbBenchStep};
 
 pub use super::points::{SweepFill, SweepPoint, SweepResults};
-use super::{check_key_size, db_options, interrupted, open_existing, run_bench, Bench, Config};
+use super::{check_key_size, db_options, open_existing, run_bench, Bench, Config};
 use crate::args::DbSweepArgs;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::live::LiveSlot;
+use crate::runner::interrupted;
 use crate::sampler::{DbSlot, Sampler, Timeline};
 use crate::storage::Storage;
 
@@ -436,7 +437,7 @@ pub fn run(a: &DbSweepArgs, out: &mut dyn Write) -> Result {
     };
     std::fs::create_dir_all(&a.out)
         .map_err(|e| Error::msg(format!("cannot create --out {}: {e}", a.out.display())))?;
-    crate::interrupt::install();
+    crate::runner::install_interrupt();
     let mut results = SweepResults {
         param: a.param.clone(),
         values: values.clone(),
