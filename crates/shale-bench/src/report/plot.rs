@@ -435,8 +435,10 @@ pub fn tick_label(v: f64) -> String {
 
 /// Whether `v` has a place on an axis of `scale` (not necessarily in its
 /// range).
+/// Values beyond a quarter of `f64::MAX` are not: a range between two of
+/// them would be wider than any `f64`.
 fn usable(scale: Scale, v: f64) -> bool {
-    v.is_finite() && (scale == Scale::Linear || v > 0.0)
+    v.is_finite() && v.abs() <= f64::MAX / 4.0 && (scale == Scale::Linear || v > 0.0)
 }
 
 /// Whether `v` lies in `range` on an axis of `scale`.
@@ -454,9 +456,15 @@ fn shows(scale: Scale, range: &Range<f64>, v: f64) -> bool {
 /// 0.01..10.
 fn fit(axis: &Axis, values: impl Iterator<Item = f64>, headroom: bool) -> Range<f64> {
     let scale = axis.scale;
+    // Plotters' log ticks never end for a range whose ends' ratio is not
+    // a finite number: a log axis shows at most 300 decades, the top ones.
+    let limit = |r: Range<f64>| match scale {
+        Scale::Linear => r,
+        Scale::Log10 => r.start.max(r.end / 1e300)..r.end,
+    };
     if let Some((lo, hi)) = axis.range {
         if usable(scale, lo) && usable(scale, hi) && lo < hi {
-            return lo..hi;
+            return limit(lo..hi);
         }
     }
     let (min, max) = values
@@ -483,7 +491,7 @@ fn fit(axis: &Axis, values: impl Iterator<Item = f64>, headroom: bool) -> Range<
             let decade = |v: f64| v.log10().clamp(-300.0, 300.0);
             let lo = 10f64.powi(decade(min).floor() as i32);
             let hi = 10f64.powi(decade(max).ceil() as i32);
-            lo..if hi > lo { hi } else { lo * 10.0 }
+            limit(lo..if hi > lo { hi } else { lo * 10.0 })
         }
     }
 }
@@ -645,7 +653,7 @@ fn fit_size<DB: DrawingBackend>(
 /// Tick labels up the y axis of a line chart, and of a time series' panel
 /// (on a linear axis).
 const Y_LABELS: usize = 10;
-const PANEL_Y_LABELS: usize = 5;
+const PANEL_Y_LABELS: usize = 8;
 /// The most decades a log axis of a line chart (x, y), or of a panel, has
 /// its 1-2-5 steps labelled on; a wider one, its powers of ten only.
 const X_DECADES: usize = 3;
@@ -1171,6 +1179,15 @@ mod tests {
                 color: GRID,
                 label: Some("all".into()),
             }];
+            c.series.push(Series::new(
+                "extremes",
+                vec![
+                    (f64::MAX, 1.0),
+                    (1.0, -f64::MAX),
+                    (1e300, 1e-300),
+                    (f64::MIN_POSITIVE / 8.0, 2.0),
+                ],
+            ));
             let svg = c.to_svg().expect("svg");
             assert!(svg_texts(&svg).iter().any(|t| t == "empty"));
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
@@ -1236,6 +1253,13 @@ mod tests {
         // One that cannot be shown is not.
         let bad = fit(&Axis::log10("x").range(0.0, 10.0), [2.0].into_iter(), true);
         assert_eq!(bad, 1.0..10.0);
+        // A log axis spans 300 decades at most.
+        let wide = fit(&Axis::log10("x"), [1e-300, 1e300].into_iter(), true);
+        assert!((wide.end / wide.start).is_finite(), "{wide:?}");
+        assert!(
+            (wide.start - 1.0).abs() < 1e-9 && wide.end > 0.99e300,
+            "{wide:?}"
+        );
     }
 
     #[test]
