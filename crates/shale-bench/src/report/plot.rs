@@ -11,13 +11,25 @@
 //!   the start (throughput, latency, CPU, ...), and under them a timeline
 //!   whose lanes show events (flushes, compactions, stalls) as bars.
 //!
+//! Plotters lays them out: `ChartBuilder` sizes the label areas, the title
+//! is a titled drawing area, `configure_mesh` picks the ticks (1-2-5 steps
+//! on a linear axis; powers of ten, and their multiples when there is room,
+//! on a `log_scale()` one) and draws the grid, the tick labels and the axis
+//! names, `configure_series_labels` draws the legend, and `LineSeries`,
+//! `PointSeries` and `DashedLineSeries` the lines, point markers and the
+//! dashed markers. What is ours is what plotters has no notion of, each
+//! said where it is: the tick labels' number format ([`tick_label`]), the
+//! range an axis fits to its values, shrinking a title or legend to its
+//! room, the names above the plot, the timeline's bars, and the PNG's text
+//! (`bitmap`).
+//!
 //! Text is measured, and set in the PNG, in DejaVu Sans, whose bytes the
 //! `dejavu` crate embeds in the binary (registered with plotters' `ab_glyph`
-//! font table, which its axis layout measures with; the PNG's glyphs are
-//! placed by the `bitmap` module): no font is read from the system and no system
-//! library is linked, so a report renders the same on every machine that
-//! builds shale. The SVG names DejaVu Sans first and falls back to
-//! Helvetica, Arial or the viewer's sans-serif.
+//! font table, which its layout measures the SVG's text with; the PNG's
+//! glyphs are placed and measured by the `bitmap` module): no font is read
+//! from the system and no system library is linked, so a report renders the
+//! same on every machine that builds shale. The SVG names DejaVu Sans first
+//! and falls back to Helvetica, Arial or the viewer's sans-serif.
 //!
 //! Values a chart cannot place are left out, never a panic: a point whose x
 //! or y is NaN or infinite, or is 0 or negative on a log axis, is not drawn
@@ -28,21 +40,22 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use plotters::backend::{BitMapBackend, RGBPixel, SVGBackend};
+use plotters::backend::{BitMapBackend, DrawingBackend, RGBPixel, SVGBackend};
+use plotters::chart::{ChartContext, SeriesLabelPosition};
 use plotters::coord::cartesian::Cartesian2d;
+use plotters::coord::combinators::{IntoLogRange, LogCoord};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::{
-    ChartBuilder, ChartContext, Circle, Color, DrawingArea, FontDesc, FontFamily, FontStyle,
-    FontTransform, IntoDrawingArea, PathElement, Polygon, RGBColor, Rectangle, Text, TextStyle,
-    TRANSPARENT,
+    ChartBuilder, Color, DrawingArea, EmptyElement, FontDesc, FontFamily, FontStyle,
+    IntoDrawingArea, PathElement, Polygon, RGBColor, Rectangle, Text, TextStyle, TRANSPARENT,
 };
+use plotters::series::{DashedLineSeries, LineSeries, PointSeries};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use self::canvas::Canvas;
-
 mod bitmap;
-mod canvas;
 pub mod time_series;
 
 /// An opaque sRGB colour.
@@ -79,6 +92,7 @@ pub const PALETTE: [Rgb; 8] = [BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, GR
 
 const WHITE: Rgb = Rgb(255, 255, 255);
 const GRID: Rgb = Rgb(221, 221, 221);
+const LIGHT_GRID: Rgb = Rgb(240, 240, 240);
 const MUTED: Rgb = Rgb(102, 102, 102);
 
 /// The size of a [`LineChart`] unless it says otherwise, in pixels.
@@ -139,9 +153,10 @@ pub struct Axis {
     pub scale: Scale,
     /// The range shown; `None` (or a range that is empty, not finite or,
     /// on a log axis, not above 0) fits the values: a linear axis from 0 or
-    /// the lowest value to a round number above the highest, a log axis
-    /// between 1-2-5 steps around the values. Points beyond a given x range
-    /// are left out; y values beyond a given y range are drawn at its edge.
+    /// the lowest value to the highest (a y axis to a little above it), a
+    /// log axis between the powers of ten around them. Points beyond a
+    /// given x range are left out; y values beyond a given y range are
+    /// drawn at its edge.
     pub range: Option<(f64, f64)>,
     /// Written after each tick value: `"%"`, `" s"`.
     pub unit: String,
@@ -308,15 +323,18 @@ impl LineChart {
     }
 }
 
-type Root<'a> = DrawingArea<Canvas<'a>, Shift>;
+type Area<DB> = DrawingArea<DB, Shift>;
+
+/// A chart whose x axis is `Coord` and whose y axis is `Y`.
+type Chart<'a, DB, Y = Coord> = ChartContext<'a, DB, Cartesian2d<Coord, Y>>;
 
 /// Something drawn onto a whole picture, SVG or PNG.
 trait Figure {
-    fn draw(&self, root: &Root<'_>) -> Result<(), PlotError>;
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Result<(), PlotError>;
 }
 
 impl Figure for LineChart {
-    fn draw(&self, root: &Root<'_>) -> Result<(), PlotError> {
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Result<(), PlotError> {
         draw_line_chart(root, self)
     }
 }
@@ -326,7 +344,7 @@ fn svg(figure: &impl Figure, size: (u32, u32), title: &str) -> Result<String, Pl
     fonts()?;
     let mut text = String::new();
     {
-        let root = Canvas::Svg(SVGBackend::with_string(&mut text, size)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
         figure.draw(&root)?;
         root.present().map_err(fail)?;
     }
@@ -351,7 +369,7 @@ fn png(figure: &impl Figure, size: (u32, u32)) -> Result<Vec<u8>, PlotError> {
     {
         let backend =
             BitMapBackend::<RGBPixel>::with_buffer_and_format(&mut rgb, size).map_err(fail)?;
-        let root = Canvas::Png(bitmap::Png::new(backend)).into_drawing_area();
+        let root = bitmap::Png::new(backend).into_drawing_area();
         figure.draw(&root)?;
         root.present().map_err(fail)?;
     }
@@ -415,674 +433,584 @@ pub fn tick_label(v: f64) -> String {
     }
 }
 
-/// An axis fitted to its values: the range shown and the ticks, in values.
-#[derive(Clone, Debug, PartialEq)]
-struct Fitted {
-    scale: Scale,
-    lo: f64,
-    hi: f64,
-    ticks: Vec<f64>,
+/// Whether `v` has a place on an axis of `scale` (not necessarily in its
+/// range).
+/// Values beyond a quarter of `f64::MAX` are not: a range between two of
+/// them would be wider than any `f64`.
+fn usable(scale: Scale, v: f64) -> bool {
+    v.is_finite() && v.abs() <= f64::MAX / 4.0 && (scale == Scale::Linear || v > 0.0)
 }
 
-impl Fitted {
-    /// Whether `v` has a place on this axis' scale (not necessarily in its
-    /// range).
-    fn usable(scale: Scale, v: f64) -> bool {
-        v.is_finite() && (scale == Scale::Linear || v > 0.0)
-    }
-
-    /// Fits `axis` to `values`; a log axis with more than `max_ticks` 1-2-5
-    /// steps gets only its powers of ten.
-    fn fit(axis: &Axis, values: impl Iterator<Item = f64>, max_ticks: usize) -> Fitted {
-        let scale = axis.scale;
-        if let Some((lo, hi)) = axis.range {
-            if Fitted::usable(scale, lo) && Fitted::usable(scale, hi) && lo < hi {
-                let ticks = match scale {
-                    Scale::Linear => linear_ticks(lo, hi, linear_step(hi - lo)),
-                    Scale::Log10 => log_ticks(lo, hi, max_ticks),
-                };
-                return Fitted {
-                    scale,
-                    lo,
-                    hi,
-                    ticks,
-                };
-            }
-        }
-        let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
-        for v in values.filter(|v| Fitted::usable(scale, *v)) {
-            min = min.min(v);
-            max = max.max(v);
-        }
-        match scale {
-            Scale::Linear => {
-                let (lo, hi) = if min > max {
-                    (0.0, 1.0)
-                } else {
-                    (min.min(0.0), max.max(0.0))
-                };
-                let hi = if hi > lo { hi } else { lo + 1.0 };
-                let step = linear_step(hi - lo);
-                let lo = (lo / step + 1e-9).floor() * step;
-                let hi = ((hi / step - 1e-9).ceil() * step).max(lo + step);
-                Fitted {
-                    scale,
-                    lo,
-                    hi,
-                    ticks: linear_ticks(lo, hi, step),
-                }
-            }
-            Scale::Log10 => {
-                let (lo, hi) = if min > max {
-                    (0.01, 10.0)
-                } else {
-                    // Keep the extreme points off the frame.
-                    (step_125(min / 1.15, false), step_125(max * 1.15, true))
-                };
-                let hi = if hi > lo { hi } else { lo * 10.0 };
-                Fitted {
-                    scale,
-                    lo,
-                    hi,
-                    ticks: log_ticks(lo, hi, max_ticks),
-                }
-            }
-        }
-    }
-
-    /// A value in plotting coordinates (log10 of it on a log axis).
-    fn t(&self, v: f64) -> f64 {
-        match self.scale {
-            Scale::Linear => v,
-            Scale::Log10 => v.log10(),
-        }
-    }
-
-    /// A value back from plotting coordinates.
-    fn value(&self, t: f64) -> f64 {
-        match self.scale {
-            Scale::Linear => t,
-            Scale::Log10 => 10f64.powf(t),
-        }
-    }
-
-    /// Whether `v` lies in the range shown.
-    fn shows(&self, v: f64) -> bool {
-        Fitted::usable(self.scale, v)
-            && v >= self.lo - (self.hi - self.lo).abs() * 1e-9
-            && v <= self.hi + (self.hi - self.lo).abs() * 1e-9
-    }
-
-    /// `v` moved into the range shown.
-    fn clamp(&self, v: f64) -> f64 {
-        v.clamp(self.lo, self.hi)
-    }
-
-    /// The axis as a plotters coordinate.
-    fn coord(&self) -> Ticked {
-        Ticked {
-            lo: self.t(self.lo),
-            hi: self.t(self.hi),
-            ticks: self.ticks.iter().map(|v| self.t(*v)).collect(),
-        }
-    }
-
-    fn label(&self, t: f64, unit: &str) -> String {
-        format!("{}{unit}", tick_label(self.value(t)))
-    }
+/// Whether `v` lies in `range` on an axis of `scale`.
+fn shows(scale: Scale, range: &Range<f64>, v: f64) -> bool {
+    let slack = (range.end - range.start).abs() * 1e-9;
+    usable(scale, v) && v >= range.start - slack && v <= range.end + slack
 }
 
-/// The 1-2-5 step at or below (`up` false) or at or above `v` > 0.
-fn step_125(v: f64, up: bool) -> f64 {
-    let decade = 10f64.powf(v.log10().floor());
-    let m = v / decade;
-    let steps = [1.0, 2.0, 5.0, 10.0];
-    let pick = if up {
-        steps.iter().find(|s| **s >= m * (1.0 - 1e-9))
-    } else {
-        steps.iter().rev().find(|s| **s <= m * (1.0 + 1e-9))
+/// The range `axis` shows for `values`. Ours: plotters takes a range and
+/// fits no values. Its own range when that can be shown; else a linear axis
+/// from 0 (or the lowest value) to the highest, 5% above it with
+/// `headroom`, a log axis between
+/// the powers of ten around the values (plotters labels the powers of ten,
+/// so that there are always two labels); with no usable value, 0..1 or
+/// 0.01..10.
+fn fit(axis: &Axis, values: impl Iterator<Item = f64>, headroom: bool) -> Range<f64> {
+    let scale = axis.scale;
+    // Plotters' log ticks never end for a range whose ends' ratio is not
+    // a finite number: a log axis shows at most 300 decades, the top ones.
+    let limit = |r: Range<f64>| match scale {
+        Scale::Linear => r,
+        Scale::Log10 => r.start.max(r.end / 1e300)..r.end,
     };
-    pick.copied().unwrap_or(1.0) * decade
-}
-
-/// About five intervals of a 1-2-5 step over `span` > 0, at most eight.
-fn linear_step(span: f64) -> f64 {
-    let mut step = step_125(span / 5.0, false);
-    if span / step > 8.0 {
-        step = step_125(step * 1.5, true);
+    if let Some((lo, hi)) = axis.range {
+        if usable(scale, lo) && usable(scale, hi) && lo < hi {
+            return limit(lo..hi);
+        }
     }
-    step
+    let (min, max) = values
+        .filter(|v| usable(scale, *v))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    match scale {
+        _ if min > max => match scale {
+            Scale::Linear => 0.0..1.0,
+            Scale::Log10 => 0.01..10.0,
+        },
+        Scale::Linear => {
+            let (lo, hi) = (min.min(0.0), max.max(0.0));
+            let pad = if headroom { (hi - lo) * 0.05 } else { 0.0 };
+            match (lo < 0.0, hi > 0.0) {
+                (false, false) => 0.0..1.0,
+                (true, false) => lo - pad..0.0,
+                (false, true) => 0.0..hi + pad,
+                (true, true) => lo - pad..hi + pad,
+            }
+        }
+        Scale::Log10 => {
+            let decade = |v: f64| v.log10().clamp(-300.0, 300.0);
+            let lo = 10f64.powi(decade(min).floor() as i32);
+            let hi = 10f64.powi(decade(max).ceil() as i32);
+            limit(lo..if hi > lo { hi } else { lo * 10.0 })
+        }
+    }
 }
 
-/// The multiples of `step` from `lo` to `hi`.
-fn linear_ticks(lo: f64, hi: f64, step: f64) -> Vec<f64> {
-    let first = (lo / step - 1e-9).ceil() as i64;
-    let last = (hi / step + 1e-9).floor() as i64;
-    (first..=last.min(first + 100))
-        .map(|i| {
-            let v = i as f64 * step;
-            // -0.0 and rounding noise such as 0.30000000000000004 read badly.
-            if v.abs() < step * 1e-9 {
-                0.0
-            } else {
-                v
+/// An axis as plotters sees it: plotters' own linear or `log_scale()`
+/// coordinate, chosen at run time. Ours only because a plotters chart's
+/// coordinate type is fixed when it is compiled: this lets one chart type
+/// serve both scales, every call passed on to plotters'.
+enum Coord {
+    Linear(RangedCoordf64),
+    Log(LogCoord<f64>),
+}
+
+impl Coord {
+    fn new(scale: Scale, range: Range<f64>) -> Coord {
+        match scale {
+            Scale::Linear => Coord::Linear(range.into()),
+            // Plotters' log ticks are found by rounding from the range's
+            // ends, which can lose a power of ten right at an end: the
+            // range reaches a hair beyond both.
+            Scale::Log10 => {
+                let wider = range.start * (1.0 - 1e-9)..range.end * (1.0 + 1e-9);
+                Coord::Log(wider.log_scale().into())
             }
-        })
+        }
+    }
+}
+
+impl Ranged for Coord {
+    // The labels are always formatted by the chart's own formatters.
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        match self {
+            Coord::Linear(c) => c.map(value, limit),
+            Coord::Log(c) => c.map(value, limit),
+        }
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        match self {
+            Coord::Linear(c) => c.key_points(hint),
+            Coord::Log(c) => {
+                // Plotters gives each power of ten twice when it gives the
+                // steps: as a decade's last step and the next one's first.
+                let mut points = c.key_points(hint);
+                points.dedup_by(|a, b| (*a / *b - 1.0).abs() < 1e-9);
+                points
+            }
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        match self {
+            Coord::Linear(c) => c.range(),
+            Coord::Log(c) => c.range(),
+        }
+    }
+}
+
+/// How many tick labels to ask plotters for on an axis of `scale` over
+/// `range` (`n` on a linear one), and how many light lines between them.
+/// Plotters marks a log axis' powers of ten, or every step of each decade
+/// when asked for enough labels: the steps where the axis spans at most
+/// `max_decades` (their labels thinned to 1-2-5 by [`labelled`]), else
+/// the powers, with light lines at the steps between.
+fn ticks(scale: Scale, range: &Range<f64>, n: usize, max_decades: usize) -> (usize, usize) {
+    if scale == Scale::Linear {
+        return (n, 0);
+    }
+    let decades = (range.end / range.start).log10().round().max(1.0) as usize;
+    if decades <= max_decades {
+        (10 * decades, 0)
+    } else {
+        (n, 10)
+    }
+}
+
+/// Whether a tick at `v` on an axis of `scale` is labelled: on a log axis
+/// only the 1, 2 and 5 steps of a decade are, as the others crowd.
+fn labelled(scale: Scale, v: f64) -> bool {
+    let step = v / 10f64.powf(v.log10().floor());
+    scale == Scale::Linear
+        || [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .any(|s| (step - s).abs() < 1e-6)
+}
+
+/// The tick labels plotters writes on an axis (see [`ticks`]).
+fn tick_texts(
+    scale: Scale,
+    range: Range<f64>,
+    (n, max_decades): (usize, usize),
+    unit: &str,
+) -> Vec<String> {
+    let coord = Coord::new(scale, range);
+    let (count, _) = ticks(scale, &coord.range(), n, max_decades);
+    let values = coord.key_points(count).into_iter();
+    values
+        .filter(|v| labelled(scale, *v))
+        .map(|v| label(v, unit))
         .collect()
 }
 
-/// Log-axis ticks: the 1-2-5 steps, all nine per decade if that gives fewer
-/// than 4, only the powers of ten if more than `max`.
-fn log_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
-    let in_range = |v: &f64| *v >= lo * (1.0 - 1e-9) && *v <= hi * (1.0 + 1e-9);
-    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
-    let with = |mantissas: &[f64]| -> Vec<f64> {
-        (first..=last)
-            .flat_map(|d| mantissas.iter().map(move |m| m * 10f64.powi(d)))
-            .filter(in_range)
-            .collect()
-    };
-    let ticks = with(&[1.0, 2.0, 5.0]);
-    if ticks.len() < 4 {
-        with(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
-    } else if ticks.len() > max {
-        with(&[1.0])
-    } else {
-        ticks
-    }
+/// A tick value and its unit.
+fn label(v: f64, unit: &str) -> String {
+    format!("{}{unit}", tick_label(v))
 }
 
 /// Text of `css` CSS pixels (the size the SVG states; plotters' sizes are
 /// 1.24 times that).
-fn font(css: f64, bold: bool, color: Rgb, h: HPos, v: VPos) -> TextStyle<'static> {
+fn font(css: f64, bold: bool, color: Rgb) -> TextStyle<'static> {
     let style = if bold {
         FontStyle::Bold
     } else {
         FontStyle::Normal
     };
-    TextStyle {
-        font: FontDesc::new(FontFamily::Name(FONT_FAMILY), css * 1.24, style),
-        color: color.color().to_backend_color(),
-        pos: Pos::new(h, v),
-    }
+    FontDesc::new(FontFamily::Name(FONT_FAMILY), css * 1.24, style).color(&color.color())
 }
 
-/// `text` at (x, y), anchored there by `style`.
-fn text(
-    root: &Root<'_>,
+/// `text` at (x, y) of `area`, anchored there by `style`.
+fn text<DB: DrawingBackend>(
+    area: &Area<DB>,
     text: &str,
-    (x, y): (i32, i32),
+    at: (i32, i32),
     style: &TextStyle<'_>,
 ) -> Result<(), PlotError> {
-    if text.is_empty() {
-        return Ok(());
-    }
-    root.draw(&Text::new(text.to_string(), (x, y), style.clone()))
-        .map_err(fail)
+    area.draw(&Text::new(text, at, style.clone())).map_err(fail)
 }
 
-/// The width `text` takes in `style`, in pixels, measured with the embedded
-/// font whatever the backend, so that the SVG and the PNG make the same
-/// layout decisions.
-fn text_width(text: &str, style: &TextStyle<'_>) -> Result<i32, PlotError> {
-    let css = style.font.get_size() / 1.24;
-    let bold = matches!(style.font.get_style(), FontStyle::Bold);
-    let w = bitmap::measure(text, css, bold)?.ceil();
-    // Saturates: no text is 2^31 pixels wide.
-    Ok(w.min(f64::from(i32::MAX)) as i32)
+/// The width of `text` in `style` as the backend measures it.
+fn width<DB: DrawingBackend>(
+    area: &Area<DB>,
+    text: &str,
+    style: &TextStyle<'_>,
+) -> Result<i32, PlotError> {
+    let (w, _) = area.estimate_text_size(text, style).map_err(fail)?;
+    Ok(i32::try_from(w).unwrap_or(i32::MAX))
 }
 
-/// The largest size up to `max` (CSS pixels, down to 7) at which `text`
-/// fits in `width` pixels.
-fn fitting_size(text: &str, max: f64, bold: bool, width: i32) -> Result<f64, PlotError> {
+/// The largest size up to `max` CSS pixels (down to 7) at which `text` is
+/// at most `room` pixels wide. Ours: plotters sets text at the size it is
+/// given, whether it fits or not.
+fn fit_size<DB: DrawingBackend>(
+    area: &Area<DB>,
+    text: &str,
+    max: f64,
+    bold: bool,
+    room: i32,
+) -> Result<f64, PlotError> {
     let mut size = max;
-    while size > 7.0 {
-        let style = font(size, bold, DARK, HPos::Left, VPos::Center);
-        if text_width(text, &style)? <= width {
-            break;
-        }
+    while size > 7.0 && width(area, text, &font(size, bold, DARK))? > room {
         size -= 0.5;
     }
     Ok(size)
 }
 
-/// A straight line between pixel positions.
-fn segment(
-    root: &Root<'_>,
-    points: Vec<(i32, i32)>,
-    color: Rgb,
-    width: u32,
-) -> Result<(), PlotError> {
-    root.draw(&PathElement::new(points, color.color().stroke_width(width)))
-        .map_err(fail)
+/// Tick labels up the y axis of a line chart, and of a time series' panel
+/// (on a linear axis).
+const Y_LABELS: usize = 10;
+const PANEL_Y_LABELS: usize = 8;
+/// The most decades a log axis of a line chart (x, y), or of a panel, has
+/// its 1-2-5 steps labelled on; a wider one, its powers of ten only.
+const X_DECADES: usize = 3;
+const Y_DECADES: usize = 2;
+const PANEL_DECADES: usize = 1;
+/// Height of the label area under the x axis: tick labels and the name.
+const X_LABEL_AREA: u32 = 52;
+/// Width of the legend column right of a plot, unless its names need more.
+const LEGEND_WIDTH: u32 = 214;
+/// Above a line chart's plot, under the title: the markers' and bands'
+/// names.
+const PLOT_TOP: u32 = 24;
+/// Room left of a legend entry's name for its line and marker.
+const LEGEND_GLYPH: u32 = 36;
+
+/// The width of a y label area holding `labels` (the tick labels plotters
+/// will write, at 11 pixels) right of the axis' name. Ours: plotters takes
+/// a fixed size.
+fn y_label_area<DB: DrawingBackend>(
+    area: &Area<DB>,
+    labels: impl Iterator<Item = String>,
+) -> Result<u32, PlotError> {
+    let style = font(11.0, false, DARK);
+    let mut widest = 0;
+    for l in labels {
+        widest = widest.max(width(area, &l, &style)?);
+    }
+    // Tick mark and gap (plotters: twice the tick size), then the name.
+    Ok(u32::try_from(widest + 10 + 26).unwrap_or(0).max(60))
 }
 
-/// A dashed line between two pixel positions: 6 on, 4 off.
-fn dashed(
-    root: &Root<'_>,
-    (ax, ay): (i32, i32),
-    (bx, by): (i32, i32),
-    color: Rgb,
-) -> Result<(), PlotError> {
-    let (dx, dy) = (f64::from(bx - ax), f64::from(by - ay));
-    let len = (dx * dx + dy * dy).sqrt();
-    if len < 1.0 {
-        return Ok(());
+/// The width of a legend column for `names`, and the size of the names:
+/// [`LEGEND_WIDTH`], wider for long names up to a third of the picture,
+/// and names smaller than 11 pixels only past that.
+fn legend_layout<'s, DB: DrawingBackend>(
+    area: &Area<DB>,
+    names: impl Iterator<Item = &'s str>,
+) -> Result<(u32, f64), PlotError> {
+    let (w, _) = area.dim_in_pixel();
+    let style = font(11.0, false, DARK);
+    let names: Vec<&str> = names.collect();
+    let mut widest = 0;
+    for name in &names {
+        widest = widest.max(width(area, name, &style)?);
     }
-    let at = |d: f64| {
-        (
-            ax + (dx * d / len).round() as i32,
-            ay + (dy * d / len).round() as i32,
-        )
-    };
-    let mut d = 0.0;
-    while d < len {
-        segment(root, vec![at(d), at((d + 6.0).min(len))], color, 1)?;
-        d += 10.0;
+    let room = |column: u32| (column - LEGEND_GLYPH - 24) as i32;
+    let column =
+        (widest.max(0) as u32 + LEGEND_GLYPH + 24).clamp(LEGEND_WIDTH, LEGEND_WIDTH.max(w / 3));
+    let mut size: f64 = 11.0;
+    for name in names {
+        size = size.min(fit_size(area, name, 11.0, false, room(column))?);
     }
-    Ok(())
+    Ok((column, size))
 }
 
-/// A point marker centred on a pixel position.
-fn marker(root: &Root<'_>, (x, y): (i32, i32), shape: Shape, color: Rgb) -> Result<(), PlotError> {
-    let fill = color.color().filled();
-    let r = 4;
-    match shape {
-        Shape::Circle => root.draw(&Circle::new((x, y), r, fill)),
-        Shape::Square => root.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], fill)),
-        Shape::Triangle => root.draw(&Polygon::new(
-            vec![(x, y - 5), (x + 5, y + 4), (x - 5, y + 4)],
-            fill,
-        )),
-        Shape::Diamond => root.draw(&Polygon::new(
-            vec![(x, y - 5), (x + 5, y), (x, y + 5), (x - 5, y)],
-            fill,
-        )),
-    }
-    .map_err(fail)
-}
-
-/// Where a plot's frame lies in the picture, in pixels.
-#[derive(Clone, Copy, Debug)]
-struct Frame {
-    left: i32,
-    right: i32,
-    top: i32,
-    bottom: i32,
-}
-
-/// Width of the legend column right of a plot.
-const LEGEND_WIDTH: i32 = 214;
-
-/// A plotting coordinate (a value, or its log10 on a log axis) between `lo`
-/// and `hi`, with grid lines and tick labels at `ticks`.
-#[derive(Clone, Debug)]
-struct Ticked {
-    lo: f64,
-    hi: f64,
-    ticks: Vec<f64>,
-}
-
-impl Ranged for Ticked {
-    // The labels are always formatted by the chart's own formatters.
-    type FormatOption = DefaultFormatting;
-    type ValueType = f64;
-
-    fn map(&self, value: &f64, (from, to): (i32, i32)) -> i32 {
-        let share = (value - self.lo) / (self.hi - self.lo);
-        let at = f64::from(from) + share * f64::from(to - from);
-        // Out-of-range and non-finite values never reach here (the chart
-        // leaves them out); saturate all the same.
-        at.round()
-            .clamp(f64::from(i32::MIN / 2), f64::from(i32::MAX / 2)) as i32
-    }
-
-    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
-        // Grid lines at the ticks only, none between them.
-        if hint.weight().allow_light_points() {
-            Vec::new()
-        } else {
-            self.ticks.clone()
-        }
-    }
-
-    fn range(&self) -> Range<f64> {
-        self.lo..self.hi
-    }
-}
-
-type Chart<'a, 'b> = ChartContext<'a, Canvas<'b>, Cartesian2d<Ticked, Ticked>>;
-
-/// A chart whose plotting area is `frame`, with `x` and `y`, tinted
-/// `bands` under the grid, and tick labels on the x axis if `x_ticks`.
-#[allow(clippy::too_many_arguments)]
-fn plot_area<'a, 'b>(
-    root: &'a Root<'b>,
-    frame: Frame,
-    (x, x_unit): (&Fitted, &str),
-    (y, y_unit): (&Fitted, &str),
-    x_ticks: bool,
-    y_labels: Option<&dyn Fn(f64) -> String>,
+/// Draws the grid, the ticks, their labels and the axis names of `chart`
+/// (plotters' mesh), and a frame round the plot. The x axis' labels are
+/// written where the chart has an x label area.
+fn mesh<DB: DrawingBackend, Y: Ranged<ValueType = f64, FormatOption = DefaultFormatting>>(
+    chart: &mut Chart<'_, DB, Y>,
+    (x, x_decades): (&Axis, usize),
+    (y_name, y_scale, y_labels, y_decades): (&str, Scale, usize, usize),
+    y_format: &dyn Fn(&f64) -> String,
     y_grid: bool,
-    bands: &[Band],
-) -> Result<Chart<'a, 'b>, PlotError> {
-    let (w, h) = root.dim_in_pixel();
-    let (w, h) = (w as i32, h as i32);
-    let x_area = if x_ticks {
-        (h - frame.bottom).max(0)
-    } else {
-        0
+) -> Result<(), PlotError> {
+    let (x_labels, x_light) = ticks(x.scale, &chart.x_range(), 12, x_decades);
+    let (y_labels, y_light) = ticks(y_scale, &chart.y_range(), y_labels, y_decades);
+    let x_format = |v: &f64| match labelled(x.scale, *v) {
+        true => label(*v, &x.unit),
+        false => String::new(),
     };
-    let mut chart = ChartBuilder::on(root)
-        .margin_top(frame.top.max(0) as u32)
-        .margin_right((w - frame.right).max(0) as u32)
-        .margin_bottom((h - frame.bottom - x_area).max(0) as u32)
-        .x_label_area_size(x_area as u32)
-        .y_label_area_size(frame.left.max(0) as u32)
-        .build_cartesian_2d(x.coord(), y.coord())
-        .map_err(fail)?;
-    for band in bands {
-        let from = band.from.filter(|v| x.shows(*v)).unwrap_or(x.lo);
-        let to = band.to.filter(|v| x.shows(*v)).unwrap_or(x.hi);
-        if from < to {
-            chart
-                .plotting_area()
-                .draw(&Rectangle::new(
-                    [(x.t(from), y.t(y.lo)), (x.t(to), y.t(y.hi))],
-                    band.color.color().filled(),
-                ))
-                .map_err(fail)?;
-        }
-    }
-    let x_label = |t: &f64| x.label(*t, x_unit);
-    let y_label = |t: &f64| match y_labels {
-        Some(f) => f(*t),
-        None => y.label(*t, y_unit),
+    let y_format = |v: &f64| match labelled(y_scale, *v) {
+        true => y_format(v),
+        false => String::new(),
     };
     let mut mesh = chart.configure_mesh();
-    // The axis lines and tick marks are the frame's (see `outline`): drawn
-    // here in no colour (which no backend writes), the tick size still sets
-    // how far from the frame the labels go.
     mesh.bold_line_style(GRID.color().stroke_width(1))
-        .light_line_style(TRANSPARENT)
-        .axis_style(TRANSPARENT)
+        .light_line_style(LIGHT_GRID.color().stroke_width(1))
+        .x_max_light_lines(x_light)
+        .y_max_light_lines(y_light)
+        .axis_style(DARK.color().stroke_width(1))
         .set_all_tick_mark_size(5)
-        .label_style(font(11.0, false, DARK, HPos::Center, VPos::Center))
-        .x_label_formatter(&x_label)
-        .y_label_formatter(&y_label);
+        .label_style(font(11.0, false, DARK))
+        .axis_desc_style(font(12.0, false, DARK))
+        .x_labels(x_labels)
+        .y_labels(y_labels)
+        .x_label_formatter(&x_format)
+        .y_label_formatter(&y_format)
+        .x_desc(x.label.as_str())
+        .y_desc(y_name);
     if !y_grid {
         mesh.disable_y_mesh();
     }
     mesh.draw().map_err(fail)?;
-    Ok(chart)
+    // Plotters draws the axes left of and under the plot; this closes it.
+    let (xs, ys) = (chart.x_range(), chart.y_range());
+    chart
+        .plotting_area()
+        .draw(&Rectangle::new(
+            [(xs.start, ys.start), (xs.end, ys.end)],
+            DARK.color().stroke_width(1),
+        ))
+        .map_err(fail)
 }
 
-/// A series' points in pixels, split where a point cannot be shown: runs
-/// of consecutive drawable points.
-fn pixel_runs(
-    chart: &Chart<'_, '_>,
-    x: &Fitted,
-    y: &Fitted,
-    points: &[(f64, f64)],
-) -> Vec<Vec<(i32, i32)>> {
-    let mut runs = vec![Vec::new()];
-    for &(px, py) in points {
-        if x.shows(px) && Fitted::usable(y.scale, py) {
-            let at = chart.backend_coord(&(x.t(px), y.t(y.clamp(py))));
-            if let Some(run) = runs.last_mut() {
-                run.push(at);
-            }
-        } else if runs.last().is_some_and(|r| !r.is_empty()) {
-            runs.push(Vec::new());
-        }
-    }
-    runs.retain(|r| !r.is_empty());
-    runs
-}
-
-/// Draws `series` into `chart`: the lines, then the markers on top.
-fn draw_series(
-    root: &Root<'_>,
-    chart: &Chart<'_, '_>,
-    x: &Fitted,
-    y: &Fitted,
-    series: &[Series],
-) -> Result<(), PlotError> {
-    for (i, s) in series.iter().enumerate() {
-        let color = series_color(s, i);
-        let runs = pixel_runs(chart, x, y, &s.points);
-        if s.width > 0 {
-            for run in runs.iter().filter(|r| r.len() >= 2) {
-                segment(root, run.clone(), color, s.width)?;
-            }
-        }
-        // A point alone, or a series without a line, still shows.
-        let shape = s
-            .marker
-            .or((s.width == 0 || runs.iter().any(|r| r.len() == 1)).then_some(Shape::Circle));
-        if let Some(shape) = shape {
-            for run in &runs {
-                if s.marker.is_some() || s.width == 0 || run.len() == 1 {
-                    for &at in run {
-                        marker(root, at, shape, color)?;
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
+/// The corners of a point marker of `shape` (none: no corner) centred
+/// `at` pixels from its point. Ours: plotters has a circle and a triangle
+/// marker but no square or diamond one, and its legend takes one element
+/// type for every shape, so every marker is a polygon (a disc one of 16
+/// sides).
+fn corners(shape: Option<Shape>, (x, y): (i32, i32)) -> Vec<(i32, i32)> {
+    let offsets: Vec<(f64, f64)> = match shape {
+        None => Vec::new(),
+        Some(Shape::Circle) => (0..16)
+            .map(|i| {
+                let a = f64::from(i) * std::f64::consts::PI / 8.0;
+                (4.5 * a.cos(), 4.5 * a.sin())
+            })
+            .collect(),
+        Some(Shape::Square) => vec![(-4.0, -4.0), (4.0, -4.0), (4.0, 4.0), (-4.0, 4.0)],
+        Some(Shape::Triangle) => vec![(0.0, -5.0), (5.0, 4.0), (-5.0, 4.0)],
+        Some(Shape::Diamond) => vec![(0.0, -5.0), (5.0, 0.0), (0.0, 5.0), (-5.0, 0.0)],
+    };
+    offsets
+        .iter()
+        .map(|(dx, dy)| (x + dx.round() as i32, y + dy.round() as i32))
+        .collect()
 }
 
 fn series_color(s: &Series, index: usize) -> Rgb {
     s.color.unwrap_or(PALETTE[index % PALETTE.len()])
 }
 
-/// The frame over the series' ends, through the ends of both axes (so
-/// that the grid lines at the ends fall on it), and tick marks out of it:
-/// under the x axis if `x_ticks`, left of the y axis always.
-fn outline(
-    root: &Root<'_>,
-    chart: &Chart<'_, '_>,
-    (x, y): (&Fitted, &Fitted),
-    x_ticks: bool,
-) -> Result<(), PlotError> {
-    let (left, bottom) = chart.backend_coord(&(x.t(x.lo), y.t(y.lo)));
-    let (right, top) = chart.backend_coord(&(x.t(x.hi), y.t(y.hi)));
-    root.draw(&Rectangle::new(
-        [(left, top), (right, bottom)],
-        DARK.color().stroke_width(1),
-    ))
-    .map_err(fail)?;
-    if x_ticks {
-        for t in &x.ticks {
-            let (px, _) = chart.backend_coord(&(x.t(*t), y.t(y.lo)));
-            segment(root, vec![(px, bottom), (px, bottom + 5)], DARK, 1)?;
-        }
-    }
-    for t in &y.ticks {
-        let (_, py) = chart.backend_coord(&(x.t(x.lo), y.t(*t)));
-        segment(root, vec![(left - 5, py), (left, py)], DARK, 1)?;
-    }
-    Ok(())
-}
-
-/// The legend right of a plot: a row per series, then one for the markers.
-fn legend(
-    root: &Root<'_>,
-    (left, top): (i32, i32),
+/// Draws `series` into `chart` on axes of scales `scales`, each named in
+/// the legend: the line through each run of placeable points (plotters'
+/// `LineSeries`), the markers on top (`PointSeries`). A point alone, or a
+/// series without a line, still shows as a disc; y values beyond the range
+/// are drawn at its edge.
+fn draw_series<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    (x_scale, y_scale): (Scale, Scale),
     series: &[Series],
-    markers: &[&Marker],
 ) -> Result<(), PlotError> {
-    let (w, _) = root.dim_in_pixel();
-    let right = w as i32 - 8;
-    let row = 22;
-    let rows = series.len() as i32 + i32::from(!markers.is_empty());
-    if rows == 0 {
-        return Ok(());
-    }
-    root.draw(&Rectangle::new(
-        [(left, top), (right, top + row * rows + 12)],
-        WHITE.color().filled(),
-    ))
-    .map_err(fail)?;
-    root.draw(&Rectangle::new(
-        [(left, top), (right, top + row * rows + 12)],
-        GRID.color().stroke_width(1),
-    ))
-    .map_err(fail)?;
-    let mut y = top + 6 + row / 2;
-    let room = right - left - 52;
+    let (xs, ys) = (chart.x_range(), chart.y_range());
+    let placeable = |&(px, py): &(f64, f64)| shows(x_scale, &xs, px) && usable(y_scale, py);
+    let at = |&(px, py): &(f64, f64)| (px, py.clamp(ys.start, ys.end));
     for (i, s) in series.iter().enumerate() {
-        let color = series_color(s, i);
-        if s.width > 0 {
-            segment(root, vec![(left + 8, y), (left + 36, y)], color, s.width)?;
+        let color = series_color(s, i).color();
+        let line = color.stroke_width(s.width);
+        for run in s.points.split(|p| !placeable(p)).filter(|r| !r.is_empty()) {
+            if s.width > 0 && run.len() > 1 {
+                chart
+                    .draw_series(LineSeries::new(run.iter().map(at), line))
+                    .map_err(fail)?;
+            }
+            let shape = s
+                .marker
+                .or((s.width == 0 || run.len() == 1).then_some(Shape::Circle));
+            if shape.is_some() {
+                let dot =
+                    |c, _, style| EmptyElement::at(c) + Polygon::new(corners(shape, (0, 0)), style);
+                chart
+                    .draw_series(PointSeries::of_element(
+                        run.iter().map(at),
+                        4,
+                        color.filled(),
+                        &dot,
+                    ))
+                    .map_err(fail)?;
+            }
         }
-        if let Some(shape) = s.marker.or((s.width == 0).then_some(Shape::Circle)) {
-            marker(root, (left + 22, y), shape, color)?;
-        }
-        // Smaller when a long name would run past the legend's edge.
-        let size = fitting_size(&s.name, 11.0, false, room)?;
-        let style = font(size, false, DARK, HPos::Left, VPos::Center);
-        text(root, &s.name, (left + 44, y), &style)?;
-        y += row;
-    }
-    if !markers.is_empty() {
-        dashed(root, (left + 8, y), (left + 36, y), MUTED)?;
-        let names: Vec<&str> = markers.iter().map(|m| m.label.as_str()).collect();
-        let names = names.join(", ");
-        let size = fitting_size(&names, 11.0, false, room)?;
-        let style = font(size, false, DARK, HPos::Left, VPos::Center);
-        text(root, &names, (left + 44, y), &style)?;
     }
     Ok(())
 }
 
-/// The title, centred over the plot, smaller and moved right if it would
-/// not fit.
-fn title(root: &Root<'_>, title: &str, frame: Frame, y: i32) -> Result<(), PlotError> {
-    let (w, _) = root.dim_in_pixel();
-    let w = w as i32;
-    let size = fitting_size(title, 16.0, true, w - 16)?;
-    let style = font(size, true, DARK, HPos::Center, VPos::Center);
-    let half = text_width(title, &style)? / 2;
-    let x = ((frame.left + frame.right) / 2)
-        .max(half + 8)
-        .min(w - half - 8);
-    text(root, title, (x, y), &style)
+/// A legend column: a chart of its own in `column`, `top` pixels down
+/// (where the plot's top is), for [`legend`] to draw the rows [`rows`]
+/// give it. Plotters draws a legend in a chart's plotting area and keeps
+/// what it draws there, so one right of a plot needs a plotting area there.
+fn legend_column<DB: DrawingBackend>(
+    column: &Area<DB>,
+    top: u32,
+) -> Result<Chart<'_, DB>, PlotError> {
+    let unit = || Coord::new(Scale::Linear, 0.0..1.0);
+    ChartBuilder::on(column)
+        .margin_top(top)
+        .margin_right(8)
+        .build_cartesian_2d(unit(), unit())
+        .map_err(fail)
 }
 
-/// An axis' name under the x axis, centred and shrunk like the title.
-fn x_name(root: &Root<'_>, name: &str, frame: Frame, y: i32) -> Result<(), PlotError> {
-    let (w, _) = root.dim_in_pixel();
-    let w = w as i32;
-    let size = fitting_size(name, 12.0, false, w - 16)?;
-    let style = font(size, false, DARK, HPos::Center, VPos::Center);
-    let half = text_width(name, &style)? / 2;
-    let x = ((frame.left + frame.right) / 2)
-        .max(half + 8)
-        .min(w - half - 8);
-    text(root, name, (x, y), &style)
-}
-
-/// An axis' name along the y axis, reading upwards, centred on the frame,
-/// left of tick labels `widest` pixels wide.
-fn y_name(root: &Root<'_>, name: &str, frame: Frame, widest: i32) -> Result<(), PlotError> {
-    let size = fitting_size(name, 12.0, false, frame.bottom - frame.top)?;
-    let style =
-        font(size, false, DARK, HPos::Center, VPos::Center).transform(FontTransform::Rotate270);
-    let x = (frame.left - widest - 24).max(12);
-    text(root, name, (x, (frame.top + frame.bottom) / 2), &style)
-}
-
-/// The width of the widest of `labels` as tick labels.
-fn widest(labels: impl Iterator<Item = String>) -> Result<i32, PlotError> {
-    let style = font(11.0, false, DARK, HPos::Left, VPos::Center);
-    let mut widest = 0;
-    for label in labels {
-        widest = widest.max(text_width(&label, &style)?);
+/// A legend row per series of `series`: its line and marker, and its name.
+fn rows<'a, DB: DrawingBackend + 'a>(
+    legend: &mut Chart<'a, DB>,
+    series: &[Series],
+) -> Result<(), PlotError> {
+    for (i, s) in series.iter().enumerate() {
+        let color = series_color(s, i).color();
+        let shape = s.marker.or((s.width == 0).then_some(Shape::Circle));
+        let line = match s.width {
+            0 => TRANSPARENT.into(),
+            w => color.stroke_width(w),
+        };
+        let fill = match shape {
+            Some(_) => color.filled(),
+            None => TRANSPARENT.into(),
+        };
+        legend
+            .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+            .map_err(fail)?
+            .label(s.name.as_str())
+            .legend(move |c| {
+                EmptyElement::at(c)
+                    + PathElement::new(vec![(0, 0), (28, 0)], line)
+                    + Polygon::new(corners(shape, (14, 0)), fill)
+            });
     }
-    Ok(widest)
+    Ok(())
 }
 
-/// The left edge of a frame whose widest tick label is `widest` pixels:
-/// room for it and the y axis' name left of it.
-fn frame_left(widest: i32) -> i32 {
-    (widest + 44).max(72)
+/// Draws the rows given to a [`legend_column`], in names of `size`:
+/// plotters' series labels, in a box at the column's top left.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    legend: &mut Chart<'a, DB>,
+    size: f64,
+) -> Result<(), PlotError> {
+    legend
+        .configure_series_labels()
+        .position(SeriesLabelPosition::Coordinate(0, 0))
+        .legend_area_size(LEGEND_GLYPH)
+        .margin(6)
+        .background_style(WHITE.color().filled())
+        .border_style(GRID.color())
+        .label_font(font(size, false, DARK))
+        .draw()
+        .map_err(fail)
 }
 
-fn draw_line_chart(root: &Root<'_>, c: &LineChart) -> Result<(), PlotError> {
+/// The picture's title, bold, centred at its top and shrunk to fit; the
+/// rest of the picture.
+fn titled<DB: DrawingBackend>(root: &Area<DB>, title: &str) -> Result<Area<DB>, PlotError> {
+    let (w, _) = root.dim_in_pixel();
+    let size = fit_size(root, title, 16.0, true, w as i32 - 16)?;
+    root.titled(title, font(size, true, DARK)).map_err(fail)
+}
+
+fn draw_line_chart<DB: DrawingBackend>(root: &Area<DB>, c: &LineChart) -> Result<(), PlotError> {
     root.fill(&WHITE.color()).map_err(fail)?;
-    let (w, h) = root.dim_in_pixel();
-    let (w, h) = (w as i32, h as i32);
-    let x = Fitted::fit(
+    let (_, h) = root.dim_in_pixel();
+    let scales = (c.x.scale, c.y.scale);
+    let xs = fit(
         &c.x,
         c.series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.0))
             .chain(c.markers.iter().map(|m| m.x)),
-        12,
+        false,
     );
-    let y = Fitted::fit(
+    let ys = fit(
         &c.y,
-        c.series
-            .iter()
-            .flat_map(|s| s.points.iter().filter(|p| x.shows(p.0)).map(|p| p.1)),
-        12,
+        c.series.iter().flat_map(|s| {
+            s.points
+                .iter()
+                .filter(|p| shows(c.x.scale, &xs, p.0))
+                .map(|p| p.1)
+        }),
+        true,
     );
-    let markers: Vec<&Marker> = c.markers.iter().filter(|m| x.shows(m.x)).collect();
+    let markers: Vec<&Marker> = c
+        .markers
+        .iter()
+        .filter(|m| shows(c.x.scale, &xs, m.x))
+        .collect();
     let has_legend = !c.series.is_empty() || !markers.is_empty();
-    let y_widest = widest(y.ticks.iter().map(|v| y.label(y.t(*v), &c.y.unit)))?;
-    let frame = Frame {
-        left: frame_left(y_widest),
-        right: if has_legend {
-            w - LEGEND_WIDTH - 16
-        } else {
-            w - 24
-        },
-        top: 50,
-        bottom: h - 78,
-    };
-    let chart = plot_area(
-        root,
-        frame,
-        (&x, &c.x.unit),
-        (&y, &c.y.unit),
-        true,
-        None,
-        true,
-        &c.bands,
-    )?;
-    let label_y = frame.top - 10;
+    let (x, y) = (
+        Coord::new(c.x.scale, xs.clone()),
+        Coord::new(c.y.scale, ys.clone()),
+    );
+    let y_format = |v: &f64| label(*v, &c.y.unit);
+    let y_texts = tick_texts(c.y.scale, ys.clone(), (Y_LABELS, Y_DECADES), &c.y.unit);
+    let y_area = y_label_area(root, y_texts.into_iter())?;
 
-    // Band names above the frame, where no line runs.
+    let names = c.series.iter().map(|s| s.name.as_str());
+    let (legend_width, legend_names) = legend_layout(root, names)?;
+    let below = titled(root, &c.title)?;
+    let (w, _) = below.dim_in_pixel();
+    let (plot, column) = below.split_horizontally(w.saturating_sub(legend_width + 8));
+    let mut chart = ChartBuilder::on(if has_legend { &plot } else { &below })
+        // Room for the markers' and bands' names above the plot, and for
+        // the note under the x axis' name.
+        .margin_top(PLOT_TOP)
+        .margin_bottom(if c.note.is_some() { 22 } else { 8 })
+        .margin_left(8)
+        .margin_right(if has_legend { 16 } else { 24 })
+        .x_label_area_size(X_LABEL_AREA)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(x, y)
+        .map_err(fail)?;
+    let (bottom, top) = (ys.start, ys.end);
+
+    // Bands under the grid.
+    let band_range = |b: &Band| {
+        let from = b.from.filter(|v| shows(c.x.scale, &xs, *v));
+        let to = b.to.filter(|v| shows(c.x.scale, &xs, *v));
+        (from.unwrap_or(xs.start), to.unwrap_or(xs.end))
+    };
     for band in &c.bands {
-        let Some(label) = &band.label else { continue };
-        let from = band.from.filter(|v| x.shows(*v)).unwrap_or(x.lo);
-        let to = band.to.filter(|v| x.shows(*v)).unwrap_or(x.hi);
-        let (a, b) = (
-            chart.backend_coord(&(x.t(from), y.t(y.hi))).0,
-            chart.backend_coord(&(x.t(to), y.t(y.hi))).0,
-        );
-        if b - a >= 100 {
-            let style = font(11.0, false, MUTED, HPos::Center, VPos::Center);
-            text(root, label, ((a + b) / 2, label_y), &style)?;
+        let (from, to) = band_range(band);
+        if from < to {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(from, bottom), (to, top)],
+                    band.color.color().filled(),
+                )))
+                .map_err(fail)?;
         }
     }
+    mesh(
+        &mut chart,
+        (&c.x, X_DECADES),
+        (&c.y.label, c.y.scale, Y_LABELS, Y_DECADES),
+        &y_format,
+        true,
+    )?;
 
-    // Markers, named above the frame; of two close ones the left one's name
-    // goes left of its line, the right one's right of it.
-    let mut shown: Vec<(i32, &str)> = markers
+    // Names above the plot, where no line runs. Ours: plotters writes text
+    // at a point, and knows no labels for bands or vertical lines.
+    let label_y = chart.backend_coord(&(xs.start, top)).1 - 12;
+    for band in &c.bands {
+        let Some(name) = &band.label else { continue };
+        let (from, to) = band_range(band);
+        let (a, b) = (
+            chart.backend_coord(&(from, top)).0,
+            chart.backend_coord(&(to, top)).0,
+        );
+        if b - a >= 100 {
+            let style = font(11.0, false, MUTED).pos(Pos::new(HPos::Center, VPos::Center));
+            text(root, name, ((a + b) / 2, label_y), &style)?;
+        }
+    }
+    // Of two close markers the left one's name goes left of its line, the
+    // right one's right of it.
+    let mut shown: Vec<(i32, &Marker)> = markers
         .iter()
-        .map(|m| {
-            (
-                chart.backend_coord(&(x.t(m.x), y.t(y.hi))).0,
-                m.label.as_str(),
-            )
-        })
+        .map(|m| (chart.backend_coord(&(m.x, top)).0, *m))
         .collect();
     shown.sort_by_key(|m| m.0);
-    for (i, &(px, label)) in shown.iter().enumerate() {
-        dashed(root, (px, frame.top), (px, frame.bottom), MUTED)?;
+    let dash = MUTED.color().stroke_width(1);
+    for (i, &(px, m)) in shown.iter().enumerate() {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(m.x, bottom), (m.x, top)],
+                6,
+                4,
+                dash,
+            ))
+            .map_err(fail)?;
         let close_left = i > 0 && px - shown[i - 1].0 < 36;
         let close_right = i + 1 < shown.len() && shown[i + 1].0 - px < 36;
         let (dx, anchor) = match (close_left, close_right) {
@@ -1090,22 +1018,30 @@ fn draw_line_chart(root: &Root<'_>, c: &LineChart) -> Result<(), PlotError> {
             (false, true) => (-3, HPos::Right),
             (false, false) => (0, HPos::Center),
         };
-        let style = font(12.0, true, DARK, anchor, VPos::Center);
-        text(root, label, (px + dx, label_y), &style)?;
+        let style = font(12.0, true, DARK).pos(Pos::new(anchor, VPos::Center));
+        text(root, &m.label, (px + dx, label_y), &style)?;
     }
 
-    draw_series(root, &chart, &x, &y, &c.series)?;
-    outline(root, &chart, (&x, &y), true)?;
-
-    title(root, &c.title, frame, 22)?;
-    x_name(root, &c.x.label, frame, frame.bottom + 44)?;
-    y_name(root, &c.y.label, frame, y_widest)?;
-    if let Some(note) = &c.note {
-        let style = font(10.0, false, MUTED, HPos::Left, VPos::Center);
-        text(root, note, (frame.left, h - 12), &style)?;
+    draw_series(&mut chart, scales, &c.series)?;
+    let mut side = legend_column(&column, PLOT_TOP)?;
+    rows(&mut side, &c.series)?;
+    if !markers.is_empty() {
+        // The markers' row of the legend: their names together.
+        let names: Vec<&str> = markers.iter().map(|m| m.label.as_str()).collect();
+        side.draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+            .map_err(fail)?
+            .label(names.join(", "))
+            .legend(move |(lx, ly)| {
+                DashedPathElement::new(vec![(lx, ly), (lx + 28, ly)], 6, 4, dash)
+            });
     }
     if has_legend {
-        legend(root, (frame.right + 16, frame.top), &c.series, &markers)?;
+        legend(&mut side, legend_names)?;
+    }
+    if let Some(note) = &c.note {
+        let left = chart.backend_coord(&(xs.start, top)).0;
+        let style = font(10.0, false, MUTED).pos(Pos::new(HPos::Left, VPos::Center));
+        text(root, note, (left, h as i32 - 12), &style)?;
     }
     Ok(())
 }
@@ -1243,6 +1179,15 @@ mod tests {
                 color: GRID,
                 label: Some("all".into()),
             }];
+            c.series.push(Series::new(
+                "extremes",
+                vec![
+                    (f64::MAX, 1.0),
+                    (1.0, -f64::MAX),
+                    (1e300, 1e-300),
+                    (f64::MIN_POSITIVE / 8.0, 2.0),
+                ],
+            ));
             let svg = c.to_svg().expect("svg");
             assert!(svg_texts(&svg).iter().any(|t| t == "empty"));
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
@@ -1261,27 +1206,60 @@ mod tests {
 
     #[test]
     fn axes_fit_their_values() {
-        let log = Fitted::fit(&Axis::log10("x"), [0.05, 3.0, 0.12, 0.9].into_iter(), 12);
-        assert!((log.lo - 0.02).abs() < 1e-12, "{}", log.lo);
-        assert!((log.hi - 5.0).abs() < 1e-12, "{}", log.hi);
-        let labels: Vec<String> = log.ticks.iter().map(|v| tick_label(*v)).collect();
-        assert_eq!(labels, ["0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5"]);
-        // Narrow ranges get every step of the decade; no values, a default.
-        let narrow = Fitted::fit(&Axis::log10("x"), [0.3, 0.4].into_iter(), 12);
-        assert_eq!(narrow.ticks.len(), 4);
-        let none = Fitted::fit(&Axis::log10("x"), [0.0, f64::NAN].into_iter(), 12);
-        assert_eq!((none.lo, none.hi), (0.01, 10.0));
+        // A log axis spans the powers of ten around its values, labelled.
+        let log = fit(&Axis::log10("x"), [0.05, 3.0, 0.12, 0.9].into_iter(), true);
+        assert_eq!(log, 0.01..10.0);
+        assert_eq!(
+            tick_texts(Scale::Log10, log.clone(), (12, 3), "%"),
+            ["0.01%", "0.02%", "0.05%", "0.1%", "0.2%", "0.5%", "1%", "2%", "5%", "10%"]
+        );
+        // Wider, the powers of ten alone.
+        assert_eq!(
+            tick_texts(Scale::Log10, log, (12, 2), ""),
+            ["0.01", "0.1", "1", "10"]
+        );
+        // A narrow one gets a decade, every step of it labelled.
+        let narrow = fit(&Axis::log10("x"), [0.3, 0.4].into_iter(), true);
+        assert_eq!(narrow, 0.1..1.0);
+        assert_eq!(
+            tick_texts(Scale::Log10, narrow, (Y_LABELS, 1), ""),
+            ["0.1", "0.2", "0.5", "1"]
+        );
+        // No usable value: a default range.
+        let none = fit(&Axis::log10("x"), [0.0, f64::NAN].into_iter(), true);
+        assert_eq!(none, 0.01..10.0);
 
-        let lin = Fitted::fit(&Axis::linear("y"), [2.7, 1.0].into_iter(), 12);
-        assert_eq!((lin.lo, lin.hi), (0.0, 3.0));
-        assert_eq!(lin.ticks.len(), 7);
-        let zero = Fitted::fit(&Axis::linear("y"), [0.0].into_iter(), 12);
-        assert_eq!((zero.lo, zero.hi), (0.0, 1.0));
-        let neg = Fitted::fit(&Axis::linear("y"), [-3.0, 7.0].into_iter(), 12);
-        assert_eq!((neg.lo, neg.hi), (-4.0, 8.0));
-        assert!(neg.ticks.contains(&0.0));
-        let fixed = Fitted::fit(&Axis::linear("y").range(0.0, 100.0), std::iter::empty(), 12);
-        assert_eq!(fixed.ticks, [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        // A linear axis starts at 0 and ends a little above the highest.
+        let lin = fit(&Axis::linear("y"), [2.7, 1.0].into_iter(), true);
+        assert!(
+            lin.start == 0.0 && lin.end > 2.7 && lin.end < 3.0,
+            "{lin:?}"
+        );
+        assert_eq!(fit(&Axis::linear("y"), [0.0].into_iter(), true), 0.0..1.0);
+        let neg = fit(&Axis::linear("y"), [-3.0, 7.0].into_iter(), true);
+        assert!(neg.start < -3.0 && neg.end > 7.0, "{neg:?}");
+        assert!(tick_texts(Scale::Linear, neg, (Y_LABELS, 0), "").contains(&"0".to_string()));
+        // A range given is kept, and labelled in round steps.
+        let fixed = fit(
+            &Axis::linear("y").range(0.0, 100.0),
+            std::iter::empty(),
+            true,
+        );
+        assert_eq!(fixed, 0.0..100.0);
+        assert_eq!(
+            tick_texts(Scale::Linear, fixed, (Y_LABELS, 0), ""),
+            ["0", "20", "40", "60", "80", "100"]
+        );
+        // One that cannot be shown is not.
+        let bad = fit(&Axis::log10("x").range(0.0, 10.0), [2.0].into_iter(), true);
+        assert_eq!(bad, 1.0..10.0);
+        // A log axis spans 300 decades at most.
+        let wide = fit(&Axis::log10("x"), [1e-300, 1e300].into_iter(), true);
+        assert!((wide.end / wide.start).is_finite(), "{wide:?}");
+        assert!(
+            (wide.start - 1.0).abs() < 1e-9 && wide.end > 0.99e300,
+            "{wide:?}"
+        );
     }
 
     #[test]

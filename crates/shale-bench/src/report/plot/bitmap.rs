@@ -4,10 +4,10 @@
 //! letter spacing, spaces that vanish at small sizes). Glyphs are placed at
 //! fractional pen positions with kerning, at the SVG's font size and with
 //! the SVG's anchoring, so the PNG sets text as a browser sets the SVG's
-//! (where the browser has DejaVu Sans).
-//!
-//! [`measure`] gives both backends' layout decisions (fitting a title,
-//! whether a label fits its bar) the same text widths.
+//! (where the browser has DejaVu Sans). Ours because plotters' text code
+//! cannot do that; its text is measured by [`measure`], so that what the
+//! charts fit to their room (a title, a legend, a label in its bar) is
+//! fitted to the PNG's own glyphs.
 
 use std::sync::OnceLock;
 

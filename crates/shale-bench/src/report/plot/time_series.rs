@@ -6,13 +6,17 @@
 //!
 //! [`LineChart`]: super::LineChart
 
-use plotters::prelude::{Color, Rectangle};
-use plotters::style::text_anchor::{HPos, VPos};
+use std::ops::Range;
+
+use plotters::backend::DrawingBackend;
+use plotters::coord::combinators::BindKeyPoints;
+use plotters::prelude::{ChartBuilder, Color, Rectangle};
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{
-    draw_series, fail, font, frame_left, legend, outline, plot_area, png, svg, text, text_width,
-    title, widest, x_name, y_name, Axis, Figure, Fitted, Frame, PlotError, Rgb, Root, Scale,
-    Series, DARK, LEGEND_WIDTH, PALETTE, WHITE,
+    draw_series, fail, fit, font, label, legend, legend_column, legend_layout, mesh, png, rows,
+    shows, svg, text, tick_texts, titled, width, y_label_area, Area, Axis, Coord, Figure,
+    PlotError, Rgb, Scale, Series, DARK, PALETTE, PANEL_DECADES, PANEL_Y_LABELS, WHITE,
 };
 
 /// Width of a [`TimeSeries`] figure unless it says otherwise, in pixels.
@@ -126,7 +130,7 @@ impl TimeSeries {
 }
 
 impl Figure for TimeSeries {
-    fn draw(&self, root: &Root<'_>) -> Result<(), PlotError> {
+    fn draw<DB: DrawingBackend>(&self, root: &Area<DB>) -> Result<(), PlotError> {
         draw_time_series(root, self)
     }
 }
@@ -136,15 +140,13 @@ fn drawable(e: &Event) -> bool {
     e.start.is_finite() && e.end.is_finite() && e.start <= e.end
 }
 
-fn draw_time_series(root: &Root<'_>, f: &TimeSeries) -> Result<(), PlotError> {
+fn draw_time_series<DB: DrawingBackend>(root: &Area<DB>, f: &TimeSeries) -> Result<(), PlotError> {
     root.fill(&WHITE.color()).map_err(fail)?;
-    let (w, h) = root.dim_in_pixel();
-    let (w, h) = (w as i32, h as i32);
     let x_axis = Axis {
         scale: Scale::Linear,
         ..f.x.clone()
     };
-    let x = Fitted::fit(
+    let xs = fit(
         &x_axis,
         f.panels
             .iter()
@@ -155,7 +157,7 @@ fn draw_time_series(root: &Root<'_>, f: &TimeSeries) -> Result<(), PlotError> {
                     .flat_map(|l| l.events.iter().filter(|e| drawable(e)))
                     .flat_map(|e| [e.start, e.end]),
             ),
-        12,
+        false,
     );
     let empty = [Panel {
         y: Axis::default(),
@@ -166,144 +168,132 @@ fn draw_time_series(root: &Root<'_>, f: &TimeSeries) -> Result<(), PlotError> {
     } else {
         &f.panels
     };
-    let ys: Vec<Fitted> = panels
+    let ys: Vec<Range<f64>> = panels
         .iter()
         .map(|p| {
-            Fitted::fit(
+            fit(
                 &p.y,
-                p.series
-                    .iter()
-                    .flat_map(|s| s.points.iter().filter(|q| x.shows(q.0)).map(|q| q.1)),
-                // Panels are short: fewer ticks.
-                6,
+                p.series.iter().flat_map(|s| {
+                    s.points
+                        .iter()
+                        .filter(|q| shows(Scale::Linear, &xs, q.0))
+                        .map(|q| q.1)
+                }),
+                true,
             )
         })
         .collect();
-    let tick_labels = |y: &Fitted, p: &Panel| -> Vec<String> {
-        y.ticks
-            .iter()
-            .map(|v| y.label(y.t(*v), &p.y.unit))
-            .collect()
-    };
 
-    // One left edge for all, fitting every tick label and lane name.
-    let labels: Vec<String> = ys
+    // One label area for all, fitting every tick label and lane name, and
+    // one size for the legends' names.
+    let mut labels: Vec<String> = f.lanes.iter().map(|l| l.name.clone()).collect();
+    for (p, y) in panels.iter().zip(&ys) {
+        let ticks = (PANEL_Y_LABELS, PANEL_DECADES);
+        labels.extend(tick_texts(p.y.scale, y.clone(), ticks, &p.y.unit));
+    }
+    let y_area = y_label_area(root, labels.into_iter())?;
+    let names = panels
         .iter()
-        .zip(panels)
-        .flat_map(|(y, p)| tick_labels(y, p))
-        .chain(f.lanes.iter().map(|l| l.name.clone()))
-        .collect();
-    let left = frame_left(widest(labels.into_iter())?);
+        .flat_map(|p| &p.series)
+        .map(|s| s.name.as_str());
+    let (legend_width, legend_names) = legend_layout(root, names)?;
     let has_legend = panels.iter().any(|p| !p.series.is_empty());
-    let right = if has_legend {
-        w - LEGEND_WIDTH - 16
-    } else {
-        w - 24
-    };
+    let right = if has_legend { 16 } else { 24 };
+    let (w, _) = root.dim_in_pixel();
 
-    let mut top = TITLE_SPACE as i32;
-    let mut last = Frame {
-        left,
-        right,
-        top,
-        bottom: top,
-    };
-    for (i, (p, y)) in panels.iter().zip(&ys).enumerate() {
+    titled(root, &f.title)?;
+    // The panels and the timeline, each in its stretch of the picture; the
+    // last one's stretch reaches the bottom, its x label area included.
+    let mut cuts = vec![TITLE_SPACE];
+    for _ in 1..panels.len() + usize::from(!f.lanes.is_empty()) {
+        cuts.push(cuts[cuts.len() - 1] + PANEL_HEIGHT);
+    }
+    let areas = root.split_by_breakpoints::<u32, u32, _, _>([], cuts);
+    for (i, (p, y)) in panels.iter().zip(ys).enumerate() {
         let bottom_most = i + 1 == panels.len() && f.lanes.is_empty();
-        let frame = Frame {
-            left,
-            right,
-            top,
-            bottom: top + (PANEL_HEIGHT - PANEL_GAP) as i32,
-        };
-        let chart = plot_area(
-            root,
-            frame,
-            (&x, &x_axis.unit),
-            (y, &p.y.unit),
-            bottom_most,
-            None,
-            true,
-            &[],
-        )?;
-        draw_series(root, &chart, &x, y, &p.series)?;
-        outline(root, &chart, (&x, y), bottom_most)?;
-        let w = widest(tick_labels(y, p).into_iter())?;
-        y_name(root, &p.y.label, frame, w)?;
-        if !p.series.is_empty() {
-            legend(root, (right + 16, frame.top), &p.series, &[])?;
+        let (area, column) = areas[i + 1].split_horizontally(w.saturating_sub(legend_width + 8));
+        let mut builder = ChartBuilder::on(if has_legend { &area } else { &areas[i + 1] });
+        builder
+            .margin_bottom(PANEL_GAP)
+            .margin_left(8)
+            .margin_right(right)
+            .y_label_area_size(y_area);
+        if bottom_most {
+            builder.x_label_area_size(X_AXIS_SPACE);
         }
-        last = frame;
-        top += PANEL_HEIGHT as i32;
+        let mut chart = builder
+            .build_cartesian_2d(
+                Coord::new(Scale::Linear, xs.clone()),
+                Coord::new(p.y.scale, y),
+            )
+            .map_err(fail)?;
+        let y_format = |v: &f64| label(*v, &p.y.unit);
+        mesh(
+            &mut chart,
+            (&x_axis, 0),
+            (&p.y.label, p.y.scale, PANEL_Y_LABELS, PANEL_DECADES),
+            &y_format,
+            true,
+        )?;
+        draw_series(&mut chart, (Scale::Linear, p.y.scale), &p.series)?;
+        if !p.series.is_empty() {
+            let mut side = legend_column(&column, 0)?;
+            rows(&mut side, &p.series)?;
+            legend(&mut side, legend_names)?;
+        }
     }
 
-    if !f.lanes.is_empty() {
-        let n = f.lanes.len();
-        let frame = Frame {
-            left,
-            right,
-            top,
-            bottom: top + (n as u32 * LANE_HEIGHT) as i32,
-        };
+    if let Some(area) = areas.get(panels.len() + 1).filter(|_| !f.lanes.is_empty()) {
         // Lane i (from the top) is the stretch n-1-i..n-i of the y axis,
         // named at its middle.
-        let lanes = Fitted {
-            scale: Scale::Linear,
-            lo: 0.0,
-            hi: n as f64,
-            ticks: (0..n).map(|i| i as f64 + 0.5).collect(),
-        };
-        let name = |t: f64| {
+        let n = f.lanes.len();
+        let middles = (0..n).map(|i| i as f64 + 0.5).collect();
+        let mut chart = ChartBuilder::on(area)
+            .margin_bottom(8)
+            .margin_left(8)
+            .margin_right(if has_legend {
+                legend_width + 8 + right
+            } else {
+                right
+            })
+            .x_label_area_size(X_AXIS_SPACE)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(
+                Coord::new(Scale::Linear, xs.clone()),
+                Coord::new(Scale::Linear, 0.0..n as f64).with_key_points(middles),
+            )
+            .map_err(fail)?;
+        let name = |t: &f64| {
             let i = n as f64 - 1.0 - t.floor();
             f.lanes
                 .get(i.max(0.0) as usize)
                 .map_or(String::new(), |l| l.name.clone())
         };
-        let chart = plot_area(
-            root,
-            frame,
-            (&x, &x_axis.unit),
-            (&lanes, ""),
-            true,
-            Some(&name),
-            false,
-            &[],
-        )?;
+        let lanes = ("", Scale::Linear, n, 0);
+        mesh(&mut chart, (&x_axis, 0), lanes, &name, false)?;
+        // The bars: ours, plotters has no timeline. An instant is 2 pixels
+        // wide; a label is written in its bar when it fits there.
+        let style = font(10.0, false, DARK).pos(Pos::new(HPos::Left, VPos::Center));
         for (i, lane) in f.lanes.iter().enumerate() {
-            let color = lane.color.unwrap_or(PALETTE[i % PALETTE.len()]);
-            let centre = (n - 1 - i) as f64 + 0.5;
+            let color = lane.color.unwrap_or(PALETTE[i % PALETTE.len()]).color();
+            let middle = (n - 1 - i) as f64 + 0.5;
             for e in lane.events.iter().filter(|e| drawable(e)) {
-                let (x0, y0) = chart.backend_coord(&(x.clamp(e.start), centre + 0.32));
-                let (x1, y1) = chart.backend_coord(&(x.clamp(e.end), centre - 0.32));
+                let clamp = |v: f64| v.clamp(xs.start, xs.end);
+                let (x0, y0) = chart.backend_coord(&(clamp(e.start), middle + 0.32));
+                let (x1, y1) = chart.backend_coord(&(clamp(e.end), middle - 0.32));
                 let x1 = x1.max(x0 + 2);
-                root.draw(&Rectangle::new(
-                    [(x0, y0), (x1, y1)],
-                    color.color().mix(0.35).filled(),
-                ))
-                .map_err(fail)?;
-                root.draw(&Rectangle::new(
-                    [(x0, y0), (x1, y1)],
-                    color.color().stroke_width(1),
-                ))
-                .map_err(fail)?;
+                for style in [color.mix(0.35).filled(), color.stroke_width(1)] {
+                    root.draw(&Rectangle::new([(x0, y0), (x1, y1)], style))
+                        .map_err(fail)?;
+                }
                 if let Some(label) = &e.label {
-                    let style = font(10.0, false, DARK, HPos::Left, VPos::Center);
-                    if text_width(label, &style)? + 6 <= x1 - x0 {
+                    if width(root, label, &style)? + 6 <= x1 - x0 {
                         text(root, label, (x0 + 3, (y0 + y1) / 2), &style)?;
                     }
                 }
             }
         }
-        outline(root, &chart, (&x, &lanes), true)?;
-        last = frame;
     }
-
-    let first = Frame {
-        top: TITLE_SPACE as i32,
-        ..last
-    };
-    title(root, &f.title, first, 22)?;
-    x_name(root, &x_axis.label, last, (last.bottom + 44).min(h - 10))?;
     Ok(())
 }
 
