@@ -51,14 +51,14 @@ use std::sync::{Arc, OnceLock};
 
 mod batch;
 mod block_io;
+mod block_ref;
 mod classic;
 mod inspect;
 mod iter;
 mod paged;
 pub(crate) use batch::{BatchScope, Planned};
-use block_io::{
-    read_block_contents, BlockRef, HeldMeta, HeldPartitions, HeldSlot, Placement, ReadAhead,
-};
+use block_io::{HeldMeta, HeldPartitions, HeldSlot, Placement};
+use block_ref::{read_block_contents, BlockRef, ReadAhead};
 use classic::ClassicIndex;
 pub(crate) use inspect::check_metadata;
 pub use inspect::inspect_table;

@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use shale_env::RandomAccessFile;
 
-use super::block_io::{decode_data_block, unwrap_ref, BlockRef};
+use super::block_ref::{decode_data_block, unwrap_ref, BlockRef};
 use crate::cache::Priority;
 use crate::error::{Error, Result};
 use crate::metrics::{BlockKind, Stats};

@@ -13,7 +13,8 @@ use std::collections::HashMap;
 
 use parking_lot::RwLock;
 
-use super::block_io::{decode_data_block, BlockRef, HeldMeta, HeldPartitions, HeldSlot, Placement};
+use super::block_io::{HeldMeta, HeldPartitions, HeldSlot, Placement};
+use super::block_ref::{decode_data_block, BlockRef};
 use super::{Meta, TableReader};
 use crate::error::Result;
 use crate::format::{compare_bytes, pack_trailer, ValueKind, MAX_SEQNO};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use shale_env::RandomAccessFile;
 
-use super::block_io::{read_block_contents, read_ref, BlockRef};
+use super::block_ref::{read_block_contents, read_ref, BlockRef};
 use super::classic::ClassicIndex;
 use super::paged::PagedIndex;
 use super::{read_meta, read_range_dels, IndexReader, Meta};

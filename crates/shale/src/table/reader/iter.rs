@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::block_io::{unwrap_ref, BlockRef, ReadAhead};
+use super::block_ref::{unwrap_ref, BlockRef, ReadAhead};
 use super::TableReader;
 use crate::error::{Error, Result};
 use crate::format::compare_bytes;

@@ -12,7 +12,8 @@
 
 use std::sync::OnceLock;
 
-use super::block_io::{decode_data_block, BlockRef, HeldMeta, HeldPartitions, HeldSlot, Placement};
+use super::block_io::{HeldMeta, HeldPartitions, HeldSlot, Placement};
+use super::block_ref::{decode_data_block, BlockRef};
 use super::{Meta, TableReader};
 use crate::error::Result;
 use crate::format::{pack_trailer, ValueKind, MAX_SEQNO};
