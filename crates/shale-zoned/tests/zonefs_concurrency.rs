@@ -27,11 +27,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A gate on a device: once armed, the first write of at least `min_len`
-/// bytes stops inside the device (before it reaches the emulator), reports
-/// that it is there, and waits until the gate is opened.
+/// bytes (or, made by [`GateDev::on_resets`], the first zone reset) stops
+/// inside the device (before it reaches the emulator), reports that it is
+/// there, and waits until the gate is opened.
 struct GateDev {
     dev: EmulatedZoned,
     min_len: usize,
+    /// Resets are held, not writes.
+    resets: bool,
     /// (armed, a write is held, opened)
     gate: Mutex<(bool, bool, bool)>,
     cv: Condvar,
@@ -42,8 +45,16 @@ impl GateDev {
         GateDev {
             dev,
             min_len,
+            resets: false,
             gate: Mutex::new((false, false, false)),
             cv: Condvar::new(),
+        }
+    }
+
+    fn on_resets(dev: EmulatedZoned) -> GateDev {
+        GateDev {
+            resets: true,
+            ..GateDev::new(dev, 0)
         }
     }
 
@@ -98,14 +109,21 @@ impl ZonedDevice for GateDev {
         self.dev.finish_zone(zone)
     }
     fn reset_zone(&self, zone: u32) -> shale_zoned::Result<()> {
+        if self.resets {
+            self.pass(usize::MAX);
+        }
         self.dev.reset_zone(zone)
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> shale_zoned::Result<()> {
-        self.pass(data.len());
+        if !self.resets {
+            self.pass(data.len());
+        }
         self.dev.write_at(offset, data)
     }
     fn append(&self, zone: u32, data: &[u8]) -> shale_zoned::Result<u64> {
-        self.pass(data.len());
+        if !self.resets {
+            self.pass(data.len());
+        }
         self.dev.append(zone, data)
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> shale_zoned::Result<()> {
@@ -189,6 +207,89 @@ fn a_wal_sync_does_not_wait_for_another_threads_data_write() {
     assert_eq!(
         read_file(&fs, "/db/000007.sst").expect("read table"),
         vec![7u8; 256 << 10]
+    );
+}
+
+/// A writer that needs a zone while the only ones left are being reset (by
+/// another thread's metadata sync, which resets the zones of a removed file
+/// under the log lock, not the state lock) waits for the reset and goes on.
+/// Before, it saw no free zone and nothing queued for a reset, found nothing
+/// to collect (the zones being reset are no victims) and failed with
+/// "zone file system full" on a device about to be empty.
+#[test]
+fn a_writer_waits_for_zones_being_reset_instead_of_failing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("dev");
+    let zone = 256u64 << 10;
+    let g = ZonedGeometry::new(8, zone);
+    let emu = EmulatedZoned::create(&path, &g, EmulatedOptions::default()).expect("device");
+    let gate = Arc::new(GateDev::on_resets(emu));
+    let fs = ZoneFs::format(
+        gate.clone(),
+        FormatOptions {
+            mount: foreground(),
+            ..FormatOptions::default()
+        },
+    )
+    .expect("format");
+    fs.create_dir_all(Path::new("/db")).expect("mkdir");
+    // Six data zones: fill five (the sixth is the collector's reserve) with
+    // one file of the `Long` class, so its last zone is full too.
+    let mut big = fs
+        .create_object(Path::new("/db/000001.sst"), WriteLifetime::Long)
+        .expect("create");
+    big.write(&vec![1u8; 5 * zone as usize]).expect("write");
+    big.finish().expect("finish");
+    let zones_used = |fs: &ZoneFs| {
+        fs.zones()
+            .expect("zones")
+            .iter()
+            .filter(|z| z.written > 0 && matches!(z.role, shale_zoned::ZoneRole::Data))
+            .count()
+    };
+    assert_eq!(zones_used(&fs), 5, "the file fills five data zones");
+    fs.remove(Path::new("/db/000001.sst")).expect("remove");
+
+    // A metadata sync resets the file's zones; the first reset is held.
+    gate.arm();
+    let syncer = std::thread::spawn({
+        let fs = fs.clone();
+        move || fs.sync_metadata()
+    });
+    let held = gate.wait_held();
+
+    // Meanwhile a WAL (another class, so no open zone of its own) needs a
+    // zone: none is free but the reserve, and the others are being reset.
+    let (tx, rx) = mpsc::channel();
+    let wal = std::thread::spawn({
+        let fs = fs.clone();
+        move || {
+            let r = (|| -> io::Result<()> {
+                let mut w = fs.create_append(Path::new("/db/000002.log"), WriteLifetime::Short)?;
+                w.append(&vec![2u8; 64 << 10])?;
+                w.sync()
+            })();
+            let _ = tx.send(r);
+        }
+    });
+    // The WAL must not finish (nor fail) while the reset is held.
+    let early = held.then(|| rx.recv_timeout(Duration::from_millis(300)));
+    gate.open();
+    syncer.join().expect("sync thread").expect("metadata sync");
+    let later = rx.recv_timeout(PATIENCE);
+    wal.join().expect("wal thread");
+    assert!(held, "the metadata sync never reset a zone");
+    match early {
+        Some(Err(mpsc::RecvTimeoutError::Timeout)) => {}
+        Some(Ok(r)) => panic!("the WAL did not wait for the zones being reset: {r:?}"),
+        other => panic!("unexpected: {other:?}"),
+    }
+    later
+        .expect("the WAL finished after the resets")
+        .expect("the WAL's write and sync, once the zones are reset");
+    assert_eq!(
+        read_file(&fs, "/db/000002.log").expect("read wal"),
+        vec![2u8; 64 << 10]
     );
 }
 

@@ -75,8 +75,9 @@ impl Inner {
     /// The open zone of the slot with room, taking an empty zone if needed:
     /// `(zone, write pointer, capacity)`. Host writes (`gc` false) never
     /// take the last `reserve_zones` empty zones: `DeviceFull` then means
-    /// "collect garbage and try again". Syncs the log (to reset the zones
-    /// waiting for it) when that frees one; the caller holds no `state`.
+    /// "collect garbage and try again". Syncs the log when zones wait to be
+    /// reset, or another thread is resetting some (the log lock waits for
+    /// it), and tries again; the caller holds no `state`.
     pub(super) fn alloc(&self, slot: &SlotGuard<'_>, gc: bool) -> FsResult<(u32, u64, u64)> {
         let reserve = if gc {
             0
@@ -106,7 +107,7 @@ impl Inner {
                 }
                 return Ok((i as u32, 0, st.zones[i].capacity));
             }
-            if attempt == 0 && !st.pending_reset.is_empty() {
+            if attempt == 0 && st.resets_waiting() {
                 drop(st);
                 self.log_sync()?;
             } else {

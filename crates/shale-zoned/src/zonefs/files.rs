@@ -186,8 +186,13 @@ impl Writer {
             // slot lock comes after `gc_lock` in the lock order: dropped.
             drop(slot);
             let target = self.inner.low_water(&lock(&self.inner.state));
-            let collected = self.inner.collect(target);
+            let mut collected = self.inner.collect(target);
             slot = lock(&self.inner.slots[self.slot]);
+            // Zones the round freed may still be resetting in another
+            // thread's log sync: wait for it (the log lock) before counting.
+            if collected.is_ok() && lock(&self.inner.state).resets_waiting() {
+                collected = self.inner.log_sync().map(|()| Default::default());
+            }
             let free = lock(&self.inner.state).free_zones();
             match collected {
                 Ok(_) if free > self.inner.gc.reserve_zones as usize => {}

@@ -24,7 +24,10 @@
 //!
 //! Writers that find no free zone run a round themselves (waiting for the
 //! thread's round first, through `gc_lock`) and fail with `DeviceFull` only
-//! when it leaves no more than the reserve free.
+//! when it leaves no more than the reserve free. Zones another thread's log
+//! sync is resetting (under the log lock, not the state lock) count as free
+//! once it is done: allocation, a round and a writer's count all wait for
+//! it by taking the log lock (`State::resets_waiting`).
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
@@ -190,7 +193,9 @@ impl Inner {
         let mut report = GcReport::default();
         let max_steps = lock(&self.state).data_zones();
         for _ in 0..max_steps {
-            if !lock(&self.state).pending_reset.is_empty() {
+            // Zones queued for a reset, or being reset by another thread's
+            // log sync, are free once it is done: count them as such.
+            if lock(&self.state).resets_waiting() {
                 self.log_sync()?;
             }
             let (victim, moves, resets) = {

@@ -389,6 +389,13 @@ impl State {
     }
 
     /// Empty data zones that allocation may take.
+    /// True if zones wait for a log sync to be reset, or are being reset by
+    /// a sync in flight (under the log lock, without the state lock): a log
+    /// sync then frees them, or waits until the one in flight has.
+    pub(super) fn resets_waiting(&self) -> bool {
+        !self.pending_reset.is_empty() || self.zones.iter().any(|z| z.resetting)
+    }
+
     pub(super) fn free_zones(&self) -> usize {
         self.zones[self.meta_zones as usize..]
             .iter()
