@@ -5,7 +5,7 @@
 //! [`open_device`] is the one place that decides which backend a path gets:
 //! a block device is a real zoned device ([`LinuxZoned`]), anything else an
 //! emulated one ([`EmulatedZoned`], a file plus its `.zones` state file),
-//! created with a geometry when asked. [`mount`] and [`format`] then give
+//! created with a geometry when asked. [`mount`] and [`format()`] then give
 //! the device's [`ZoneFs`]; [`check_formattable`] refuses to format a device
 //! whose file system holds files other than the caller's own.
 //!
