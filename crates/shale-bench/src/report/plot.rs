@@ -450,10 +450,9 @@ fn shows(scale: Scale, range: &Range<f64>, v: f64) -> bool {
 /// The range `axis` shows for `values`. Ours: plotters takes a range and
 /// fits no values. Its own range when that can be shown; else a linear axis
 /// from 0 (or the lowest value) to the highest, 5% above it with
-/// `headroom`, a log axis between
-/// the powers of ten around the values (plotters labels the powers of ten,
-/// so that there are always two labels); with no usable value, 0..1 or
-/// 0.01..10.
+/// `headroom`, a log axis between the 1-2-5 steps just beyond the values
+/// (so that at least its two ends are labelled); with no usable value, 0..1
+/// or 0.01..10.
 fn fit(axis: &Axis, values: impl Iterator<Item = f64>, headroom: bool) -> Range<f64> {
     let scale = axis.scale;
     // Plotters' log ticks never end for a range whose ends' ratio is not
@@ -488,12 +487,37 @@ fn fit(axis: &Axis, values: impl Iterator<Item = f64>, headroom: bool) -> Range<
             }
         }
         Scale::Log10 => {
-            let decade = |v: f64| v.log10().clamp(-300.0, 300.0);
-            let lo = 10f64.powi(decade(min).floor() as i32);
-            let hi = 10f64.powi(decade(max).ceil() as i32);
+            let (lo, hi) = (step_125(min, false), step_125(max, true));
             limit(lo..if hi > lo { hi } else { lo * 10.0 })
         }
     }
+}
+
+/// The 1-2-5 step (1, 2 or 5 times a power of ten) next below `v` (`up`:
+/// next above), never `v` itself, so that no point sits on the frame: a
+/// log axis ends on a labelled step just beyond its values.
+fn step_125(v: f64, up: bool) -> f64 {
+    let decade = v.log10().clamp(-300.0, 300.0).floor() as i32;
+    let steps = (decade - 1..=decade + 1).flat_map(|d| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(d)));
+    if up {
+        steps
+            .filter(|s| *s > v * (1.0 + 1e-9))
+            .fold(f64::INFINITY, f64::min)
+    } else {
+        steps
+            .filter(|s| *s < v * (1.0 - 1e-9))
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+}
+
+/// Every step `m * 10^d` (`m` of 1 to 9) from `lo` to `hi`, both positive.
+fn log_steps(lo: f64, hi: f64) -> Vec<f64> {
+    let first = lo.log10().clamp(-300.0, 300.0).floor() as i32;
+    let last = hi.log10().clamp(-300.0, 300.0).ceil() as i32;
+    (first..=last)
+        .flat_map(|d| (1..=9).map(move |m| f64::from(m) * 10f64.powi(d)))
+        .filter(|v| *v >= lo && *v <= hi)
+        .collect()
 }
 
 /// An axis as plotters sees it: plotters' own linear or `log_scale()`
@@ -536,8 +560,15 @@ impl Ranged for Coord {
         match self {
             Coord::Linear(c) => c.key_points(hint),
             Coord::Log(c) => {
-                // Plotters gives each power of ten twice when it gives the
-                // steps: as a decade's last step and the next one's first.
+                // Every step of each decade when that many points are asked
+                // for: ours, as plotters' steps leave out those below the
+                // first power of ten in the range (0.02 and 0.05 of
+                // 0.02..5) and give each power twice.
+                let range = c.range();
+                let steps = log_steps(range.start, range.end);
+                if steps.len() <= hint.max_num_points() {
+                    return steps;
+                }
                 let mut points = c.key_points(hint);
                 points.dedup_by(|a, b| (*a / *b - 1.0).abs() < 1e-9);
                 points
@@ -563,7 +594,7 @@ fn ticks(scale: Scale, range: &Range<f64>, n: usize, max_decades: usize) -> (usi
     if scale == Scale::Linear {
         return (n, 0);
     }
-    let decades = (range.end / range.start).log10().round().max(1.0) as usize;
+    let decades = (range.end / range.start).log10().ceil().max(1.0) as usize;
     if decades <= max_decades {
         (10 * decades, 0)
     } else {
@@ -1206,24 +1237,34 @@ mod tests {
 
     #[test]
     fn axes_fit_their_values() {
-        // A log axis spans the powers of ten around its values, labelled.
+        let close = |r: &Range<f64>, lo: f64, hi: f64| {
+            assert!(
+                (r.start / lo - 1.0).abs() < 1e-9 && (r.end / hi - 1.0).abs() < 1e-9,
+                "{r:?} is not {lo}..{hi}"
+            );
+        };
+        // A log axis spans the 1-2-5 steps just beyond its values, labelled
+        // at every 1-2-5 step.
         let log = fit(&Axis::log10("x"), [0.05, 3.0, 0.12, 0.9].into_iter(), true);
-        assert_eq!(log, 0.01..10.0);
+        close(&log, 0.02, 5.0);
         assert_eq!(
             tick_texts(Scale::Log10, log.clone(), (12, 3), "%"),
-            ["0.01%", "0.02%", "0.05%", "0.1%", "0.2%", "0.5%", "1%", "2%", "5%", "10%"]
+            ["0.02%", "0.05%", "0.1%", "0.2%", "0.5%", "1%", "2%", "5%"]
         );
-        // Wider, the powers of ten alone.
-        assert_eq!(
-            tick_texts(Scale::Log10, log, (12, 2), ""),
-            ["0.01", "0.1", "1", "10"]
-        );
-        // A narrow one gets a decade, every step of it labelled.
+        // Wider than the decades asked for: the powers of ten alone.
+        assert_eq!(tick_texts(Scale::Log10, log, (12, 2), ""), ["0.1", "1"]);
+        // A narrow one still has its two ends labelled.
         let narrow = fit(&Axis::log10("x"), [0.3, 0.4].into_iter(), true);
-        assert_eq!(narrow, 0.1..1.0);
+        close(&narrow, 0.2, 0.5);
         assert_eq!(
             tick_texts(Scale::Log10, narrow, (Y_LABELS, 1), ""),
-            ["0.1", "0.2", "0.5", "1"]
+            ["0.2", "0.5"]
+        );
+        // Values on a step get the next one out.
+        close(
+            &fit(&Axis::log10("x"), [1.0, 10.0].into_iter(), true),
+            0.5,
+            20.0,
         );
         // No usable value: a default range.
         let none = fit(&Axis::log10("x"), [0.0, f64::NAN].into_iter(), true);
@@ -1252,12 +1293,12 @@ mod tests {
         );
         // One that cannot be shown is not.
         let bad = fit(&Axis::log10("x").range(0.0, 10.0), [2.0].into_iter(), true);
-        assert_eq!(bad, 1.0..10.0);
+        close(&bad, 1.0, 5.0);
         // A log axis spans 300 decades at most.
         let wide = fit(&Axis::log10("x"), [1e-300, 1e300].into_iter(), true);
         assert!((wide.end / wide.start).is_finite(), "{wide:?}");
         assert!(
-            (wide.start - 1.0).abs() < 1e-9 && wide.end > 0.99e300,
+            (wide.start / (wide.end / 1e300) - 1.0).abs() < 1e-9 && wide.end > 0.99e300,
             "{wide:?}"
         );
     }
