@@ -14,13 +14,10 @@
 //! every handle opened before the crash fails for ever. [`CrashFs::restart`]
 //! brings it back up, as a reboot would, with all locks released.
 
-use std::io;
-use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use crate::mem::MemFs;
-use crate::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
+use crate::FileSystem;
 
 /// A [`MemFs`] that can crash. See the module documentation.
 #[derive(Default)]
@@ -112,48 +109,21 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-impl FileSystem for CrashFs {
-    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
-        self.mem.create_append(path, hint)
-    }
-    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
-        self.mem.create_object(path, hint)
-    }
-    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.mem.open_random(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.mem.list(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.mem.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.mem.remove(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.mem.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.mem.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.mem.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.mem.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.mem.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.mem.lock_shared(path)
+/// Every call goes to the `MemFs` (whose state `crash` cuts), its read queue
+/// and read batching included.
+impl crate::FsLayer for CrashFs {
+    fn inner(&self) -> &dyn FileSystem {
+        &self.mem
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io;
+    use std::path::Path;
+
     use super::*;
+    use crate::WriteLifetime;
 
     fn setup() -> CrashFs {
         let fs = CrashFs::new();
@@ -237,6 +207,27 @@ mod tests {
             saw_partial |= data.len() > 10 && data.len() < 110;
         }
         assert!(saw_partial);
+    }
+
+    #[test]
+    fn read_batching_and_the_read_queue_are_the_mem_fs_ones() {
+        let fs = setup();
+        assert!(!fs.batches_reads());
+        fs.mem.set_batches_reads(true);
+        assert!(fs.batches_reads(), "as the MemFs says");
+        let mut o = fs
+            .create_object(Path::new("/d/t"), WriteLifetime::Long)
+            .expect("create");
+        o.write(b"ab").expect("write");
+        o.finish().expect("finish");
+        let file = fs.open_random(Path::new("/d/t")).expect("open");
+        let mut queue = fs.read_queue();
+        queue.submit(&file, 0, 1, 0);
+        queue.submit(&file, 1, 1, 1);
+        let first = queue.complete();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].tag, 1, "the MemFs queue answers the newest first");
+        assert!(matches!(&first[0].result, Ok(b) if b == b"b"));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! A file system wrapper that injects errors on schedule.
 //!
 //! [`FaultFs`] forwards every call to an inner [`FileSystem`] and counts it by
-//! [`OpKind`]. A [`FaultRule`] makes the N-th matching operation after the rule
+//! [`OpKind`]. It checks nearly every call, so it implements `FileSystem`
+//! itself rather than [`crate::FsLayer`]; its `read_queue` and `read_all` read
+//! through its own files, so that their reads can fail too. A [`FaultRule`] makes the N-th matching operation after the rule
 //! was injected fail (N counted from zero) and, if persistent, every matching
 //! operation after it, as a dead disk would. A failed operation has no effect on
 //! the inner file system.
@@ -278,6 +280,18 @@ impl FileSystem for FaultFs {
             state: self.state.clone(),
         }))
     }
+    /// The inner file system's scan file (counted and failed as
+    /// [`OpKind::OpenRandom`]), whose reads can fail as those of
+    /// `open_random`'s files.
+    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.state.check(OpKind::OpenRandom)?;
+        Ok(Arc::new(FaultRandom {
+            inner: self.inner.open_scan(path)?,
+            state: self.state.clone(),
+        }))
+    }
+    // `read_queue` and `read_all` keep the trait's defaults, which read
+    // through this file system's files, so that each of their reads can fail.
     /// As the inner file system; a batch reads through this one's files, one
     /// after the other, so that each read can fail.
     fn batches_reads(&self) -> bool {
@@ -346,5 +360,48 @@ mod tests {
         assert!(fs.exists(Path::new("/log")).is_err(), "still failing");
         fs.clear();
         assert_eq!(fs.read_all(Path::new("/log")).expect("read"), b"abd");
+    }
+
+    /// A `MemFs` that counts the calls of its `open_scan`.
+    struct CountScans {
+        mem: MemFs,
+        scans: AtomicU64,
+    }
+
+    impl crate::FsLayer for CountScans {
+        fn inner(&self) -> &dyn FileSystem {
+            &self.mem
+        }
+        fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+            self.scans.fetch_add(1, Ordering::Relaxed);
+            self.mem.open_scan(path)
+        }
+    }
+
+    #[test]
+    fn scans_open_the_inner_scan_file_and_can_fail() {
+        let inner = Arc::new(CountScans {
+            mem: MemFs::new(),
+            scans: AtomicU64::new(0),
+        });
+        let fs = FaultFs::new(inner.clone());
+        let mut o = fs
+            .create_object(Path::new("/t"), WriteLifetime::Long)
+            .expect("create");
+        o.write(b"table").expect("write");
+        o.finish().expect("finish");
+        let file = fs.open_scan(Path::new("/t")).expect("open_scan");
+        assert_eq!(inner.scans.load(Ordering::Relaxed), 1);
+        assert_eq!(fs.ops_seen(OpKind::OpenRandom), 1);
+        fs.inject(FaultRule::io(OpKind::Read, 0));
+        assert!(file.read_vec_at(0, 5).is_err(), "a scan's read fails");
+        assert_eq!(file.read_vec_at(0, 5).expect("read"), b"table");
+        fs.inject(FaultRule::io(OpKind::OpenRandom, 0));
+        assert!(fs.open_scan(Path::new("/t")).is_err());
+        assert_eq!(
+            inner.scans.load(Ordering::Relaxed),
+            1,
+            "a failed open has no effect"
+        );
     }
 }

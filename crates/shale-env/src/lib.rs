@@ -32,6 +32,19 @@
 //! `finish` (objects) returned `Ok`. A newly created, renamed or removed name is
 //! durable only after [`FileSystem::sync_dir`] on its parent directory returned
 //! `Ok`. [`CrashFs`] enforces exactly this contract and nothing more.
+//!
+//! # File systems that wrap another
+//!
+//! A file system that wraps another and changes a few of its calls
+//! ([`TraceFs`], [`CrashFs`], a test's gate) implements [`FsLayer`] instead
+//! of [`FileSystem`]: it names the file system underneath and overrides only
+//! what it changes; every other call, the defaulted ones (`open_scan`,
+//! `batches_reads`, `read_queue`, `read_all`) included, goes to the inner
+//! file system, and every `FsLayer` is a `FileSystem`. A wrapper written
+//! against `FileSystem` directly would silently replace the inner file
+//! system's overrides of the defaulted methods with the trait's defaults.
+//! [`FaultFs`], which checks nearly every call against its rules, implements
+//! `FileSystem` itself.
 
 // The system calls of `PosixFs` (O_DIRECT buffers, fadvise, write-life hints,
 // flock) and of thread priorities are the engine's only unsafe code; every
@@ -45,6 +58,7 @@ use std::sync::Arc;
 
 mod crash;
 mod fault;
+mod layer;
 mod mem;
 mod posix;
 pub mod priority;
@@ -54,6 +68,7 @@ mod uring;
 
 pub use crash::CrashFs;
 pub use fault::{FaultFs, FaultRule, OpKind};
+pub use layer::FsLayer;
 pub use mem::MemFs;
 pub use posix::{raise_open_files_limit, PosixFs, PosixOptions};
 pub use trace::{

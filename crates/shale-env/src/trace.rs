@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::{AppendFile, FileLock, FileSystem, ObjectWriter, RandomAccessFile, WriteLifetime};
+use crate::{AppendFile, FileSystem, ObjectWriter, WriteLifetime};
 
 /// The kind of a traced file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -219,7 +219,12 @@ impl ObjectWriter for TraceObject {
     }
 }
 
-impl FileSystem for TraceFs {
+/// Records creates, renames and removes; everything else (reads, listings,
+/// locks, the read queue) goes to the inner file system as is.
+impl crate::FsLayer for TraceFs {
+    fn inner(&self) -> &dyn FileSystem {
+        &*self.inner
+    }
     fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
         let inner = self.inner.create_append(path, hint)?;
         let file = self.create_event(TraceFileKind::Append, hint, path);
@@ -238,24 +243,6 @@ impl FileSystem for TraceFs {
             file,
         }))
     }
-    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_scan(path)
-    }
-    fn batches_reads(&self) -> bool {
-        self.inner.batches_reads()
-    }
-    fn read_queue(&self) -> Box<dyn crate::ReadQueue> {
-        self.inner.read_queue()
-    }
-    fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.inner.read_all(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.inner.rename(from, to)?;
         self.rec.push(TraceEvent::Rename {
@@ -270,24 +257,6 @@ impl FileSystem for TraceFs {
             path: path.to_path_buf(),
         });
         Ok(())
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock_shared(path)
     }
 }
 

@@ -10,9 +10,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use shale::env::{
-    AppendFile, FileLock, FileSystem, MemFs, ObjectWriter, RandomAccessFile, WriteLifetime,
-};
+use shale::env::{FileSystem, MemFs, RandomAccessFile, WriteLifetime};
 use shale::{ReadOptions, Readable};
 
 /// SplitMix64: a tiny deterministic generator for randomized tests.
@@ -255,18 +253,17 @@ pub struct WrapReads<F> {
     pub wrap: F,
 }
 
-impl<F> FileSystem for WrapReads<F>
+/// Wraps the files `open_random` and `open_scan` return; every other call
+/// (the `MemFs`'s read queue and read batching included) goes to the `MemFs`.
+impl<F> shale::env::FsLayer for WrapReads<F>
 where
     F: Fn(&Path, Opened, Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile>
         + Send
         + Sync
         + 'static,
 {
-    fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
-        self.inner.create_append(path, hint)
-    }
-    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
-        self.inner.create_object(path, hint)
+    fn inner(&self) -> &dyn FileSystem {
+        &self.inner
     }
     fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok((self.wrap)(
@@ -277,32 +274,5 @@ where
     }
     fn open_scan(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         Ok((self.wrap)(path, Opened::Scan, self.inner.open_scan(path)?))
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock_shared(path)
     }
 }

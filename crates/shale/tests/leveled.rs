@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use common::{scan_all, Rng};
 use shale::env::{
-    AppendFile, CrashFs, FaultFs, FaultRule, FileLock, FileSystem, MemFs, ObjectWriter, OpKind,
-    RandomAccessFile, WriteLifetime,
+    CrashFs, FaultFs, FaultRule, FileSystem, MemFs, ObjectWriter, OpKind, WriteLifetime,
 };
 use shale::events::{StallCause, StallCondition};
 use shale::{
@@ -510,7 +509,10 @@ impl shale::env::AppendFile for GatedAppend {
     }
 }
 
-impl FileSystem for SlowManifestFs {
+impl shale::env::FsLayer for SlowManifestFs {
+    fn inner(&self) -> &dyn FileSystem {
+        &self.inner
+    }
     fn create_append(
         &self,
         path: &Path,
@@ -524,43 +526,6 @@ impl FileSystem for SlowManifestFs {
             inner,
             gate: manifest.then(|| (self.gate.clone(), self.blocked.clone())),
         }))
-    }
-    fn create_object(
-        &self,
-        path: &Path,
-        hint: shale::env::WriteLifetime,
-    ) -> std::io::Result<Box<dyn shale::env::ObjectWriter>> {
-        self.inner.create_object(path, hint)
-    }
-    fn open_random(&self, path: &Path) -> std::io::Result<Arc<dyn shale::env::RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> std::io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> std::io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> std::io::Result<Box<dyn shale::env::FileLock>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> std::io::Result<Box<dyn shale::env::FileLock>> {
-        self.inner.lock_shared(path)
     }
 }
 
@@ -644,13 +609,9 @@ impl GateFs {
     }
 }
 
-impl FileSystem for GateFs {
-    fn create_append(
-        &self,
-        path: &Path,
-        hint: WriteLifetime,
-    ) -> std::io::Result<Box<dyn AppendFile>> {
-        self.inner.create_append(path, hint)
+impl shale::env::FsLayer for GateFs {
+    fn inner(&self) -> &dyn FileSystem {
+        &self.inner
     }
     fn create_object(
         &self,
@@ -669,36 +630,6 @@ impl FileSystem for GateFs {
             }
         }
         self.inner.create_object(path, hint)
-    }
-    fn open_random(&self, path: &Path) -> std::io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> std::io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> std::io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> std::io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> std::io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> std::io::Result<Box<dyn FileLock>> {
-        self.inner.lock_shared(path)
     }
 }
 

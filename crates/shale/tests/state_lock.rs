@@ -21,9 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::files;
 
-use shale::env::{
-    AppendFile, CrashFs, FileLock, FileSystem, MemFs, ObjectWriter, RandomAccessFile, WriteLifetime,
-};
+use shale::env::{AppendFile, CrashFs, FileSystem, MemFs, WriteLifetime};
 use shale::{Db, Options, WriteOptions};
 
 /// How long a step that must not wait may take before the test fails.
@@ -163,7 +161,10 @@ impl AppendFile for GateAppend {
     }
 }
 
-impl FileSystem for GateFs {
+impl shale::env::FsLayer for GateFs {
+    fn inner(&self) -> &dyn FileSystem {
+        &*self.inner
+    }
     fn create_append(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn AppendFile>> {
         let wal = is_wal(path);
         if wal {
@@ -182,40 +183,13 @@ impl FileSystem for GateFs {
             gate: self.gate.clone(),
         }))
     }
-    fn create_object(&self, path: &Path, hint: WriteLifetime) -> io::Result<Box<dyn ObjectWriter>> {
-        self.inner.create_object(path, hint)
-    }
-    fn open_random(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         self.gate.pass(Hold::List);
         self.inner.list(dir)
     }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        self.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.gate.pass(Hold::SyncDir);
         self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn lock_shared(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock_shared(path)
     }
 }
 
