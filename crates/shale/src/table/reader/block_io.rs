@@ -148,12 +148,24 @@ impl TableReader {
     /// Reads and decodes the block `r` of `kind`, counted as a physical read
     /// and not cached.
     pub(super) fn read_uncached(&self, kind: BlockKind, r: BlockRef) -> Result<Arc<CachedBlock>> {
+        self.read_decoded(kind, r, true)
+    }
+
+    /// Reads and decodes the block `r` of `kind`, not cached; counted as a
+    /// physical read if `counted` (a Get's read, not a compaction's).
+    fn read_decoded(
+        &self,
+        kind: BlockKind,
+        r: BlockRef,
+        counted: bool,
+    ) -> Result<Arc<CachedBlock>> {
+        let stats = counted.then_some(&*self.ctx.stats);
         let contents = read_ref(
             self.file.as_ref(),
             &self.path,
             r,
             kind,
-            Some(&self.ctx.stats),
+            stats,
             self.ctx.verify_checksums,
         )?;
         let block = self
@@ -256,19 +268,7 @@ impl TableReader {
                 return Ok(b);
             }
         }
-        let contents = read_ref(
-            self.file.as_ref(),
-            &self.path,
-            r,
-            kind,
-            None,
-            self.ctx.verify_checksums,
-        )?;
-        let block = self
-            .index
-            .decode(kind, contents)
-            .map_err(|c| Error::corruption(&self.path, r.offset, c.0))?;
-        Ok(Arc::new(block))
+        self.read_decoded(kind, r, false)
     }
 
     /// Checks that `r` lies in the region of the file where blocks of `kind`
