@@ -609,7 +609,7 @@ impl Replayer {
     }
 
     fn write(&mut self, index: usize, id: u32, offset: u64, len: u64) -> Result<(), FtlError> {
-        self.bytes_written += len;
+        self.bytes_written = self.bytes_written.saturating_add(len);
         let Some(f) = self.files.get_mut(&id) else {
             return Ok(()); // a file created before the trace started
         };
@@ -763,7 +763,7 @@ pub fn peak_live_pages(events: &[TraceEvent]) -> u64 {
             TraceEvent::Write { file, offset, len } => {
                 if let Some(sz) = size.get_mut(file) {
                     let end = offset.saturating_add(*len).max(*sz);
-                    live += pages(end) - pages(*sz);
+                    live = live.saturating_add(pages(end) - pages(*sz));
                     *sz = end;
                     peak = peak.max(live);
                 }
@@ -1011,5 +1011,31 @@ mod tests {
             replay_trace(&events, &tiny),
             Err(FtlError::LogicalSpaceFull { event: 7, .. })
         ));
+    }
+
+    #[test]
+    fn huge_write_lengths_count_saturating_instead_of_overflowing() {
+        // Found by the zoned_write_trace fuzz target: lengths summing past
+        // u64::MAX overflowed the byte counter of a replay.
+        let events = [
+            TraceEvent::Write {
+                file: 9,
+                offset: 0,
+                len: u64::MAX - 1,
+            },
+            TraceEvent::Write {
+                file: 9,
+                offset: 0,
+                len: u64::MAX - 1,
+            },
+        ];
+        let options = ReplayOptions {
+            logical_bytes: Some(1 << 20),
+            pages_per_block: 16,
+            ..ReplayOptions::new(0.5)
+        };
+        let report = replay_trace(&events, &options).expect("replay");
+        assert_eq!(report.bytes_written, u64::MAX);
+        assert_eq!(peak_live_pages(&events), 0, "file 9 was never created");
     }
 }
