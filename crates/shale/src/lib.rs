@@ -26,6 +26,7 @@ mod rate_limit;
 pub mod stat;
 mod sync;
 mod table;
+pub mod trace;
 mod version;
 mod wal;
 

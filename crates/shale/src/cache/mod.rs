@@ -128,6 +128,20 @@ impl Priority {
     }
 }
 
+/// Shards of a block cache of `capacity` bytes when the options allow up
+/// to `max_shards`. Each gets an equal share of the capacity, so a small
+/// cache is split into fewer shards (a power of two, at least 4 MiB each):
+/// with 16 shards a cache the size of the index would overflow in the
+/// fuller shards while others sit idle, and a table's filter (one block,
+/// hundreds of KiB for a 64 MiB table) would not fit a shard at all.
+pub(crate) fn shards_for(capacity: u64, max_shards: usize) -> usize {
+    let per_4mib = (capacity >> 22).max(1);
+    let floor_pow2 = 1u64 << (63 - per_4mib.leading_zeros());
+    usize::try_from(floor_pow2)
+        .unwrap_or(usize::MAX)
+        .clamp(1, max_shards.max(1))
+}
+
 /// A cache of `V` values keyed by `K`, bounded by the sum of the charges of its
 /// entries plus the bytes pinned outside it. See the [module docs](self) for
 /// sharding, eviction order and concurrency.

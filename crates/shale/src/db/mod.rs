@@ -25,6 +25,7 @@
 //!   (`read_pool`), which own what they read and are joined at close.
 
 mod background;
+mod block_trace;
 mod destroy;
 mod group_commit;
 mod open;
@@ -79,6 +80,7 @@ use crate::metrics::{Metrics, Stats};
 use crate::options::{Options, WriteOptions, NUM_LEVELS};
 use crate::pinned::PinnedValue;
 use crate::table::{BlockCache, TableProperties};
+use crate::trace::Tracer;
 use crate::version::set::VersionSet;
 use crate::version::{ObsoleteFiles, Version, VersionEdit};
 use crate::wal::LogWriter;
@@ -149,6 +151,8 @@ pub(crate) struct DbInner {
     pub opts: Options,
     pub stats: Arc<Stats>,
     pub block_cache: Arc<BlockCache>,
+    /// The block-access tracer the table readers share (see [`crate::trace`]).
+    pub tracer: Arc<Tracer>,
     pub table_cache: TableCache,
     pub obsolete: Arc<ObsoleteFiles>,
     pub sv: ArcSwap<SuperVersion>,

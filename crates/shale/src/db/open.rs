@@ -20,6 +20,7 @@ use super::table_cache::TableCache;
 use super::write::WriteQueue;
 use super::{background, DbInner, State, SuperVersion};
 use crate::batch::WriteBatch;
+use crate::cache::shards_for;
 use crate::compaction::job;
 use crate::error::{Error, Result};
 use crate::events::Events;
@@ -29,6 +30,7 @@ use crate::memtable::MemTable;
 use crate::metrics::Stats;
 use crate::options::{Options, WalRecoveryMode};
 use crate::table::{BlockCache, ReadContext};
+use crate::trace::Tracer;
 use crate::version::manifest::{self, ManifestHeader, Recovered};
 use crate::version::set::{NewManifest, VersionSet};
 use crate::version::{LifetimeStats, ObsoleteFiles, Version, VersionEdit};
@@ -69,12 +71,14 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
     stats.seed(&recovered.lifetime);
     let block_cache = Arc::new(BlockCache::new(
         opts.block_cache_bytes,
-        block_cache_shards(&opts),
+        shards_for(opts.block_cache_bytes, opts.cache_shards),
     ));
+    let tracer = Arc::new(Tracer::default());
     let ctx = ReadContext {
         cache: block_cache.clone(),
         stats: stats.clone(),
         verify_checksums: opts.verify_checksums,
+        tracer: tracer.clone(),
     };
     let table_cache = TableCache::new(path, &opts, ctx);
 
@@ -136,6 +140,7 @@ pub(super) fn open_inner(path: &Path, opts: Options, access: Access) -> Result<D
         fs,
         stats,
         block_cache,
+        tracer,
         table_cache,
         obsolete,
         sv: ArcSwap::from_pointee(SuperVersion {
@@ -422,19 +427,6 @@ pub(crate) fn take_lock(
             Error::io("lock", lock_path, e)
         }
     })
-}
-
-/// Shards of the block cache. Each gets an equal share of the capacity, so a
-/// small cache is split into fewer shards (a power of two, at least 4 MiB each):
-/// with 16 shards a cache the size of the index would overflow in the fuller
-/// shards while others sit idle, and a table's filter (one block, hundreds of
-/// KiB for a 64 MiB table) would not fit a shard at all.
-fn block_cache_shards(opts: &Options) -> usize {
-    let per_4mib = (opts.block_cache_bytes >> 22).max(1);
-    let floor_pow2 = 1u64 << (63 - per_4mib.leading_zeros());
-    usize::try_from(floor_pow2)
-        .unwrap_or(usize::MAX)
-        .clamp(1, opts.cache_shards.max(1))
 }
 
 /// The WALs the manifest still needs (numbered `log_number` or later), oldest

@@ -27,6 +27,7 @@ use crate::rangedel::Fragments;
 use crate::table::reader::{BatchScope, Planned};
 use crate::table::BlockCacheKey;
 use crate::table::TableGet;
+use crate::trace::Tracer;
 use crate::version::FileMeta;
 
 impl DbInner {
@@ -179,9 +180,11 @@ impl DbInner {
     /// Counts one Get and, if it found a value, a found one.
     fn count_get<V>(&self, result: &Result<Option<V>>) {
         self.stats.gets.incr();
-        if matches!(result, Ok(Some(_))) {
+        let found = matches!(result, Ok(Some(_)));
+        if found {
             self.stats.gets_found.incr();
         }
+        self.tracer.get(found);
     }
 
     fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
@@ -230,8 +233,24 @@ impl DbInner {
         seq: SeqNo,
         resume: &mut Option<Resume>,
     ) -> Result<Option<Option<PinnedValue>>> {
-        let policy = self.opts.filter_policy;
         let from = resume.take();
+        let lookup = from.map_or_else(|| self.tracer.new_lookup(), |r| r.lookup);
+        Tracer::in_lookup(lookup, || {
+            self.look_from(sv, key, seq, from, lookup, resume)
+        })
+    }
+
+    /// [`Self::look_in_tables`] from `from` on, as trace lookup `lookup`.
+    fn look_from(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SeqNo,
+        from: Option<Resume>,
+        lookup: u64,
+        resume: &mut Option<Resume>,
+    ) -> Result<Option<Option<PinnedValue>>> {
+        let policy = self.opts.filter_policy;
         for level in from.map_or(0, |r| r.level)..NUM_LEVELS {
             let mut skip_to = from.filter(|r| r.level == level).map(|r| r.table);
             for f in sv.version.candidates(level, key) {
@@ -267,6 +286,7 @@ impl DbInner {
                         *resume = Some(Resume {
                             level,
                             table: f.number,
+                            lookup,
                         });
                         return Ok(None);
                     }
@@ -437,6 +457,8 @@ struct Resume {
     level: usize,
     /// The file number of the table that deferred the read.
     table: u64,
+    /// The lookup's id in a block trace (0 when none is recorded).
+    lookup: u64,
 }
 
 /// One [`DbInner::multi_get_queued`] under way.
@@ -522,7 +544,7 @@ impl<K: AsRef<[u8]>> Pipeline<'_, K> {
             .ok_or_else(|| Error::Internal(format!("multi_get: read {tag} completed twice")))?;
         let waiting = self.waiters.remove(&x.block()).unwrap_or_default();
         let opts = &self.db.opts;
-        let block = self.scope.finish_read(
+        let (block, charge) = self.scope.finish_read(
             x,
             got,
             waiting.len(),
@@ -530,6 +552,10 @@ impl<K: AsRef<[u8]>> Pipeline<'_, K> {
             &self.db.stats,
             opts.verify_checksums,
         );
+        if let Some(charge) = charge {
+            // The lookup that deferred the read traced it without a charge.
+            self.db.tracer.charge(block.0, block.1, charge);
+        }
         for i in waiting {
             let mut w = self
                 .waiting

@@ -285,6 +285,7 @@ fn rebuild_manifest(path: &Path, opts: &Options, repair: RepairOptions) -> Resul
             cache: Arc::new(BlockCache::new(8 << 20, 1)),
             stats: Arc::new(Stats::default()),
             verify_checksums: true,
+            tracer: Arc::default(),
         },
         next_file_number: highest + 1,
         edit: VersionEdit::default(),

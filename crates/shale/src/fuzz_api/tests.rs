@@ -270,6 +270,20 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         t(b"y", b"z", 0),
     ]);
     add("range_del", "built", with(0, &built.encode()));
+    let trace = sample_trace();
+    add(
+        "block_trace",
+        "whole",
+        with(0, &crate::trace::encode_trace(&trace, 40)),
+    );
+    let whole = crate::trace::encode_trace(&trace, 1 << 20);
+    // The records of the one chunk, without the end record (mode 1 frames
+    // them): the header is 100 bytes, a chunk header 8.
+    add(
+        "block_trace",
+        "records",
+        with(0b0100_0011, &whole[108..whole.len() - 1]),
+    );
     add(
         "range_del",
         "tombstones",
@@ -279,6 +293,72 @@ fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         ),
     );
     out
+}
+
+/// A small trace: Gets hitting and missing blocks of each kind, a held
+/// block, pins, a mark and a deferred read's charge.
+fn sample_trace() -> crate::trace::BlockTrace {
+    use crate::trace::{BlockAccess, TraceHeader, TracePlacement, TraceRecord};
+    use crate::BlockKind;
+    let access = |lookup, offset, kind, placement, hit| {
+        TraceRecord::Access(BlockAccess {
+            lookup,
+            file: 9 + offset % 3,
+            offset: offset * 4096,
+            kind,
+            placement,
+            hit,
+            charge: if kind == BlockKind::Data && !hit {
+                0
+            } else {
+                4101
+            },
+        })
+    };
+    let mut records = vec![TraceRecord::Pin(8192), TraceRecord::Mark("measure".into())];
+    for g in 1..12u64 {
+        records.push(access(g, 1, BlockKind::Filter, TracePlacement::High, g > 1));
+        records.push(access(
+            g,
+            2,
+            BlockKind::TopIndex,
+            TracePlacement::Held,
+            g > 1,
+        ));
+        records.push(access(
+            g,
+            3 + g % 4,
+            BlockKind::IndexPartition,
+            TracePlacement::Medium,
+            g > 4,
+        ));
+        records.push(access(
+            g,
+            10 + g,
+            BlockKind::Data,
+            TracePlacement::Low,
+            false,
+        ));
+        records.push(TraceRecord::Charge {
+            file: 9 + (10 + g) % 3,
+            offset: (10 + g) * 4096,
+            charge: 4096,
+        });
+        records.push(TraceRecord::Get { found: g % 3 != 0 });
+    }
+    records.push(TraceRecord::Unpin(8192));
+    crate::trace::BlockTrace {
+        header: TraceHeader {
+            created_unix_secs: 1_800_000_000,
+            table_format_version: 3,
+            sample_threshold: crate::trace::SAMPLE_ALL,
+            cache_capacity: 16 << 10,
+            cache_shards: 16,
+            pinned_at_start: 0,
+            db: Default::default(),
+        },
+        records,
+    }
 }
 
 /// The contents of the range-deletion block of `table`, which ends where the
@@ -454,6 +534,16 @@ fn replay_salvage() {
 #[test]
 fn replay_range_del() {
     replay_decoder("range_del", &[], 3000);
+}
+
+#[test]
+fn replay_block_trace() {
+    for (target, name, bytes) in seeds() {
+        if target == "block_trace" {
+            assert_eq!(fuzz_block_trace(&bytes), Outcome::Decoded, "seed {name}");
+        }
+    }
+    replay_decoder("block_trace", &[], 3000);
 }
 
 #[test]

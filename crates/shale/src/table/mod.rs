@@ -27,6 +27,7 @@ use crate::cache::LruCache;
 use crate::format::ValueKind;
 use crate::metrics::Stats;
 use crate::pinned::PinnedValue;
+use crate::trace::Tracer;
 
 pub(crate) mod block;
 pub(crate) mod builder;
@@ -250,6 +251,8 @@ pub(crate) struct ReadContext {
     pub stats: Arc<Stats>,
     /// Verify block checksums on every read from the file.
     pub verify_checksums: bool,
+    /// Where block accesses are traced (off unless a trace is started).
+    pub tracer: Arc<Tracer>,
 }
 
 /// Result of a point lookup in one table.

@@ -446,6 +446,7 @@ impl TableReader {
 
     fn pin(&mut self, bytes: u64) {
         self.ctx.cache.reserve_pinned(bytes);
+        self.ctx.tracer.pinned(bytes, true);
         self.pinned_bytes += bytes;
     }
 
@@ -623,6 +624,7 @@ impl Drop for TableReader {
     fn drop(&mut self) {
         if self.pinned_bytes > 0 {
             self.ctx.cache.release_pinned(self.pinned_bytes);
+            self.ctx.tracer.pinned(self.pinned_bytes, false);
         }
         if let Some(h) = self.held.as_deref() {
             for kind in MetadataKind::ALL {

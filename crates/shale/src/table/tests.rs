@@ -36,6 +36,7 @@ fn ctx() -> ReadContext {
         cache: Arc::new(LruCache::new(64 << 20, 1)),
         stats: Arc::new(Stats::default()),
         verify_checksums: true,
+        tracer: Arc::default(),
     }
 }
 

@@ -171,8 +171,9 @@ impl BatchScope {
     /// Ends the read of `x`, which gave `got`: counts it in `stats`,
     /// decodes the block, puts it in `cache`, and holds it in the scope for
     /// `holders` Gets (each releases it with [`BatchScope::release`]).
-    /// Returns the block's key; a read that failed is kept as the error of
-    /// the Gets that wait for it.
+    /// Returns the block's key and, if it was read and decoded, its charge
+    /// in the cache; a read that failed is kept as the error of the Gets
+    /// that wait for it.
     pub(crate) fn finish_read(
         &self,
         x: Planned,
@@ -181,7 +182,7 @@ impl BatchScope {
         cache: &BlockCache,
         stats: &Stats,
         verify: bool,
-    ) -> BlockCacheKey {
+    ) -> (BlockCacheKey, Option<u64>) {
         let block = match got {
             None => Err(Error::corruption(
                 &x.path,
@@ -196,6 +197,7 @@ impl BatchScope {
                 }
             }
         };
+        let charge = block.as_ref().ok().map(|b| b.charge());
         if let Ok(b) = &block {
             cache.insert(x.key, b.clone(), b.charge(), Priority::Low);
         }
@@ -206,7 +208,7 @@ impl BatchScope {
                 p.fetched.insert(x.key, (block, holders));
             }
         });
-        x.key
+        (x.key, charge)
     }
 
     /// Runs `f` as if no scope were open on this thread, so that a caller's

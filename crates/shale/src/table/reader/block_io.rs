@@ -100,7 +100,10 @@ impl TableReader {
         let h = self.held.as_deref()?;
         let (slot, mk) = self.held_slot(h, kind, r)?;
         let b = match slot.get(r.offset) {
-            Some(b) => b,
+            Some(b) => {
+                self.trace(kind, r, None, true, b.charge());
+                b
+            }
             None => {
                 // No lock held over the read: two first uses may both read.
                 let b = match self.read_uncached(kind, r) {
@@ -132,6 +135,7 @@ impl TableReader {
                     h.bytes[mk.index()].fetch_add(bytes, Ordering::Relaxed);
                     self.ctx.stats.metadata_held_add(mk, bytes);
                 }
+                self.trace(kind, r, None, false, kept.charge());
                 kept
             }
         };
@@ -189,9 +193,15 @@ impl TableReader {
         }
         let key = (self.file_number, r.offset);
         let stats = &self.ctx.stats;
+        let priority = match kind {
+            BlockKind::Data => Priority::Low,
+            BlockKind::IndexPartition => Priority::Medium,
+            _ => Priority::High,
+        };
         if let Some(b) = self.ctx.cache.get(&key) {
             if !batch::resuming() {
                 stats.cache_hit(kind);
+                self.trace(kind, r, Some(priority), true, b.charge());
             }
             if !b.is_kind(kind) {
                 return Err(Error::corruption(
@@ -204,13 +214,26 @@ impl TableReader {
         }
         stats.cache_miss(kind);
         let b = self.read_uncached(kind, r)?;
-        let priority = match kind {
-            BlockKind::Data => Priority::Low,
-            BlockKind::IndexPartition => Priority::Medium,
-            _ => Priority::High,
-        };
+        self.trace(kind, r, Some(priority), false, b.charge());
         self.ctx.cache.insert(key, b.clone(), b.charge(), priority);
         Ok(b)
+    }
+
+    /// Traces a counted access to block `r` (see [`crate::trace`]): at
+    /// `priority` in the cache, or held (`None`); found (`hit`) or read.
+    #[inline]
+    fn trace(
+        &self,
+        kind: BlockKind,
+        r: BlockRef,
+        priority: Option<Priority>,
+        hit: bool,
+        charge: u64,
+    ) {
+        let t = &self.ctx.tracer;
+        if t.on() {
+            t.access(self.file_number, r.offset, kind, priority, hit, charge);
+        }
     }
 
     /// A data block for a Get, through the cache. While a batch plans its
@@ -234,6 +257,7 @@ impl TableReader {
         }
         if let Some(b) = self.ctx.cache.get(&key) {
             self.ctx.stats.cache_hit(BlockKind::Data);
+            self.trace(BlockKind::Data, r, Some(Priority::Low), true, b.charge());
             if !b.is_kind(BlockKind::Data) {
                 return Err(Error::corruption(
                     &self.path,
@@ -246,6 +270,8 @@ impl TableReader {
         let paged_data = self.index.is_paged(BlockKind::Data);
         if batch::defer(key, &self.file, &self.path, r, paged_data) {
             self.ctx.stats.cache_miss(BlockKind::Data);
+            // The charge is known once the batch reads the block.
+            self.trace(BlockKind::Data, r, Some(Priority::Low), false, 0);
         }
         Ok(None)
     }
