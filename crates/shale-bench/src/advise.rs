@@ -31,7 +31,7 @@
 //! * IP1 = filters + top-level indexes; IP2 = filters + index blocks.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::engine::{Composition, EngineOpener, ShaleOpener};
@@ -41,6 +41,8 @@ use shale_workload::{Dataset, Distribution, KeyGen, KeyScheme};
 use crate::args::{AdviseArgs, BenchKvdbArgs, WorkloadArgs};
 use crate::error::{Error, Result};
 use crate::kvdb::{cores, run_one, Workload, SETUP_CACHE};
+use crate::simulate;
+use shale::trace::BlockTrace;
 
 const MIB: f64 = 1024.0 * 1024.0;
 const LAST: usize = NUM_LEVELS - 1;
@@ -585,28 +587,99 @@ fn write_projection(
     Ok(())
 }
 
+/// The advice from a trace: the smallest cache whose replay reads at most
+/// `target` blocks per Get, beside `uniform`, the uniform-key advice.
+fn write_trace_advice(
+    out: &mut dyn Write,
+    t: &BlockTrace,
+    path: Option<&Path>,
+    target: f64,
+    comp: &Composition,
+    uniform: u64,
+) -> Result {
+    let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
+    let mark = simulate::start_mark(t, None)?;
+    let threads = cores();
+    // Up to a tenth of the database: past it, caching data blocks is what
+    // a target asks for, and a bigger cache is the user's call.
+    let max = (comp.db_bytes / 10).max(1 << 20);
+    let found = simulate::smallest_cache_for(t, target, max, threads, mark.as_deref())?;
+    let name = path.map_or(String::new(), |p| format!(" {}", p.display()));
+    let at_uniform = simulate::replay(t, &[uniform], threads, mark.as_deref())?;
+    let mut lines = vec![format!(
+        "on the access pattern of the trace{name} (block reads per Get, replayed through the block cache):"
+    )];
+    match found {
+        Some((bytes, reads)) => {
+            let s = simulate::replay(t, &[bytes], threads, mark.as_deref())?;
+            lines.push(format!(
+                "  smallest cache for at most {target:.2} reads per Get: {bytes} bytes ({:.2} MiB, {:.3}% of the database): {reads:.3} reads per Get ({})",
+                bytes as f64 / MIB,
+                pct(bytes),
+                s.first().map_or(String::new(), |s| format!("misses per Get: {}", simulate::kinds_text(s)))
+            ));
+        }
+        None => lines.push(format!(
+            "  no cache up to {:.2} MiB ({:.3}% of the database) reaches {target:.2} reads per Get",
+            max as f64 / MIB,
+            pct(max)
+        )),
+    }
+    if let Some(s) = at_uniform.first() {
+        lines.push(format!(
+            "  the uniform-key advice above ({:.2} MiB) gives {:.3} reads per Get on it",
+            uniform as f64 / MIB,
+            s.reads_per_get()
+        ));
+    }
+    for line in lines {
+        writeln!(out, "{line}").map_err(Error::output)?;
+    }
+    Ok(())
+}
+
 /// `shale advise`.
 pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
     let opener = ShaleOpener {
         direct_io: true,
         ..ShaleOpener::default()
     };
-    if !a.db.join("CURRENT").exists() {
-        return Err(Error::msg(format!(
-            "{} is not a shale database (no CURRENT); pass the directory of one",
-            a.db.display()
-        )));
-    }
     let target = a.target_io.unwrap_or(1.0);
     if !(target.is_finite() && target > 0.0) {
         return Err(Error::Usage("--target-io must be a positive number".into()));
     }
-    // Advice only reads: nothing in the database is written.
-    let e = opener
-        .open_read_only(&a.db, SETUP_CACHE)
-        .map_err(Error::msg)?;
-    let comp = e.composition().map_err(Error::msg)?;
-    e.close().map_err(Error::msg)?;
+    let trace = a.trace.as_deref().map(simulate::load_trace).transpose()?;
+    let comp = match (&a.db, &trace) {
+        (Some(dir), _) => {
+            if !dir.join("CURRENT").exists() {
+                return Err(Error::msg(format!(
+                    "{} is not a shale database (no CURRENT); pass the directory of one",
+                    dir.display()
+                )));
+            }
+            // Advice only reads: nothing in the database is written.
+            let e = opener
+                .open_read_only(dir, SETUP_CACHE)
+                .map_err(Error::msg)?;
+            let comp = e.composition().map_err(Error::msg)?;
+            e.close().map_err(Error::msg)?;
+            if let Some(t) = &trace {
+                let db = Db::open_read_only(dir, Options::default())?;
+                let fingerprint = db.table_fingerprint();
+                db.close()?;
+                if fingerprint != t.header.db.fingerprint {
+                    return Err(Error::msg(format!(
+                        "the trace was recorded on other tables than those of {} (its table fingerprint is {:016x}, the database's {fingerprint:016x}); trace this database, or leave --db out to advise from the trace alone",
+                        dir.display(),
+                        t.header.db.fingerprint
+                    )));
+                }
+            }
+            comp
+        }
+        (None, Some(t)) => simulate::trace_composition(t),
+        (None, None) => return Err(Error::Usage("pass --db DIR or --trace FILE".into())),
+    };
     let size = advised_size(target, &comp);
     let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
     let w = |out: &mut dyn Write, line: String| writeln!(out, "{line}").map_err(Error::output);
@@ -645,9 +718,15 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
     }
     w(out, "phases: below IP1 a Get also reads filters and top-level indexes from disk (well over 2 I/Os); between IP1 and IP2 it reads an index partition and a data block (about 2);".into())?;
     w(out, "        at IP2 and above only the data block (about 1); caching data blocks beyond that helps little for random keys.".into())?;
+    if let Some(t) = &trace {
+        write_trace_advice(out, t, a.trace.as_deref(), target, &comp, size)?;
+    }
+    let needs_db =
+        |flag: &str| Error::Usage(format!("{flag} reads the database: pass --db DIR with it"));
     if !a.keys.is_empty() {
+        let dir = a.db.as_deref().ok_or_else(|| needs_db("--keys"))?;
         let opts = Options::default();
-        let db = Db::open_read_only(&a.db, opts.clone())?;
+        let db = Db::open_read_only(dir, opts.clone())?;
         let costs = measure(&db, &opts);
         let shape = db.summary().map(|s| {
             let t = s.total();
@@ -661,10 +740,11 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
         write_projection(out, &costs?, &comp, &shape?, &a.keys, target)?;
     }
     if a.verify {
+        let dir = a.db.as_deref().ok_or_else(|| needs_db("--verify"))?;
         let dataset = Dataset::default();
         let keys = comp.entries;
         let args = BenchKvdbArgs {
-            db: Some(a.db.clone()),
+            db: Some(dir.to_path_buf()),
             zoned: crate::args::ZonedArg::default(),
             workload: WorkloadArgs {
                 keys,
@@ -690,6 +770,10 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
             sample: crate::args::SampleArgs {
                 sample_interval: 5.0,
             },
+            trace: crate::args::TraceArgs {
+                trace: None,
+                trace_sample: 1.0,
+            },
         };
         let workload = Workload {
             keygen: KeyGen::new(KeyScheme::Hash),
@@ -700,7 +784,7 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
         };
         let run = run_one(
             &opener,
-            &a.db,
+            dir,
             &args,
             &workload,
             cores(),
@@ -708,6 +792,7 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
             &comp,
             "verifying",
             &crate::live::LiveStats::new(1),
+            Default::default(),
         )?;
         w(
             out,

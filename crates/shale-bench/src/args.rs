@@ -190,6 +190,10 @@ pub struct BenchYcsbArgs {
     /// from it).
     #[command(flatten)]
     pub sample: SampleArgs,
+    /// A block-access trace of shale's first run, marked "measure" where
+    /// its operations begin.
+    #[command(flatten)]
+    pub trace: TraceArgs,
 }
 
 /// The engines of `bench ycsb --engines`.
@@ -400,7 +404,9 @@ pub struct BenchKvdbArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// Cache sizes, comma-separated: bytes (8MiB, 512KiB, 1GB, 123456), a
-    /// percentage of the database (0.2%), or ip1 / ip2.
+    /// percentage of the database (0.2%), ip1 / ip2, or a range LO..HI[/N]
+    /// of N sizes spaced geometrically (10 by default: 0.05%..3% is the
+    /// sweep's ten).
     #[arg(long, value_name = "LIST")]
     pub cache: Option<String>,
     /// Sweep from 0.05% to 3% of the database, with IP1, IP2 and points between
@@ -452,6 +458,28 @@ pub struct BenchKvdbArgs {
     /// The time-series sampler.
     #[command(flatten)]
     pub sample: SampleArgs,
+    /// A block-access trace of the first cache size's run.
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+/// Recording a block-access trace (`shale simulate` and `shale advise
+/// --trace` replay it).
+#[derive(Clone, Debug, Args)]
+pub struct TraceArgs {
+    /// Record every block access of the read path (which block, hit or
+    /// miss, its cache priority and charge, the Get it belongs to) into
+    /// FILE, marked "measure" where the measured Gets begin. `bench kvdb`
+    /// traces its first cache size's run: the blocks a Get reads do not
+    /// depend on the cache, so one trace serves every size.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Keep the accesses of this share of the blocks (chosen by a hash of
+    /// the block, so that a block's accesses are all kept or all left
+    /// out), for a smaller trace whose replay scales the cache by the same
+    /// share (0 < RATE <= 1).
+    #[arg(long, value_name = "RATE", default_value_t = 1.0, requires = "trace")]
+    pub trace_sample: f64,
 }
 
 /// The time-series sampler's flags, shared by the benches.
@@ -603,6 +631,10 @@ pub struct BenchDbArgs {
     /// The database and its options.
     #[command(flatten)]
     pub db: DbBenchDbArgs,
+    /// A block-access trace of the run's last database, each benchmark
+    /// marked by its name (`shale simulate --from-mark readrandom`).
+    #[command(flatten)]
+    pub trace: TraceArgs,
     /// Operations of each read benchmark per thread (default: --num).
     #[arg(long, value_name = "N")]
     pub reads: Option<u64>,
@@ -753,13 +785,21 @@ pub struct DbSweepArgs {
 /// `shale advise`.
 #[derive(Debug, Args)]
 pub struct AdviseArgs {
-    /// Database directory (must exist).
-    #[arg(long, value_name = "DIR")]
-    pub db: PathBuf,
+    /// Database directory (must exist; optional with --trace, whose header
+    /// describes the database it was recorded on).
+    #[arg(long, value_name = "DIR", required_unless_present = "trace")]
+    pub db: Option<PathBuf>,
     /// Target block-cache misses per Get (default: about 1, the smallest cache
-    /// that lets a Get read only its data block).
-    #[arg(long, value_name = "X")]
+    /// that lets a Get read only its data block); with --trace, block reads
+    /// per Get on the trace's access pattern.
+    #[arg(long, alias = "target", value_name = "X")]
     pub target_io: Option<f64>,
+    /// A block-access trace (`bench kvdb --trace FILE`): also advise the
+    /// smallest cache whose replay of it reads at most the target per Get,
+    /// next to the uniform-key advice. With --db, the trace must have been
+    /// recorded on that database's tables.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Also project IP1, IP2 and the advised cache to these key counts,
     /// comma-separated, with k, M, B (or G), T suffixes (200M,2B,20B), from the
     /// database's measured per-key costs and the picker's level targets, next
@@ -784,4 +824,36 @@ pub struct ZonedArg {
     /// names a directory inside it (default /db).
     #[arg(long, value_name = "DEVICE")]
     pub zoned: Option<PathBuf>,
+}
+
+/// `shale simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The block-access trace to replay (`bench kvdb --trace FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// Cache sizes, as for `bench kvdb --cache` (bytes, a percentage of the
+    /// database, ip1 / ip2, or a range LO..HI[/N]); default: the sweep of
+    /// `bench kvdb --sweep` (0.05% to 3%, IP1, IP2 and three sizes between).
+    #[arg(long, value_name = "LIST")]
+    pub cache: Option<String>,
+    /// A `bench kvdb` results.json: its cache sizes are replayed too, and
+    /// each is shown with the misses per Get it measured and the
+    /// difference.
+    #[arg(long, value_name = "FILE")]
+    pub measured: Option<PathBuf>,
+    /// Count from the first mark of this label (records before it warm the
+    /// cache); default: from "measure" where the trace has it (bench kvdb
+    /// marks the end of its warm-up), else the whole trace.
+    #[arg(long, value_name = "LABEL")]
+    pub from_mark: Option<String>,
+    /// Sizes replayed at once (default: the cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Directory for simulate.json, simulate.csv and the chart.
+    #[arg(long, value_name = "DIR", default_value = "shale-simulate")]
+    pub out: PathBuf,
+    /// Print simulate.json on standard output instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }

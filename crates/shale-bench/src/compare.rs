@@ -172,6 +172,7 @@ pub fn run(a: &BenchCompareArgs, out: &mut dyn Write) -> Result {
                 warmup_file: warmup_file.clone(),
                 reads_file: reads_file.clone(),
                 direct_io: er.direct_io(a.workload.direct_io),
+                trace: None,
             };
             match h.client.read(request, read_timeout) {
                 Ok(reply) => er.runs.push(EngineRun {
@@ -406,6 +407,7 @@ fn run_budgets(
             warmup_file: files.warmup.to_path_buf(),
             reads_file: files.warmup.to_path_buf(),
             direct_io,
+            trace: None,
         };
         let baseline = match h.client.read(probe, timeout) {
             Ok(r) => r.rss_bytes.unwrap_or(0),
@@ -454,6 +456,7 @@ fn run_budgets(
                     warmup_file: files.warmup.to_path_buf(),
                     reads_file: files.reads.to_path_buf(),
                     direct_io,
+                    trace: None,
                 };
                 let before = group.pressure();
                 let reply = inside.read(request, timeout);

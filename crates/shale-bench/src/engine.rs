@@ -162,6 +162,25 @@ pub trait KvEngine: Send + Sync {
             first += group.len();
         }
     }
+    /// Starts recording a block-access trace into `file` (see
+    /// `shale::trace`), keeping the accesses of about `sample_rate` of the
+    /// blocks; engines without one say so.
+    fn start_block_trace(&self, file: &Path, sample_rate: f64) -> Result<(), String> {
+        let _ = (file, sample_rate);
+        Err(format!(
+            "{} does not record block-access traces",
+            self.name()
+        ))
+    }
+    /// Puts a label in the trace being recorded (nothing without one).
+    fn mark_block_trace(&self, _label: &str) {}
+    /// Ends the trace: records and bytes written.
+    fn end_block_trace(&self) -> Result<(u64, u64), String> {
+        Err(format!(
+            "{} does not record block-access traces",
+            self.name()
+        ))
+    }
     /// Read counters since the database was opened.
     fn counters(&self) -> ReadCounters;
     /// The composition of the database's tables.
@@ -373,6 +392,19 @@ impl KvEngine for ShaleEngine {
         self.db
             .multi_get_each(keys, in_flight, answer)
             .map_err(|e| e.to_string())
+    }
+
+    fn start_block_trace(&self, file: &Path, sample_rate: f64) -> Result<(), String> {
+        crate::simulate::start_trace(&self.db, file, sample_rate).map_err(|e| e.to_string())
+    }
+
+    fn mark_block_trace(&self, label: &str) {
+        self.db.mark_block_trace(label);
+    }
+
+    fn end_block_trace(&self) -> Result<(u64, u64), String> {
+        let (_, s) = self.db.end_block_trace().map_err(|e| e.to_string())?;
+        Ok((s.records, s.bytes))
     }
 
     fn counters(&self) -> ReadCounters {

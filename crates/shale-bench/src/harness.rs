@@ -215,6 +215,9 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
     let threads = r.threads.max(1);
     let direct_io = r.direct_io && served.info.direct_io;
     let e = (served.open)(direct_io).open(&t.dir, r.cache_bytes, false)?;
+    if let Some(file) = &r.trace {
+        e.start_block_trace(file, 1.0)?;
+    }
     let phases = Phases {
         warmup: Keys::Listed(&warmup),
         measured: Keys::Listed(&reads),
@@ -232,7 +235,10 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
         keys: t.dataset.keys,
     };
     // The warm-up is not measured: the counters are taken after it.
-    let between = || (e.counters(), e.table_cache(), proc_io_read_bytes());
+    let between = || {
+        e.mark_block_trace("measure");
+        (e.counters(), e.table_cache(), proc_io_read_bytes())
+    };
     let ((before, table_cache_before, io_before), done) =
         gets(reads, &plan, phases, between).map_err(|f| f.error)?;
     let seconds = done.seconds;
@@ -247,6 +253,9 @@ fn read(served: &Served<'_>, r: &ReadRequest) -> Result<ReadReply, String> {
         _ => None,
     };
     let rss_bytes = proc_rss_bytes();
+    if r.trace.is_some() {
+        e.end_block_trace()?;
+    }
     e.close()?;
     let kind = |k: KindCounters| KindCounts {
         cache_hits: Some(k.cache_hits),
@@ -383,10 +392,25 @@ mod tests {
             warmup_file: warmup,
             reads_file: reads,
             direct_io: true,
+            trace: Some(tmp.path().join("read.trc")),
         }));
         let reply: ReadReply =
             serde_json::from_str(&handle(&served, &read).expect("read")).expect("reply");
         assert_eq!((reply.gets, reply.found), (7, 5));
+        // The trace holds the warm-up's Gets, the mark, the measured ones.
+        let trace = crate::simulate::load_trace(&tmp.path().join("read.trc")).expect("trace");
+        let gets = |from| {
+            trace.records[from..]
+                .iter()
+                .filter(|r| matches!(r, shale::trace::TraceRecord::Get { .. }))
+                .count()
+        };
+        let mark = trace
+            .records
+            .iter()
+            .position(|r| matches!(r, shale::trace::TraceRecord::Mark(m) if m == "measure"))
+            .expect("mark");
+        assert_eq!((gets(0), gets(mark)), (9, 7));
         assert!(!reply.direct_io, "the served engine said it cannot");
         assert!(reply.blocks.data.physical_reads.is_some_and(|n| n > 0));
         assert!(reply.latency.p50_us > 0.0 && reply.latency.p999_us >= reply.latency.p50_us);

@@ -145,7 +145,18 @@ pub fn kvdb(a: &BenchKvdbArgs, out: &mut dyn Write) -> Result {
             sizes.len(),
             size_text(cache, &comp)
         );
-        let mut run = run_one(&*opener, &dir, a, &w, threads, cache, &comp, &label, &live)?;
+        let trace = if i == 0 {
+            a.trace.trace.as_deref()
+        } else {
+            None
+        };
+        let traced = Traced {
+            file: trace,
+            sample_rate: a.trace.trace_sample,
+        };
+        let mut run = run_one(
+            &*opener, &dir, a, &w, threads, cache, &comp, &label, &live, traced,
+        )?;
         run.device_limit_share = results
             .device_limit
             .as_ref()
@@ -334,11 +345,16 @@ pub fn plan_sizes(list: Option<&str>, sweep: bool, comp: &Composition) -> Result
     let pct = |p: f64| (comp.db_bytes as f64 * p / 100.0).round() as u64;
     let (ip1, ip2) = (comp.ip1_bytes(), comp.ip2_bytes());
     let mut sizes: Vec<u64> = match (list, sweep) {
-        (Some(list), _) => list
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| parse_size(s, comp))
-            .collect::<Result<_, _>>()?,
+        (Some(list), _) => {
+            let mut v = Vec::new();
+            for item in list.split(',').filter(|s| !s.trim().is_empty()) {
+                match item.split_once("..") {
+                    Some((lo, hi)) => v.extend(size_range(lo, hi, comp)?),
+                    None => v.push(parse_size(item, comp)?),
+                }
+            }
+            v
+        }
         (None, true) => {
             let mut v: Vec<u64> = (0..10)
                 .map(|i| pct(0.05 * (3.0f64 / 0.05).powf(i as f64 / 9.0)))
@@ -366,6 +382,37 @@ pub fn plan_sizes(list: Option<&str>, sweep: bool, comp: &Composition) -> Result
     // Sizes within 0.5% of each other measure the same thing.
     sizes.dedup_by(|b, a| (*b as f64) <= *a as f64 * 1.005);
     Ok(sizes)
+}
+
+/// Points of a cache-size range `LO..HI[/N]`: N sizes (10 by default, 2 to
+/// 100) spaced geometrically from LO to HI, both included.
+fn size_range(lo: &str, hi: &str, comp: &Composition) -> Result<Vec<u64>, String> {
+    let (hi, points) = match hi.split_once('/') {
+        Some((hi, n)) => {
+            let n: usize = n
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (2..=100).contains(n))
+                .ok_or_else(|| {
+                    format!("cache range {lo}..{hi}/{n}: the points after / must be 2 to 100")
+                })?;
+            (hi, n)
+        }
+        None => (hi, 10),
+    };
+    let (a, b) = (parse_size(lo, comp)?, parse_size(hi, comp)?);
+    if a == 0 || b <= a {
+        return Err(format!(
+            "cache range {}..{}: the range must go from a size above 0 up to a larger one ({a} and {b} bytes)",
+            lo.trim(),
+            hi.trim()
+        ));
+    }
+    let ratio = b as f64 / a as f64;
+    Ok((0..points)
+        .map(|i| (a as f64 * ratio.powf(i as f64 / (points - 1) as f64)).round() as u64)
+        .collect())
 }
 
 /// The lowest default cache size: `low` (0.05% of the database) if it lies
@@ -513,6 +560,13 @@ fn device_limit(
     })
 }
 
+/// Where a run's block-access trace goes, if it records one.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Traced<'a> {
+    pub(super) file: Option<&'a Path>,
+    pub(super) sample_rate: f64,
+}
+
 /// Measures one cache size.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_one(
@@ -525,9 +579,13 @@ pub(super) fn run_one(
     comp: &Composition,
     label: &str,
     live: &LiveStats,
+    traced: Traced,
 ) -> Result<Run> {
     // The measured runs only read: nothing in the database is written.
     let e = opener.open_read_only(dir, cache).map_err(err)?;
+    if let Some(file) = traced.file {
+        e.start_block_trace(file, traced.sample_rate).map_err(err)?;
+    }
     let warm = (a.workload.warmup * a.workload.keys as f64).round() as u64;
     let pb = runner::bar(warm + a.workload.reads, label.to_string());
     let chooser = |seed| {
@@ -552,7 +610,10 @@ pub(super) fn run_one(
         progress: Some(&pb),
     };
     // The warm-up is not measured: the counters are taken after it.
-    let between = || (e.counters(), live.total("get"), device_read_bytes());
+    let between = || {
+        e.mark_block_trace("measure");
+        (e.counters(), live.total("get"), device_read_bytes())
+    };
     let ran = match (a.batch.max(1), a.stream) {
         (1, _) => gets(reads, &plan, phases, between).map(|(b, d)| (b, d.seconds)),
         (batch, false) => multi_gets(reads, &plan, phases, batch, between),
@@ -562,6 +623,16 @@ pub(super) fn run_one(
     let io_after = device_read_bytes();
     let d = e.counters().since(&before);
     pb.finish_and_clear();
+    if let Some(file) = traced.file {
+        let (records, bytes) = e.end_block_trace().map_err(err)?;
+        eprintln!(
+            "block trace of the run at cache {}: {} records, {} in {}",
+            size_text(cache, comp),
+            records,
+            crate::fmt::human_bytes(bytes),
+            file.display()
+        );
+    }
     e.close().map_err(err)?;
     let gets = d.gets.max(1) as f64;
     let latency = live.total("get").since(&latency_before);
@@ -880,6 +951,35 @@ mod tests {
         for bad in ["", "abc", "12XB", "-1MiB", "%", "1e3%x", "nan%"] {
             let e = parse_size(bad, &c).expect_err(bad);
             assert!(e.contains("invalid cache size"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_range_is_geometric_and_a_bad_one_refused() {
+        let c = comp();
+        let v = plan_sizes(Some("0.05%..3%"), false, &c).expect("range");
+        let sweep = plan_sizes(None, true, &c).expect("sweep");
+        assert_eq!(v.len(), 10);
+        // The sweep's ten (rounded to bytes from the percentages; the sweep
+        // keeps one of two sizes within 0.5%).
+        assert!(
+            v.iter().all(|&s| sweep
+                .iter()
+                .any(|&w| s.abs_diff(w) as f64 <= 0.005 * s as f64)),
+            "{v:?} against {sweep:?}"
+        );
+        let v = plan_sizes(Some("1MiB..4MiB/3, ip1"), false, &c).expect("range");
+        assert!(v.contains(&(1 << 20)) && v.contains(&(2 << 20)) && v.contains(&(4 << 20)));
+        assert!(v.contains(&c.ip1_bytes()));
+        for bad in [
+            "3%..1%",
+            "0..1MiB",
+            "1MiB..2MiB/1",
+            "1MiB..2MiB/x",
+            "1MiB..",
+            ",",
+        ] {
+            assert!(plan_sizes(Some(bad), false, &c).is_err(), "{bad}");
         }
     }
 

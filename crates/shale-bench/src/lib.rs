@@ -36,6 +36,7 @@ pub mod parse;
 pub mod report;
 pub mod runner;
 pub mod sampler;
+pub mod simulate;
 pub mod stats_doc;
 pub mod storage;
 pub mod ycsb;

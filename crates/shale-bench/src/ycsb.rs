@@ -489,6 +489,8 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
         interrupted: false,
     };
     let total = configs.len() * engines.len() * a.repeat as usize;
+    // Only the first of shale's runs is traced (into --trace).
+    let mut traced = false;
     'runs: for rep in 1..=a.repeat {
         for &preset in &configs {
             for &engine in engines {
@@ -527,9 +529,13 @@ pub fn run(a: &BenchYcsbArgs, out: &mut dyn Write) -> Result {
                             Err(e) => return Err(e),
                         }
                     }
-                    _ => run_one(
-                        a, &storage, workload, &values, &dir, s, rep, &label, run_dir,
-                    )?,
+                    _ => {
+                        let first = !traced;
+                        traced = true;
+                        run_one(
+                            a, &storage, workload, &values, &dir, s, rep, &label, run_dir, first,
+                        )?
+                    }
                 };
                 if !a.json {
                     write_run(out, &label, &r).map_err(Error::output)?;
@@ -940,6 +946,7 @@ fn run_one(
     repetition: u32,
     label: &str,
     run_dir: Option<&Path>,
+    first_run: bool,
 ) -> Result<RunResult> {
     let filters = filters_of_name(&settings.filters);
     let threads = a.threads as usize;
@@ -956,6 +963,11 @@ fn run_one(
     let mut opts = run_options(a, storage, &settings, filters);
     opts.listeners.push(timeline.clone());
     let db = slot.open(Db::open(dir, opts)?);
+    let trace = a.trace.trace.as_deref().filter(|_| first_run);
+    if let Some(file) = trace {
+        crate::simulate::start_trace(&db, file, a.trace.trace_sample)?;
+        db.mark_block_trace("measure");
+    }
     let marker = read_marker(&db)?
         .ok_or_else(|| Error::msg(format!("{} lost its YCSB marker", dir.display())))?;
     let shared = Shared::new(workload, marker.records, marker.present, a.operations);
@@ -1012,6 +1024,7 @@ fn run_one(
     }
     let machine = series.summary();
     let after = db.metrics();
+    let trace_end = trace.map(|file| crate::simulate::end_trace(&db, file, label));
     pending_max.fetch_max(after.pending_compaction_bytes, Ordering::Relaxed);
     // Record the inserts, then let the database settle so that the next run
     // starts with no compaction pending.
@@ -1024,6 +1037,7 @@ fn run_one(
     }
     write_back?;
     close?;
+    trace_end.transpose()?;
     let totals = live.totals();
     let operations: u64 = totals.values().map(|s| s.count).sum();
     let delta = after.delta(&before);

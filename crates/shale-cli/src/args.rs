@@ -58,6 +58,10 @@ pub enum Command {
     /// The cache size to configure for a target I/Os per Get, from the
     /// database's inflection points.
     Advise(AdviseArgs),
+    /// Replay a block-access trace (`bench kvdb --trace FILE`) through the
+    /// engine's block cache at other sizes: misses and reads per Get by
+    /// block kind at every size, from one traced run.
+    Simulate(SimulateArgs),
     /// Serve one request of the harness protocol (JSON on standard input,
     /// the reply on standard output): what `bench compare` runs.
     #[command(hide = true)]

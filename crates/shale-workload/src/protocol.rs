@@ -357,6 +357,13 @@ pub struct ReadRequest {
     /// Read table files with `O_DIRECT` if the engine can (else ignored, and
     /// [`ReadReply::direct_io`] says so).
     pub direct_io: bool,
+    /// Record a block-access trace of the Gets (warm-up, then a `measure`
+    /// mark, then the measured ones) into this file, in the engine's own
+    /// trace format; a harness that cannot fails the request. Absent: no
+    /// trace (and not sent, so harnesses that predate it read the request
+    /// as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<PathBuf>,
 }
 
 /// Reply to [`Op::Info`].
@@ -688,6 +695,7 @@ mod tests {
                 warmup_file: "/tmp/w".into(),
                 reads_file: "/tmp/r".into(),
                 direct_io: true,
+                trace: Some("/tmp/t.trc".into()),
             }),
             dbbench(),
         ];

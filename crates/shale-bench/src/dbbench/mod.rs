@@ -1073,6 +1073,12 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
         storage.remove_db_dir(dir)?;
         Db::open(dir, opts.clone())?
     });
+    // The trace follows the database: a fresh benchmark's new database
+    // starts it again, so that it ends up holding the last one's.
+    let trace = a.trace.trace.as_deref();
+    if let Some(file) = trace {
+        crate::simulate::start_trace(&db, file, a.trace.trace_sample)?;
+    }
     crate::runner::install_interrupt();
     let mut dirty = a.db.use_existing_db;
     let mut results: Vec<BenchResult> = Vec::new();
@@ -1126,12 +1132,19 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
                 continue;
             }
             if dirty {
+                if let Some(file) = trace {
+                    crate::simulate::end_trace(&db, file, "a database replaced by a fresh one")?;
+                }
                 slot.close(db)?;
                 storage.remove_db_dir(dir)?;
                 db = slot.open(Db::open(dir, opts.clone())?);
+                if let Some(file) = trace {
+                    crate::simulate::start_trace(&db, file, a.trace.trace_sample)?;
+                }
                 dirty = false;
             }
         }
+        db.mark_block_trace(name);
         let mut r = run_bench(&db, &cfg, bench, name, index, Some(&ops))?;
         dirty |= bench.writes();
         if bench == Bench::Stats {
@@ -1165,6 +1178,9 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
         out.flush().map_err(Error::output)?;
         results.push(r);
         write_results(&results)?;
+    }
+    if let Some(file) = trace {
+        crate::simulate::end_trace(&db, file, "the last database")?;
     }
     slot.close(db)?;
     write_results(&results)?;

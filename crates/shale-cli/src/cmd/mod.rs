@@ -38,6 +38,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CliResult {
         Command::Bench(BenchCommand::DbSweep(a)) => shale_bench::dbbench::sweep::run(&a, out),
         Command::Bench(BenchCommand::Zns(a)) => shale_bench::zns::run(&a, out),
         Command::Advise(a) => shale_bench::advise::advise(&a, out),
+        Command::Simulate(a) => shale_bench::simulate::run(&a, out),
         Command::Zoned(ZonedCommand::Mkfs(a)) => zoned::mkfs(&a, out),
         Command::Zoned(ZonedCommand::Ls(a)) => zoned::ls(&a, out),
         Command::Zoned(ZonedCommand::Df(a)) => zoned::df(&a, out),
