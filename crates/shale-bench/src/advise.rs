@@ -40,6 +40,7 @@ use shale_workload::{Dataset, Distribution, KeyGen, KeyScheme};
 
 use crate::args::{AdviseArgs, BenchKvdbArgs, WorkloadArgs};
 use crate::error::{Error, Result};
+use crate::filter_budget;
 use crate::kvdb::{cores, run_one, Workload, SETUP_CACHE};
 use crate::simulate;
 use shale::trace::BlockTrace;
@@ -638,6 +639,63 @@ fn write_trace_advice(
     Ok(())
 }
 
+/// The filter bits per level for a budget, and how to load with them.
+fn write_filter_plan(
+    out: &mut dyn Write,
+    p: &filter_budget::FilterPlan,
+    comp: &Composition,
+) -> Result {
+    let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
+    let budget = p.budget;
+    let mut lines = vec![format!(
+        "filter bits per level for a cache of {:.2} MiB ({:.3}% of the database), binary fuse filters{}:",
+        budget as f64 / MIB,
+        pct(budget),
+        if p.over_budget {
+            " (OVER BUDGET: even 4-bit fingerprints do not fit; the narrowest plan is shown)"
+        } else {
+            ""
+        }
+    )];
+    for l in &p.levels {
+        lines.push(format!(
+            "  L{}: {} keys, {} bits a key ({}-bit fingerprints), {:.2} MiB, {:.2}% false positives: {:+.4} reads per Get",
+            l.level,
+            thousands(l.keys),
+            l.bits_per_key,
+            l.fingerprint_bits,
+            l.bytes as f64 / MIB,
+            100.0 * l.false_positive_rate,
+            l.reads_per_get
+        ));
+    }
+    lines.push(format!(
+        "  filters {:.2} MiB + index blocks {:.2} MiB + {:.2} MiB kept free for data blocks and shards",
+        p.filter_bytes as f64 / MIB,
+        p.index_bytes as f64 / MIB,
+        p.reserve as f64 / MIB
+    ));
+    lines.push(format!(
+        "  expected with them cached: {:.3} block reads per Get (uniform reads of stored keys; the level shape of this database)",
+        p.reads_per_get
+    ));
+    let bits: Vec<String> = p
+        .levels
+        .iter()
+        .map(|l| format!("L{}={}", l.level, l.bits_per_key))
+        .collect();
+    if !bits.is_empty() {
+        lines.push(format!(
+            "  load with: shale load --filter-bits {} (Options: FilterPolicy::level_bits_per_key)",
+            bits.join(",")
+        ));
+    }
+    for line in lines {
+        writeln!(out, "{line}").map_err(Error::output)?;
+    }
+    Ok(())
+}
+
 /// `shale advise`.
 pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
     let opener = ShaleOpener {
@@ -720,6 +778,19 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
     w(out, "        at IP2 and above only the data block (about 1); caching data blocks beyond that helps little for random keys.".into())?;
     if let Some(t) = &trace {
         write_trace_advice(out, t, a.trace.as_deref(), target, &comp, size)?;
+    }
+    if let (Some(budget), Some(dir)) = (&a.budget, &a.db) {
+        let bytes = crate::kvdb::parse_size(budget, &comp)
+            .map_err(|e| Error::Usage(format!("--budget: {e}")))?;
+        let db = Db::open_read_only(dir, Options::default())?;
+        let summary = db.summary();
+        db.close()?;
+        let input = filter_budget::BudgetInput {
+            level_keys: summary?.levels.iter().map(|l| l.entries).collect(),
+            index_bytes: comp.index_bytes,
+            budget: bytes,
+        };
+        write_filter_plan(out, &filter_budget::plan(&input), &comp)?;
     }
     let needs_db =
         |flag: &str| Error::Usage(format!("{flag} reads the database: pass --db DIR with it"));

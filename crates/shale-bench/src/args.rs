@@ -800,6 +800,12 @@ pub struct AdviseArgs {
     /// recorded on that database's tables.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// A cache budget (bytes, or a percentage of the database: 0.1%): print
+    /// the filter bits per level (binary fuse filters) that fit the filters
+    /// and every index block into it with the fewest expected reads per
+    /// Get, to load the database with (`shale load --filter-bits`).
+    #[arg(long, value_name = "SIZE", requires = "db")]
+    pub budget: Option<String>,
     /// Also project IP1, IP2 and the advised cache to these key counts,
     /// comma-separated, with k, M, B (or G), T suffixes (200M,2B,20B), from the
     /// database's measured per-key costs and the picker's level targets, next

@@ -27,6 +27,7 @@ pub mod compare;
 pub mod dbbench;
 pub mod engine;
 pub mod error;
+pub mod filter_budget;
 pub mod fmt;
 pub mod harness;
 pub mod kvdb;

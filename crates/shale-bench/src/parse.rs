@@ -112,3 +112,51 @@ mod tests {
         }
     }
 }
+
+/// Filter bits per key of single levels (`FilterPolicy::level_bits_per_key`),
+/// as `shale advise --budget` prints them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LevelBits(pub [Option<u32>; shale::NUM_LEVELS]);
+
+/// Parses `L4=7,L5=5`: bits per key (1 to 64) of levels L0 to L6.
+pub fn parse_level_bits(s: &str) -> Result<LevelBits, String> {
+    let mut out = LevelBits::default();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let bad =
+            || format!("invalid level bits {item:?}: use L<level>=<bits per key>, as in L4=7,L5=5");
+        let (level, bits) = item.split_once('=').ok_or_else(bad)?;
+        let level: usize = level
+            .trim()
+            .strip_prefix(['L', 'l'])
+            .and_then(|l| l.parse().ok())
+            .filter(|&l| l < shale::NUM_LEVELS)
+            .ok_or_else(|| format!("{}; levels are L0 to L{}", bad(), shale::NUM_LEVELS - 1))?;
+        let bits: u32 = bits
+            .trim()
+            .parse()
+            .ok()
+            .filter(|b| (1..=64).contains(b))
+            .ok_or_else(|| format!("{}; bits per key are 1 to 64", bad()))?;
+        out.0[level] = Some(bits);
+    }
+    if out.0.iter().all(Option::is_none) {
+        return Err("no level bits given: use L<level>=<bits per key>, as in L4=7,L5=5".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod level_bits_tests {
+    use super::*;
+
+    #[test]
+    fn level_bits_parse_and_bad_ones_are_refused() {
+        let b = parse_level_bits("L4=7, l5=5").expect("parse");
+        assert_eq!(b.0[4], Some(7));
+        assert_eq!(b.0[5], Some(5));
+        assert_eq!(b.0[6], None);
+        for bad in ["", "L7=5", "L4", "L4=0", "L4=65", "X4=5", "L4=x"] {
+            assert!(parse_level_bits(bad).is_err(), "{bad}");
+        }
+    }
+}

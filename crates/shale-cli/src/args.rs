@@ -294,11 +294,16 @@ pub struct LoadArgs {
     /// make flushes and compactions frequent, for experiments and tests.
     #[arg(long, value_name = "BYTES")]
     pub write_buffer_size: Option<usize>,
+    /// Filter bits per key of single levels, as `shale advise --budget`
+    /// prints them (`L4=7,L5=5`; the other levels keep the default 9). Tables
+    /// get their filters when written, so load a database afresh with them.
+    #[arg(long, value_name = "L<N>=BITS,...", value_parser = shale_bench::parse::parse_level_bits)]
+    pub filter_bits: Option<shale_bench::parse::LevelBits>,
     /// Write nothing: Get keys start..start + keys and check every value
     /// against the dataset (run after a load, in another process, to check
     /// that what was loaded is there); exits 1 at the first key missing or
     /// different.
-    #[arg(long, conflicts_with_all = ["sync", "no_settle", "write_buffer_size"])]
+    #[arg(long, conflicts_with_all = ["sync", "no_settle", "write_buffer_size", "filter_bits"])]
     pub verify: bool,
 }
 

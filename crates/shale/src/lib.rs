@@ -73,6 +73,7 @@ pub mod tools {
         parse_internal_key, user_key_text, InternalKeyRef, SeqNo, ValueKind, DB_FORMAT_VERSION,
         MIN_TABLE_FORMAT_VERSION, TABLE_FORMAT_VERSION,
     };
+    pub use crate::table::keys_per_filter_page;
 }
 
 /// The README's Rust example, compiled and run as a doc test.

@@ -43,6 +43,9 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> CliResult {
     if let Some(n) = a.write_buffer_size {
         opts.write_buffer_size = n;
     }
+    if let Some(bits) = a.filter_bits {
+        opts.filter_policy = opts.filter_policy.level_bits_per_key(bits.0);
+    }
     let db = super::open_with(&storage, &dir, opts)?;
     let dataset = Dataset::with_value_size(a.value_size);
     let write = WriteOptions::default().sync(a.sync);

@@ -142,6 +142,13 @@ pub fn fuse_fingerprint_bits(bits_per_key: u32) -> u8 {
     (bits_per_key.saturating_mul(100) / 124).clamp(4, 16) as u8
 }
 
+/// Keys one page-sized filter partition of `kind` at `bits_per_key` holds
+/// in table format 3 and later (the partition and its paged tail fill the
+/// page): `4096 / keys` is what a key costs in filter bytes.
+pub fn keys_per_filter_page(kind: FilterKind, bits_per_key: u32) -> usize {
+    builder::filter_partition_keys(kind, bits_per_key, block::PAGE_SIZE as usize)
+}
+
 /// How to build one table.
 #[derive(Clone, Debug)]
 pub(crate) struct TableBuildOptions {
