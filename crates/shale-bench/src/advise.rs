@@ -784,9 +784,11 @@ pub fn advise(a: &AdviseArgs, out: &mut dyn Write) -> Result {
             .map_err(|e| Error::Usage(format!("--budget: {e}")))?;
         let db = Db::open_read_only(dir, Options::default())?;
         let summary = db.summary();
+        let tables = db.tables();
         db.close()?;
         let input = filter_budget::BudgetInput {
             level_keys: summary?.levels.iter().map(|l| l.entries).collect(),
+            level_coverage: filter_budget::level_coverage(&tables?),
             index_bytes: comp.index_bytes,
             budget: bytes,
         };

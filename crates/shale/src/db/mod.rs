@@ -221,6 +221,10 @@ pub struct TableInfo {
     pub file_size: u64,
     /// The table's properties block.
     pub properties: TableProperties,
+    /// Its smallest and largest user keys.
+    pub smallest_key: Vec<u8>,
+    /// (the largest)
+    pub largest_key: Vec<u8>,
 }
 
 impl Db {
@@ -546,6 +550,8 @@ impl Db {
                 path: self.inner.path.join(filenames::table_name(f.number)),
                 file_size: f.size,
                 properties: reader.properties().clone(),
+                smallest_key: f.smallest.user_key().to_vec(),
+                largest_key: f.largest.user_key().to_vec(),
             });
         }
         Ok(out)
