@@ -283,3 +283,42 @@ fn a_failing_sink_stops_the_trace_and_is_reported_at_its_end() {
     assert!(e.to_string().contains("disk full"), "{e}");
     db.close().expect("close");
 }
+
+#[test]
+fn a_multi_get_on_the_read_pool_is_traced_key_by_key() {
+    let fs = Arc::new(MemFs::new());
+    build(&fs);
+    let db = Db::open("/db", options(fs, 64 << 10).read_threads(4)).expect("open");
+    let sink = Shared::default();
+    db.start_block_trace(Box::new(sink.clone()), BlockTraceOptions::default())
+        .expect("start");
+    let keys = reads(4, 300);
+    let before = db.metrics();
+    db.multi_get(&keys).expect("multi_get");
+    let d = db.metrics().delta(&before);
+    db.end_block_trace().expect("end");
+    db.close().expect("close");
+    let t = trace::decode_trace(&sink.0.lock().expect("lock")).expect("decode");
+    let gets = t
+        .records
+        .iter()
+        .filter(|r| matches!(r, TraceRecord::Get { .. }))
+        .count() as u64;
+    assert_eq!(gets, 300);
+    let accesses: Vec<_> = t
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            TraceRecord::Access(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    let counted: u64 = trace::READ_KINDS
+        .iter()
+        .map(|&k| d.block(k).cache_hits + d.block(k).cache_misses)
+        .sum();
+    assert_eq!(accesses.len() as u64, counted, "every counted lookup is traced");
+    assert!(accesses.iter().all(|a| a.lookup != 0), "each belongs to a Get");
+    let lookups: std::collections::HashSet<u64> = accesses.iter().map(|a| a.lookup).collect();
+    assert!(lookups.len() > 250, "one lookup per key that reached the tables: {}", lookups.len());
+}

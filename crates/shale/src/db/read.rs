@@ -27,7 +27,7 @@ use crate::rangedel::Fragments;
 use crate::table::reader::{BatchScope, Planned};
 use crate::table::BlockCacheKey;
 use crate::table::TableGet;
-use crate::trace::Tracer;
+use crate::trace::LookupScope;
 use crate::version::FileMeta;
 
 impl DbInner {
@@ -210,7 +210,31 @@ impl DbInner {
     }
 
     /// The answer of the tables, level by level.
+    #[inline]
     fn get_tables(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<PinnedValue>> {
+        if self.tracer.on() {
+            return self.get_tables_traced(sv, key, seq);
+        }
+        match self.look_in_tables(sv, key, seq, &mut None)? {
+            Some(answer) => Ok(answer),
+            None => Err(Error::Internal(
+                "a Get deferred a read outside a batch".into(),
+            )),
+        }
+    }
+
+    /// [`Self::get_tables`] while a block trace is recorded: as a lookup of
+    /// its own, whose id the accesses it traces carry. Apart, so that the
+    /// Get path pays only a flag test while no trace is.
+    #[cold]
+    #[inline(never)]
+    fn get_tables_traced(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SeqNo,
+    ) -> Result<Option<PinnedValue>> {
+        let _lookup = LookupScope::enter(self.tracer.new_lookup());
         match self.look_in_tables(sv, key, seq, &mut None)? {
             Some(answer) => Ok(answer),
             None => Err(Error::Internal(
@@ -234,22 +258,6 @@ impl DbInner {
         resume: &mut Option<Resume>,
     ) -> Result<Option<Option<PinnedValue>>> {
         let from = resume.take();
-        let lookup = from.map_or_else(|| self.tracer.new_lookup(), |r| r.lookup);
-        Tracer::in_lookup(lookup, || {
-            self.look_from(sv, key, seq, from, lookup, resume)
-        })
-    }
-
-    /// [`Self::look_in_tables`] from `from` on, as trace lookup `lookup`.
-    fn look_from(
-        &self,
-        sv: &SuperVersion,
-        key: &[u8],
-        seq: SeqNo,
-        from: Option<Resume>,
-        lookup: u64,
-        resume: &mut Option<Resume>,
-    ) -> Result<Option<Option<PinnedValue>>> {
         let policy = self.opts.filter_policy;
         for level in from.map_or(0, |r| r.level)..NUM_LEVELS {
             let mut skip_to = from.filter(|r| r.level == level).map(|r| r.table);
@@ -286,7 +294,6 @@ impl DbInner {
                         *resume = Some(Resume {
                             level,
                             table: f.number,
-                            lookup,
                         });
                         return Ok(None);
                     }
@@ -418,6 +425,7 @@ impl DbInner {
                     key,
                     held: Vec::new(),
                     resume: None,
+                    lookup: p.db.tracer.new_lookup(),
                 };
                 if p.look_up(i, w, answer)?.is_break() {
                     return Ok(());
@@ -457,8 +465,6 @@ struct Resume {
     level: usize,
     /// The file number of the table that deferred the read.
     table: u64,
-    /// The lookup's id in a block trace (0 when none is recorded).
-    lookup: u64,
 }
 
 /// One [`DbInner::multi_get_queued`] under way.
@@ -487,6 +493,8 @@ struct Waiting<K> {
     /// The blocks read for it so far, held until it answers.
     held: Vec<BlockCacheKey>,
     resume: Option<Resume>,
+    /// Its lookup's id in a block trace (0 while none is recorded).
+    lookup: u64,
 }
 
 impl<K: AsRef<[u8]>> Pipeline<'_, K> {
@@ -502,9 +510,11 @@ impl<K: AsRef<[u8]>> Pipeline<'_, K> {
         mut w: Waiting<K>,
         answer: &mut dyn FnMut(usize, Result<Option<Vec<u8>>>) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>> {
-        let got = self
-            .db
-            .look_in_tables(self.sv, w.key.as_ref(), self.seq, &mut w.resume);
+        let got = {
+            let _lookup = (w.lookup != 0).then(|| LookupScope::enter(w.lookup));
+            self.db
+                .look_in_tables(self.sv, w.key.as_ref(), self.seq, &mut w.resume)
+        };
         if let Ok(None) = got {
             let block = self
                 .scope

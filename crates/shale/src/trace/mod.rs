@@ -36,7 +36,7 @@ pub use simulate::{
     READ_KINDS,
 };
 pub use tracer::TraceSummary;
-pub(crate) use tracer::Tracer;
+pub(crate) use tracer::{LookupScope, Tracer};
 
 /// How [`crate::Db::start_block_trace`] records.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -231,12 +231,24 @@ impl Tracer {
             0
         }
     }
+}
 
-    /// Runs `f` as lookup `id` on this thread: its accesses carry the id.
-    pub(crate) fn in_lookup<R>(id: u64, f: impl FnOnce() -> R) -> R {
-        let outer = LOOKUP.with(|l| l.replace(id));
-        let r = f();
-        LOOKUP.with(|l| l.set(outer));
-        r
+/// While it lives, this thread runs lookup `id`: the accesses it traces
+/// carry the id. Dropping it puts back the lookup it interrupted.
+pub(crate) struct LookupScope {
+    outer: u64,
+}
+
+impl LookupScope {
+    pub(crate) fn enter(id: u64) -> LookupScope {
+        LookupScope {
+            outer: LOOKUP.with(|l| l.replace(id)),
+        }
+    }
+}
+
+impl Drop for LookupScope {
+    fn drop(&mut self) {
+        LOOKUP.with(|l| l.set(self.outer));
     }
 }

@@ -39,6 +39,17 @@ pub(super) enum HeldPartitions {
     Paged(Box<[OnceLock<Arc<CachedBlock>>]>),
 }
 
+/// The cache priority of a block of `kind`: data blocks are evicted first,
+/// index partitions next, filters and top-level indexes last.
+#[inline]
+fn priority_of(kind: BlockKind) -> Priority {
+    match kind {
+        BlockKind::Data => Priority::Low,
+        BlockKind::IndexPartition => Priority::Medium,
+        _ => Priority::High,
+    }
+}
+
 /// Where a held block lives.
 pub(super) enum HeldSlot<'a> {
     /// A slot set once.
@@ -101,7 +112,7 @@ impl TableReader {
         let (slot, mk) = self.held_slot(h, kind, r)?;
         let b = match slot.get(r.offset) {
             Some(b) => {
-                self.trace(kind, r, None, true, b.charge());
+                self.trace(kind, r, None, true, || b.charge());
                 b
             }
             None => {
@@ -135,7 +146,7 @@ impl TableReader {
                     h.bytes[mk.index()].fetch_add(bytes, Ordering::Relaxed);
                     self.ctx.stats.metadata_held_add(mk, bytes);
                 }
-                self.trace(kind, r, None, false, kept.charge());
+                self.trace(kind, r, None, false, || kept.charge());
                 kept
             }
         };
@@ -193,15 +204,10 @@ impl TableReader {
         }
         let key = (self.file_number, r.offset);
         let stats = &self.ctx.stats;
-        let priority = match kind {
-            BlockKind::Data => Priority::Low,
-            BlockKind::IndexPartition => Priority::Medium,
-            _ => Priority::High,
-        };
         if let Some(b) = self.ctx.cache.get(&key) {
             if !batch::resuming() {
                 stats.cache_hit(kind);
-                self.trace(kind, r, Some(priority), true, b.charge());
+                self.trace(kind, r, Some(priority_of(kind)), true, || b.charge());
             }
             if !b.is_kind(kind) {
                 return Err(Error::corruption(
@@ -214,25 +220,28 @@ impl TableReader {
         }
         stats.cache_miss(kind);
         let b = self.read_uncached(kind, r)?;
-        self.trace(kind, r, Some(priority), false, b.charge());
+        let priority = priority_of(kind);
+        self.trace(kind, r, Some(priority), false, || b.charge());
         self.ctx.cache.insert(key, b.clone(), b.charge(), priority);
         Ok(b)
     }
 
     /// Traces a counted access to block `r` (see [`crate::trace`]): at
     /// `priority` in the cache, or held (`None`); found (`hit`) or read.
-    #[inline]
+    /// `charge` is called only while a trace is recorded, so that off the
+    /// hook is one flag test.
+    #[inline(always)]
     fn trace(
         &self,
         kind: BlockKind,
         r: BlockRef,
         priority: Option<Priority>,
         hit: bool,
-        charge: u64,
+        charge: impl FnOnce() -> u64,
     ) {
         let t = &self.ctx.tracer;
         if t.on() {
-            t.access(self.file_number, r.offset, kind, priority, hit, charge);
+            t.access(self.file_number, r.offset, kind, priority, hit, charge());
         }
     }
 
@@ -257,7 +266,7 @@ impl TableReader {
         }
         if let Some(b) = self.ctx.cache.get(&key) {
             self.ctx.stats.cache_hit(BlockKind::Data);
-            self.trace(BlockKind::Data, r, Some(Priority::Low), true, b.charge());
+            self.trace(BlockKind::Data, r, Some(Priority::Low), true, || b.charge());
             if !b.is_kind(BlockKind::Data) {
                 return Err(Error::corruption(
                     &self.path,
@@ -271,7 +280,7 @@ impl TableReader {
         if batch::defer(key, &self.file, &self.path, r, paged_data) {
             self.ctx.stats.cache_miss(BlockKind::Data);
             // The charge is known once the batch reads the block.
-            self.trace(BlockKind::Data, r, Some(Priority::Low), false, 0);
+            self.trace(BlockKind::Data, r, Some(Priority::Low), false, || 0);
         }
         Ok(None)
     }
