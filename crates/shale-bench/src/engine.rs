@@ -395,7 +395,7 @@ impl KvEngine for ShaleEngine {
     }
 
     fn start_block_trace(&self, file: &Path, sample_rate: f64) -> Result<(), String> {
-        crate::simulate::start_trace(&self.db, file, sample_rate).map_err(|e| e.to_string())
+        crate::trace_file::start_trace(&self.db, file, sample_rate).map_err(|e| e.to_string())
     }
 
     fn mark_block_trace(&self, label: &str) {

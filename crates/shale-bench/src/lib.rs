@@ -40,6 +40,7 @@ pub mod sampler;
 pub mod simulate;
 pub mod stats_doc;
 pub mod storage;
+pub mod trace_file;
 pub mod ycsb;
 pub mod zns;
 

@@ -18,10 +18,10 @@ use shale::BlockKind;
 use shale_workload::results::{phase, BenchResults};
 
 use crate::args::SimulateArgs;
-use crate::engine::Composition;
 use crate::error::{Error, Result};
 use crate::fmt::human_bytes;
 use crate::report::plot::{Axis, LineChart, Marker, Series, Shape, BLUE, GREEN, ORANGE};
+use shale_workload::protocol::Composition;
 
 /// The JSON file of a simulation.
 pub const SIMULATE_JSON: &str = "simulate.json";
@@ -126,29 +126,6 @@ impl SimulatedRow {
             .filter(|m| *m > 0.0)
             .map(|m| self.misses_per_get / m - 1.0)
     }
-}
-
-/// Starts a block-access trace of `db` into a new file at `file`.
-pub fn start_trace(db: &shale::Db, file: &Path, sample_rate: f64) -> Result {
-    let f = std::fs::File::create(file)
-        .map_err(|e| Error::msg(format!("cannot create the trace {}: {e}", file.display())))?;
-    let options = trace::BlockTraceOptions::default().sample_rate(sample_rate);
-    db.start_block_trace(Box::new(std::io::BufWriter::new(f)), options)
-        .map_err(|e| Error::msg(format!("tracing into {}: {e}", file.display())))
-}
-
-/// Ends `db`'s trace into `file` and says on standard error what it holds.
-pub fn end_trace(db: &shale::Db, file: &Path, what: &str) -> Result {
-    let (_, s) = db
-        .end_block_trace()
-        .map_err(|e| Error::msg(format!("the trace {}: {e}", file.display())))?;
-    eprintln!(
-        "block trace of {what}: {} records, {} in {}",
-        s.records,
-        human_bytes(s.bytes),
-        file.display()
-    );
-    Ok(())
 }
 
 /// Reads and decodes the trace at `path`; an error names the file.

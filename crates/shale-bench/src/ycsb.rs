@@ -965,7 +965,7 @@ fn run_one(
     let db = slot.open(Db::open(dir, opts)?);
     let trace = a.trace.trace.as_deref().filter(|_| first_run);
     if let Some(file) = trace {
-        crate::simulate::start_trace(&db, file, a.trace.trace_sample)?;
+        crate::trace_file::start_trace(&db, file, a.trace.trace_sample)?;
         db.mark_block_trace("measure");
     }
     let marker = read_marker(&db)?
@@ -1024,7 +1024,7 @@ fn run_one(
     }
     let machine = series.summary();
     let after = db.metrics();
-    let trace_end = trace.map(|file| crate::simulate::end_trace(&db, file, label));
+    let trace_end = trace.map(|file| crate::trace_file::end_trace(&db, file, label));
     pending_max.fetch_max(after.pending_compaction_bytes, Ordering::Relaxed);
     // Record the inserts, then let the database settle so that the next run
     // starts with no compaction pending.

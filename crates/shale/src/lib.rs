@@ -23,6 +23,7 @@ mod options;
 mod pinned;
 mod rangedel;
 mod rate_limit;
+mod setters;
 pub mod stat;
 mod sync;
 mod table;

@@ -317,8 +317,19 @@ fn a_multi_get_on_the_read_pool_is_traced_key_by_key() {
         .iter()
         .map(|&k| d.block(k).cache_hits + d.block(k).cache_misses)
         .sum();
-    assert_eq!(accesses.len() as u64, counted, "every counted lookup is traced");
-    assert!(accesses.iter().all(|a| a.lookup != 0), "each belongs to a Get");
+    assert_eq!(
+        accesses.len() as u64,
+        counted,
+        "every counted lookup is traced"
+    );
+    assert!(
+        accesses.iter().all(|a| a.lookup != 0),
+        "each belongs to a Get"
+    );
     let lookups: std::collections::HashSet<u64> = accesses.iter().map(|a| a.lookup).collect();
-    assert!(lookups.len() > 250, "one lookup per key that reached the tables: {}", lookups.len());
+    assert!(
+        lookups.len() > 250,
+        "one lookup per key that reached the tables: {}",
+        lookups.len()
+    );
 }

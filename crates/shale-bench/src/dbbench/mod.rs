@@ -1077,7 +1077,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
     // starts it again, so that it ends up holding the last one's.
     let trace = a.trace.trace.as_deref();
     if let Some(file) = trace {
-        crate::simulate::start_trace(&db, file, a.trace.trace_sample)?;
+        crate::trace_file::start_trace(&db, file, a.trace.trace_sample)?;
     }
     crate::runner::install_interrupt();
     let mut dirty = a.db.use_existing_db;
@@ -1133,13 +1133,13 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
             }
             if dirty {
                 if let Some(file) = trace {
-                    crate::simulate::end_trace(&db, file, "a database replaced by a fresh one")?;
+                    crate::trace_file::end_trace(&db, file, "a database replaced by a fresh one")?;
                 }
                 slot.close(db)?;
                 storage.remove_db_dir(dir)?;
                 db = slot.open(Db::open(dir, opts.clone())?);
                 if let Some(file) = trace {
-                    crate::simulate::start_trace(&db, file, a.trace.trace_sample)?;
+                    crate::trace_file::start_trace(&db, file, a.trace.trace_sample)?;
                 }
                 dirty = false;
             }
@@ -1180,7 +1180,7 @@ pub fn run(a: &BenchDbArgs, out: &mut dyn Write) -> Result {
         write_results(&results)?;
     }
     if let Some(file) = trace {
-        crate::simulate::end_trace(&db, file, "the last database")?;
+        crate::trace_file::end_trace(&db, file, "the last database")?;
     }
     slot.close(db)?;
     write_results(&results)?;

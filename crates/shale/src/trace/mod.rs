@@ -55,7 +55,7 @@ impl Default for BlockTraceOptions {
     }
 }
 
-crate::options::setters!(BlockTraceOptions { sample_rate: f64 });
+crate::setters::setters!(BlockTraceOptions { sample_rate: f64 });
 
 impl BlockTraceOptions {
     /// The header's sampling threshold for `sample_rate`, or why it is out
