@@ -942,3 +942,62 @@ fn an_interrupted_bench_keeps_its_results_and_samples() {
             .expect("JSON");
     assert!(series["samples"].as_array().expect("samples").len() >= 2);
 }
+
+/// A traced `bench kvdb` run, replayed by `simulate` at the sizes the bench
+/// measured (one reader thread: the replay is exact), by `advise --trace`,
+/// and refused where it must be.
+#[test]
+fn a_traced_run_simulates_its_own_sweep() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_arg(dir.path());
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (trace, out, sim) = (path("t.trc"), path("report"), path("sim"));
+    ok(&[
+        "bench", "kvdb", "--db", &db, "--keys", "30000", "--reads", "3000", "--threads", "1",
+        "--direct-io", "false", "--device-limit-seconds", "0", "--cache",
+        "4KiB..2MiB/4", "--trace", &trace, "--out", &out,
+    ]);
+    let measured = format!("{out}/results.json");
+    let text = ok(&[
+        "simulate", "--trace", &trace, "--measured", &measured, "--out", &sim, "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("--json prints JSON");
+    let sizes = v["sizes"].as_array().expect("sizes");
+    assert_eq!(sizes.len(), 4);
+    assert_eq!(v["gets"], 3000);
+    for s in sizes {
+        let (sim, meas) = (s["misses_per_get"].as_f64(), s["measured_misses_per_get"].as_f64());
+        assert_eq!(sim, meas, "one thread: the replay is the run ({s})");
+    }
+    for f in ["simulate.json", "simulate.csv", "simulate.svg", "simulate.png"] {
+        assert!(dir.path().join("sim").join(f).exists(), "{f}");
+    }
+    let advice = ok(&["advise", "--trace", &trace, "--target", "1.5"]);
+    assert!(advice.contains("on the access pattern of the trace"), "{advice}");
+
+    // A damaged trace names the offset; an empty size list is a usage error.
+    let bytes = std::fs::read(&trace).expect("read");
+    let damaged = path("damaged.trc");
+    let mut b = bytes.clone();
+    let at = b.len() / 2;
+    b[at] ^= 0x55;
+    std::fs::write(&damaged, &b).expect("write");
+    let o = run(&["simulate", "--trace", &damaged, "--out", &sim]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("damaged at offset"), "{}", stderr(&o));
+    std::fs::write(&damaged, &bytes[..bytes.len() - 3]).expect("write");
+    let o = run(&["simulate", "--trace", &damaged, "--out", &sim]);
+    assert!(stderr(&o).contains("truncated at offset"), "{}", stderr(&o));
+    let o = run(&["simulate", "--trace", &trace, "--cache", ",", "--out", &sim]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["simulate", "--trace", &db, "--out", &sim]);
+    assert_eq!(o.status.code(), Some(1));
+
+    // Another database's tables: refused.
+    let other = tempfile::tempdir().expect("tempdir");
+    let other_db = db_arg(other.path());
+    ok(&["load", "--db", &other_db, "--keys", "1000"]);
+    let o = run(&["advise", "--db", &other_db, "--trace", &trace]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("other tables"), "{}", stderr(&o));
+}
