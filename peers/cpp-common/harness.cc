@@ -248,6 +248,10 @@ Request parse_request(const json& j) {
     r.warmup_file = get_string(j, "warmup_file");
     r.reads_file = get_string(j, "reads_file");
     r.direct_io = get_bool(j, "direct_io");
+    if (j.contains("trace") && !j["trace"].is_null()) {
+      r.trace = get_string(j, "trace");
+      if (r.trace.empty()) throw std::runtime_error("field `trace` must be a file path");
+    }
   }
   return r;
 }
@@ -558,6 +562,10 @@ static uint64_t run_gets(Engine& db, const DatasetSpec& ds, const std::vector<ui
 json op_read(EngineKind& kind, const Request& r) {
   const DatasetSpec& ds = r.target.dataset;
   kind.check_config(r.target.config);
+  if (!r.trace.empty() && !kind.supports_trace())
+    throw std::runtime_error("the " + kind.name() +
+                             " harness cannot record a block-access trace (field `trace`): " +
+                             kind.name() + " has no block-cache tracing");
   std::vector<uint64_t> warmup = read_indices(r.warmup_file);
   std::vector<uint64_t> reads = read_indices(r.reads_file);
   OpenOptions o;
@@ -567,11 +575,13 @@ json op_read(EngineKind& kind, const Request& r) {
   o.direct_io = r.direct_io;
   std::unique_ptr<Engine> db = kind.open(o);
   size_t threads = std::max<uint64_t>(r.threads, 1);
+  if (!r.trace.empty()) db->start_trace(r.trace);
 
   double tw = now_seconds();
   run_gets(*db, ds, warmup, threads, nullptr);
   log("warm-up: " + std::to_string(warmup.size()) + " Gets in " +
       std::to_string(now_seconds() - tw) + " s");
+  if (!r.trace.empty()) db->mark_trace_measure();
 
   ReadCounters before = db->counters();
   auto io_before = proc_io_read_bytes();
@@ -580,6 +590,7 @@ json op_read(EngineKind& kind, const Request& r) {
   double t0 = now_seconds();
   uint64_t found = run_gets(*db, ds, reads, threads, &lat);
   double seconds = now_seconds() - t0;
+  if (!r.trace.empty()) db->end_trace();
   auto io_after = proc_io_read_bytes();
   ReadCounters counters = diff(db->counters(), before);
   std::sort(lat.begin(), lat.end());

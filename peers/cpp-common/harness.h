@@ -107,6 +107,9 @@ struct Request {
   std::string warmup_file;
   std::string reads_file;
   bool direct_io = false;
+  // Optional: record a block-access trace of the phase into this file, in the
+  // engine's own format (empty: none).
+  std::string trace;
   // dbbench (also threads and cache_bytes)
   std::vector<DbBenchStep> benchmarks;
   uint64_t num = 0, reads = 0, key_size = 16, value_size = 100;
@@ -225,6 +228,19 @@ class Engine {
   virtual void ycsb_thread_start() {}
   virtual void ycsb_thread_finish() {}
 
+  // ---- op read's `trace` (EngineKind::supports_trace)
+
+  // Starts recording the block accesses of the engine's read path into the
+  // file `path`, in the engine's own trace format. Throws on failure.
+  virtual void start_trace(const std::string& path) {
+    throw std::runtime_error("this harness cannot record a block-access trace (" + path + ")");
+  }
+  // Called after the warm-up, just before the measured Gets: the engine
+  // notes in its trace (or beside it) where they begin.
+  virtual void mark_trace_measure() {}
+  // Stops recording and closes the trace file. Throws on failure.
+  virtual void end_trace() {}
+
   // dbbench's seekrandom: a new iterator seeks to the first key >= `key`;
   // false if there is none, else true with that key in *landed and the
   // bytes of its key and value in *bytes. Throws unless the engine has it.
@@ -271,6 +287,9 @@ class EngineKind {
   // Whether the engine serves op ycsb (opens with OpenOptions::ycsb, has
   // scan_range).
   virtual bool supports_ycsb() const { return false; }
+  // Whether a read request's `trace` is served (Engine::start_trace and the
+  // rest). A harness whose engine cannot trace fails such a request.
+  virtual bool supports_trace() const { return false; }
   // The settings of `s` this engine has no equivalent for (reported as
   // `settings_ignored`; see the engine's README).
   virtual std::vector<std::string> ycsb_settings_ignored(const YcsbSettings& s) const {

@@ -128,6 +128,12 @@ void test_protocol(EngineKind& kind) {
   SHALE_CHECK(read.op == "read" && read.cache_bytes == 8388608 && read.threads == 2);
   SHALE_CHECK(read.direct_io && read.warmup_file == "/abs/warmup.bin" &&
               read.reads_file == "/abs/reads.bin");
+  SHALE_CHECK(read.trace.empty());
+  Request traced = parse_request(json::parse(R"({"protocol": 1, "op": "read", "dir": "/abs/db", "config": "geth",
+ "dataset": {"keys": 5, "scheme": "hash", "value_size": 110, "seed": 0},
+ "cache_bytes": 8388608, "threads": 2, "direct_io": false,
+ "warmup_file": "/abs/warmup.bin", "reads_file": "/abs/reads.bin", "trace": "/abs/read.trc"})"));
+  SHALE_CHECK(traced.trace == "/abs/read.trc");
 
   expect_refused(R"({"protocol": 2, "op": "info"})", "protocol");
   expect_refused(R"({"op": "info"})", "protocol");
@@ -336,6 +342,32 @@ EndToEnd test_end_to_end(EngineKind& kind, const std::string& harness, const std
   SHALE_CHECK(e.read["read_requests"].get<uint64_t>() >= data["physical_reads"].get<uint64_t>());
   SHALE_CHECK(e.read["read_bytes"].get<uint64_t>() > 0);
   SHALE_CHECK(e.read["rss_bytes"].get<uint64_t>() > 0);
+
+  // The same read with a trace: an engine that can trace writes one and
+  // its `.measure` side file (the engine's test checks their contents);
+  // one that cannot fails the request, writing nothing.
+  {
+    json traced = req;
+    std::string trace = tmp + "/read.trc";
+    traced["trace"] = trace;
+    json reply;
+    int rc = run_harness(harness, traced, &reply, tmp);
+    if (kind.supports_trace()) {
+      SHALE_CHECK_MSG(rc == 0, reply.dump());
+      SHALE_CHECK(reply["gets"] == 1000 && reply["found"] == present);
+      SHALE_CHECK(fs::file_size(trace) > 0 && fs::exists(trace + ".measure"));
+      // Kept for the engine's checks (the directory goes at the end).
+      std::ifstream t(trace, std::ios::binary), m(trace + ".measure");
+      e.trace_head.assign(std::istreambuf_iterator<char>(t), {});
+      e.trace_measure.assign(std::istreambuf_iterator<char>(m), {});
+    } else {
+      check_error_reply(rc, reply);
+      SHALE_CHECK_MSG(reply["error"].get<std::string>().find("cannot record a block-access trace") !=
+                          std::string::npos,
+                      reply.dump());
+      SHALE_CHECK(!fs::exists(trace));
+    }
+  }
 
   // A read whose index file is not whole u64s fails.
   {

@@ -31,10 +31,14 @@ void test_protocol(EngineKind& kind);
 // What the end-to-end test saw, for engine-specific checks.
 struct EndToEnd {
   json load, inspect, read;
+  // The traced read's trace file and its `.measure` side file, whole
+  // (empty if the engine cannot trace).
+  std::string trace_head, trace_measure;
 };
 
 // (c) runs the harness binary on a load (3,000 keys, batch 500, 2 threads),
-// an inspect, a cold read with missing keys, and requests that must fail
+// an inspect, a cold read with missing keys, the same read with a `trace`
+// (recorded, or refused by an engine that cannot), and requests that must fail
 // (wrong dataset, non-empty load directory, bad protocol, unknown config).
 // Works in a fresh directory under `tmp_base`.
 EndToEnd test_end_to_end(EngineKind& kind, const std::string& harness, const std::string& config,

@@ -395,6 +395,10 @@ func percentileUs(sorted []uint32, q float64) float64 {
 // warm-up Gets, then the measured Gets, and reports the counters' change
 // over the measured Gets.
 func read(req *Request, ds *Dataset) (*ReadReply, error) {
+	if req.Trace != "" {
+		return nil, fmt.Errorf("the pebble harness cannot record a block-access trace (field `trace`: %s): "+
+			"Pebble v1.1 has no block-cache tracing", req.Trace)
+	}
 	warm, err := readIndices(req.WarmupFile)
 	if err != nil {
 		return nil, err

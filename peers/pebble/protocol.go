@@ -73,6 +73,9 @@ type Request struct {
 	WarmupFile string `json:"warmup_file"`
 	ReadsFile  string `json:"reads_file"`
 	DirectIO   bool   `json:"direct_io"`
+	// Optional: a block-access trace file. Pebble has no block-cache
+	// tracing, so this harness refuses a read request that asks for one.
+	Trace string `json:"trace,omitempty"`
 
 	// Dbbench.
 	Fresh       bool          `json:"fresh"`
@@ -135,6 +138,9 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	out := map[string]json.RawMessage{"protocol": fields["protocol"], "op": fields["op"]}
 	for _, f := range r.required() {
 		out[f] = fields[f]
+	}
+	if r.Op == "read" && r.Trace != "" {
+		out["trace"] = fields["trace"]
 	}
 	return json.Marshal(out)
 }

@@ -86,6 +86,11 @@ func TestBadRequestsAreRefused(t *testing.T) {
 		  "dataset":{"keys":5,"scheme":"hash","value_size":110,"seed":0}}`: "unknown config",
 		`{"protocol":1,"op":"inspect","dir":"/nonexistent","config":"geth",
 		  "dataset":{"keys":5,"scheme":"trie","value_size":110,"seed":0}}`: "unknown key scheme",
+		// Pebble cannot trace its block cache: a read asking for a trace fails.
+		`{"protocol":1,"op":"read","dir":"/nonexistent","config":"geth",
+		  "dataset":{"keys":5,"scheme":"hash","value_size":110,"seed":0},
+		  "cache_bytes":1048576,"threads":1,"warmup_file":"/nonexistent/w","reads_file":"/nonexistent/r",
+		  "direct_io":false,"trace":"/tmp/read.trc"}`: "cannot record a block-access trace",
 	} {
 		_, err := serve(strings.NewReader(req))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -20,6 +20,9 @@ class RocksDbKind : public shale::EngineKind {
   void destroy(const std::string& dir) override;
   // Op ycsb: the presets' options (README.md), RocksDB's own counters.
   bool supports_ycsb() const override { return true; }
+  // Op read's `trace`: RocksDB's block-cache trace (StartBlockCacheTrace)
+  // and a `<trace>.measure` side file (README.md).
+  bool supports_trace() const override { return true; }
   std::vector<std::string> ycsb_settings_ignored(const shale::YcsbSettings& s) const override;
 };
 

@@ -4,6 +4,7 @@
 // Usage: shale-rocksdb-harness-test VECTORS_JSON HARNESS_BINARY [TMP_BASE]
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "../cpp-common/test_common.h"
@@ -77,6 +78,19 @@ int main(int argc, char** argv) {
   SHALE_CHECK(pb["filter"]["cache_hits"].is_number());
   SHALE_CHECK(pb["data"]["cache_misses"] == pb["data"]["physical_reads"]);
   SHALE_CHECK(p.read["table_cache"].is_null());
+  // The traced read wrote RocksDB's block-cache trace: its header record
+  // (timestamp, type 1, then the magic), and a `.measure` stamp of the same
+  // clock after the header's (crates/shale-bench's decoder checks the rest).
+  {
+    const std::string& head = p.trace_head;
+    SHALE_CHECK(head.size() > 38);
+    SHALE_CHECK(head[8] == 1 && head.substr(14, 16) == "feedcafedeadbeef");
+    uint64_t start = 0;
+    for (int i = 7; i >= 0; i--) start = start << 8 | static_cast<unsigned char>(head[i]);
+    uint64_t measure = std::strtoull(p.trace_measure.c_str(), nullptr, 10);
+    SHALE_CHECK_MSG(measure >= start && measure - start < 600u * 1000 * 1000,
+                    std::to_string(start) + " " + p.trace_measure);
+  }
 
   // default: RocksDB's defaults with a Bloom filter; index and filter are
   // held by the open table, not the block cache.

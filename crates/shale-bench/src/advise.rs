@@ -604,15 +604,34 @@ fn write_trace_advice(
     // Up to a tenth of the database: past it, caching data blocks is what
     // a target asks for, and a bigger cache is the user's call.
     let max = (comp.db_bytes / 10).max(1 << 20);
-    let found = simulate::smallest_cache_for(t, target, max, threads, mark.as_deref())?;
+    let found = simulate::smallest_cache_for(
+        t,
+        target,
+        max,
+        threads,
+        mark.as_deref(),
+        shale::trace::Policy::Shale,
+    )?;
     let name = path.map_or(String::new(), |p| format!(" {}", p.display()));
-    let at_uniform = simulate::replay(t, &[uniform], threads, mark.as_deref())?;
+    let at_uniform = simulate::replay(
+        t,
+        &[uniform],
+        threads,
+        mark.as_deref(),
+        shale::trace::Policy::Shale,
+    )?;
     let mut lines = vec![format!(
         "on the access pattern of the trace{name} (block reads per Get, replayed through the block cache):"
     )];
     match found {
         Some((bytes, reads)) => {
-            let s = simulate::replay(t, &[bytes], threads, mark.as_deref())?;
+            let s = simulate::replay(
+                t,
+                &[bytes],
+                threads,
+                mark.as_deref(),
+                shale::trace::Policy::Shale,
+            )?;
             lines.push(format!(
                 "  smallest cache for at most {target:.2} reads per Get: {bytes} bytes ({:.2} MiB, {:.3}% of the database): {reads:.3} reads per Get ({})",
                 bytes as f64 / MIB,

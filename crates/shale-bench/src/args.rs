@@ -832,15 +832,44 @@ pub struct ZonedArg {
     pub zoned: Option<PathBuf>,
 }
 
+/// The format of a trace `shale simulate` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormat {
+    /// shale's block-access trace (`docs/format/block-trace.md`).
+    Shale,
+    /// A RocksDB 7.x block-cache trace (`DB::StartBlockCacheTrace`, the
+    /// RocksDB harness's read `trace`), with its `.measure` side file.
+    Rocksdb,
+}
+
+/// The cache `shale simulate` replays through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SimPolicy {
+    /// shale's own block cache (shards, priority pools, pinned bytes).
+    Shale,
+    /// One plain LRU list charged in bytes.
+    Lru,
+}
+
 /// `shale simulate`.
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// The block-access trace to replay (`bench kvdb --trace FILE`).
+    /// The block-access trace to replay (`bench kvdb --trace FILE`, or a
+    /// RocksDB block-cache trace).
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
+    /// The trace's format; default: told by its first bytes.
+    #[arg(long, value_enum)]
+    pub format: Option<TraceFormat>,
+    /// The cache to replay through; default: shale's for a shale trace,
+    /// lru for a RocksDB one.
+    #[arg(long, value_enum)]
+    pub policy: Option<SimPolicy>,
     /// Cache sizes, as for `bench kvdb --cache` (bytes, a percentage of the
     /// database, ip1 / ip2, or a range LO..HI[/N]); default: the sweep of
-    /// `bench kvdb --sweep` (0.05% to 3%, IP1, IP2 and three sizes between).
+    /// `bench kvdb --sweep` (0.05% to 3%, IP1, IP2 and three sizes between),
+    /// or for a trace that does not know its database (RocksDB's), 12
+    /// sizes from 1% to 100% of the bytes of the blocks it touches.
     #[arg(long, value_name = "LIST")]
     pub cache: Option<String>,
     /// A `bench kvdb` results.json: its cache sizes are replayed too, and

@@ -35,6 +35,7 @@ pub mod live;
 pub mod load;
 pub mod parse;
 pub mod report;
+pub mod rocksdb_trace;
 pub mod runner;
 pub mod sampler;
 pub mod simulate;

@@ -7,17 +7,24 @@
 //! `simulate.csv` and a chart. With `--measured`, a `bench kvdb`
 //! `results.json` is set beside it: its sizes are replayed too and the
 //! difference of each is printed.
+//!
+//! A RocksDB block-cache trace (`--format rocksdb`, or told by its first
+//! bytes: see [`crate::rocksdb_trace`]) is replayed the same way, through a
+//! plain LRU unless `--policy shale` asks for shale's cache: RocksDB's own
+//! cache is not modelled, and the LRU is the yardstick both engines' traces
+//! can be replayed through. Such a trace does not know its database, so
+//! its sizes and percentages are of the bytes of the blocks it touches.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use shale::trace::{self, BlockTrace, SimulatedSize, TraceRecord, READ_KINDS};
+use shale::trace::{self, BlockTrace, Policy, SimulatedSize, TraceRecord, READ_KINDS};
 use shale::BlockKind;
 use shale_workload::results::{phase, BenchResults};
 
-use crate::args::SimulateArgs;
+use crate::args::{SimPolicy, SimulateArgs, TraceFormat};
 use crate::error::{Error, Result};
 use crate::fmt::human_bytes;
 use crate::report::plot::{Axis, LineChart, Marker, Series, Shape, BLUE, GREEN, ORANGE};
@@ -39,6 +46,19 @@ const MIB: f64 = 1024.0 * 1024.0;
 pub struct SimulateResults {
     /// The trace replayed.
     pub trace: String,
+    /// Its format: "shale" or "rocksdb".
+    #[serde(default)]
+    pub format: String,
+    /// The cache replayed through: "shale" or "lru".
+    #[serde(default)]
+    pub policy: String,
+    /// What `cache_percent` is a percentage of: "database", or "touched
+    /// blocks" for a trace that does not know its database (RocksDB's).
+    #[serde(default)]
+    pub percent_base: String,
+    /// The bytes of the distinct blocks the trace touches.
+    #[serde(default)]
+    pub touched_bytes: u64,
     /// The share of blocks it recorded.
     pub sample_rate: f64,
     /// The table format version the database wrote.
@@ -49,7 +69,7 @@ pub struct SimulateResults {
     pub gets: u64,
     /// Block accesses in the trace.
     pub accesses: u64,
-    /// The cache the trace was recorded with.
+    /// The cache the trace was recorded with (0: unknown).
     pub traced_cache_bytes: u64,
     /// Bytes of all table files.
     pub db_bytes: u64,
@@ -128,7 +148,76 @@ impl SimulatedRow {
     }
 }
 
-/// Reads and decodes the trace at `path`; an error names the file.
+/// Reads the trace at `path` in `format` (`None`: shale's if it starts
+/// with shale's magic, RocksDB's if it starts like one); an error names
+/// the file.
+pub fn load_any_trace(
+    path: &Path,
+    format: Option<TraceFormat>,
+) -> Result<(BlockTrace, TraceFormat)> {
+    let format = match format {
+        Some(f) => f,
+        None => {
+            let mut head = [0u8; 32];
+            let n = std::fs::File::open(path)
+                .and_then(|mut f| read_up_to(&mut f, &mut head))
+                .map_err(|e| {
+                    Error::msg(format!("cannot read the trace {}: {e}", path.display()))
+                })?;
+            if head[..n].starts_with(b"shaleBTR") {
+                TraceFormat::Shale
+            } else if crate::rocksdb_trace::looks_like(&head[..n]) {
+                TraceFormat::Rocksdb
+            } else {
+                return Err(Error::msg(format!(
+                    "{}: neither a shale block trace (magic shaleBTR) nor a RocksDB block-cache trace; --format says which",
+                    path.display()
+                )));
+            }
+        }
+    };
+    match format {
+        TraceFormat::Shale => Ok((load_trace(path)?, format)),
+        TraceFormat::Rocksdb => Ok((crate::rocksdb_trace::load(path)?.1, format)),
+    }
+}
+
+/// Fills `buf` from `r` as far as `r` goes; the bytes read.
+fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// The bytes of the distinct blocks `t` touches, from their charges.
+pub fn touched_bytes(t: &BlockTrace) -> u64 {
+    let mut charges: std::collections::HashMap<(u64, u64), u64> = Default::default();
+    for r in &t.records {
+        match r {
+            TraceRecord::Access(a) => {
+                let c = charges.entry((a.file, a.offset)).or_insert(0);
+                *c = (*c).max(a.charge);
+            }
+            TraceRecord::Charge {
+                file,
+                offset,
+                charge,
+            } => {
+                let c = charges.entry((*file, *offset)).or_insert(0);
+                *c = (*c).max(*charge);
+            }
+            _ => {}
+        }
+    }
+    charges.values().sum()
+}
+
+/// Reads and decodes the shale trace at `path`; an error names the file.
 pub fn load_trace(path: &Path) -> Result<BlockTrace> {
     let bytes = std::fs::read(path)
         .map_err(|e| Error::msg(format!("cannot read the trace {}: {e}", path.display())))?;
@@ -165,20 +254,33 @@ pub fn start_mark(t: &BlockTrace, asked: Option<&str>) -> Result<Option<String>>
     }
 }
 
-/// Replays `t` at `sizes` (bytes) on `threads` threads.
+/// Replays `t` at `sizes` (bytes) on `threads` threads through `policy`'s
+/// cache.
 pub fn replay(
     t: &BlockTrace,
     sizes: &[u64],
     threads: usize,
     mark: Option<&str>,
+    policy: Policy,
 ) -> Result<Vec<SimulatedSize>> {
-    trace::simulate(t, sizes, threads, mark).map_err(|e| Error::msg(e.to_string()))
+    trace::simulate(t, sizes, threads, mark, policy).map_err(|e| Error::msg(e.to_string()))
 }
 
 /// `shale simulate`.
 pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
-    let t = load_trace(&a.trace)?;
-    let comp = trace_composition(&t);
+    let (t, format) = load_any_trace(&a.trace, a.format)?;
+    let policy = match (a.policy, format) {
+        (Some(SimPolicy::Shale), _) | (None, TraceFormat::Shale) => Policy::Shale,
+        (Some(SimPolicy::Lru), _) | (None, TraceFormat::Rocksdb) => Policy::Lru,
+    };
+    let touched_total = touched_bytes(&t);
+    let mut comp = trace_composition(&t);
+    // A trace that does not know its database: sizes and percentages are
+    // of the blocks it touches.
+    let db_known = comp.db_bytes > 0;
+    if !db_known {
+        comp.db_bytes = touched_total;
+    }
     let measured: Option<BenchResults> = match &a.measured {
         None => None,
         Some(p) => {
@@ -195,7 +297,11 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
     let mut sizes = match (&a.cache, &measured) {
         (Some(list), _) => crate::kvdb::plan_sizes(Some(list), false, &comp),
         (None, Some(m)) => Ok(m.runs.iter().map(|r| r.cache_bytes).collect()),
-        (None, None) => crate::kvdb::plan_sizes(None, true, &comp),
+        (None, None) if db_known => crate::kvdb::plan_sizes(None, true, &comp),
+        (None, None) => Ok((0..12)
+            .map(|i| (touched_total as f64 * 0.01 * 100f64.powf(i as f64 / 11.0)).round() as u64)
+            .filter(|&b| b > 0)
+            .collect()),
     }
     .map_err(|e| Error::Usage(format!("--cache: {e}")))?;
     if let Some(m) = &measured {
@@ -209,7 +315,7 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
     let mark = start_mark(&t, a.from_mark.as_deref())?;
     let threads = a.threads.unwrap_or_else(crate::kvdb::cores).max(1);
     let started = Instant::now();
-    let sims = replay(&t, &sizes, threads, mark.as_deref())?;
+    let sims = replay(&t, &sizes, threads, mark.as_deref(), policy)?;
     let seconds = started.elapsed().as_secs_f64();
     let ip = (comp.ip1_bytes(), comp.ip2_bytes());
     let touched = trace::touched_metadata(&t);
@@ -229,6 +335,19 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
     }
     let results = SimulateResults {
         trace: a.trace.display().to_string(),
+        format: match format {
+            TraceFormat::Shale => "shale",
+            TraceFormat::Rocksdb => "rocksdb",
+        }
+        .into(),
+        policy: policy.name().into(),
+        percent_base: if db_known {
+            "database"
+        } else {
+            "touched blocks"
+        }
+        .into(),
+        touched_bytes: touched_total,
         sample_rate: t.header.sample_rate(),
         table_format_version: t.header.table_format_version,
         from_mark: mark,
@@ -239,7 +358,7 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
             .filter(|r| matches!(r, TraceRecord::Access(_)))
             .count() as u64,
         traced_cache_bytes: t.header.cache_capacity,
-        db_bytes: comp.db_bytes,
+        db_bytes: if db_known { comp.db_bytes } else { 0 },
         ip1_bytes: ip.0,
         ip1_percent: pct(ip.0),
         ip2_bytes: ip.1,
@@ -251,6 +370,9 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
     };
     write_files(&results, &a.out)?;
     if a.json {
+        if a.policy.is_none() && format == TraceFormat::Rocksdb {
+            eprintln!("a RocksDB trace: replayed through a plain LRU (--policy lru; --policy shale for shale's cache)");
+        }
         let s = serde_json::to_string_pretty(&results)
             .map_err(|e| Error::msg(format!("encoding JSON: {e}")))?;
         writeln!(out, "{s}").map_err(Error::output)
@@ -263,8 +385,25 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
 /// The terminal's table: a line on the trace, one on the inflection
 /// points, then one line per size.
 pub fn terminal_table(r: &SimulateResults) -> String {
+    let traced = if r.traced_cache_bytes > 0 {
+        format!("a {} cache", human_bytes(r.traced_cache_bytes))
+    } else {
+        "a cache of unknown size".to_string()
+    };
+    let policy = match r.policy.as_str() {
+        "lru" if r.format == "rocksdb" => {
+            " through a plain LRU (a RocksDB trace's default; --policy shale for shale's cache)"
+        }
+        "lru" => " through a plain LRU",
+        _ => " through shale's block cache",
+    };
     let mut out = format!(
-        "trace {}: {} Gets{}, {} block accesses{}, recorded with a {} cache; replayed in {:.2} s\n",
+        "{}trace {}: {} Gets{}, {} block accesses{}, recorded with {}; replayed{} in {:.2} s\n",
+        if r.format == "rocksdb" {
+            "RocksDB "
+        } else {
+            ""
+        },
         r.trace,
         r.gets,
         r.from_mark
@@ -276,10 +415,19 @@ pub fn terminal_table(r: &SimulateResults) -> String {
         } else {
             String::new()
         },
-        human_bytes(r.traced_cache_bytes),
+        traced,
+        policy,
         r.seconds
     );
-    out.push_str(&format!(
+    if r.db_bytes == 0 {
+        out.push_str(&format!(
+            "DB unknown to the trace: cache % is of the {} of distinct blocks it touches ({:.2} MiB of filters and top-level indexes, {:.2} MiB with index partitions)\n\n",
+            human_bytes(r.touched_bytes),
+            r.touched_ip1_bytes / MIB,
+            r.touched_ip2_bytes / MIB,
+        ));
+    } else {
+        out.push_str(&format!(
         "DB {}: IP1 = {:.2} MiB ({:.3}%), IP2 = {:.2} MiB ({:.3}%); touched by these Gets: {:.2} MiB ({:.3}%) and {:.2} MiB ({:.3}%)\n\n",
         human_bytes(r.db_bytes),
         r.ip1_bytes as f64 / MIB,
@@ -291,6 +439,7 @@ pub fn terminal_table(r: &SimulateResults) -> String {
         r.touched_ip2_bytes / MIB,
         100.0 * r.touched_ip2_bytes / r.db_bytes.max(1) as f64,
     ));
+    }
     let measured = r.sizes.iter().any(|s| s.measured_misses_per_get.is_some());
     let mut head = format!(
         "{:>10}  {:>8}  {:>5}  {:>10}  {:>9}  {:>8}  {:>8}  {:>8}  {:>8}  {:>7}",
@@ -414,10 +563,21 @@ pub fn chart(r: &SimulateResults) -> LineChart {
         markers,
         ..LineChart::new(
             format!(
-                "Simulated I/Os per Get vs cache size: {} Gets of {}",
-                r.gets, r.trace
+                "Simulated I/Os per Get vs cache size ({}): {} Gets of {}",
+                if r.policy == "lru" {
+                    "plain LRU"
+                } else {
+                    "shale's cache"
+                },
+                r.gets,
+                r.trace
             ),
-            Axis::log10("block cache size (% of DB, log scale)").unit("%"),
+            Axis::log10(if r.db_bytes == 0 {
+                "block cache size (% of the blocks touched, log scale)"
+            } else {
+                "block cache size (% of DB, log scale)"
+            })
+            .unit("%"),
             Axis::linear("I/Os per Get"),
         )
     }
@@ -460,12 +620,13 @@ pub fn smallest_cache_for(
     max_bytes: u64,
     threads: usize,
     mark: Option<&str>,
+    policy: Policy,
 ) -> Result<Option<(u64, f64)>> {
     let lo = 4096u64.min(max_bytes).max(1);
     let grid: Vec<u64> = (0..32)
         .map(|i| (lo as f64 * (max_bytes as f64 / lo as f64).powf(i as f64 / 31.0)).round() as u64)
         .collect();
-    let sims = replay(t, &grid, threads, mark)?;
+    let sims = replay(t, &grid, threads, mark, policy)?;
     let Some(first) = sims.iter().position(|s| s.reads_per_get() <= target) else {
         return Ok(None);
     };
@@ -480,7 +641,7 @@ pub fn smallest_cache_for(
         if probes.is_empty() {
             break;
         }
-        let got = replay(t, &probes, threads, mark)?;
+        let got = replay(t, &probes, threads, mark, policy)?;
         for (p, s) in probes.iter().zip(&got) {
             if s.reads_per_get() <= target {
                 (ok, ok_reads) = (*p, s.reads_per_get());

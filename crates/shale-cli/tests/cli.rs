@@ -953,27 +953,62 @@ fn a_traced_run_simulates_its_own_sweep() {
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     let (trace, out, sim) = (path("t.trc"), path("report"), path("sim"));
     ok(&[
-        "bench", "kvdb", "--db", &db, "--keys", "30000", "--reads", "3000", "--threads", "1",
-        "--direct-io", "false", "--device-limit-seconds", "0", "--cache",
-        "4KiB..2MiB/4", "--trace", &trace, "--out", &out,
+        "bench",
+        "kvdb",
+        "--db",
+        &db,
+        "--keys",
+        "30000",
+        "--reads",
+        "3000",
+        "--threads",
+        "1",
+        "--direct-io",
+        "false",
+        "--device-limit-seconds",
+        "0",
+        "--cache",
+        "4KiB..2MiB/4",
+        "--trace",
+        &trace,
+        "--out",
+        &out,
     ]);
     let measured = format!("{out}/results.json");
     let text = ok(&[
-        "simulate", "--trace", &trace, "--measured", &measured, "--out", &sim, "--json",
+        "simulate",
+        "--trace",
+        &trace,
+        "--measured",
+        &measured,
+        "--out",
+        &sim,
+        "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&text).expect("--json prints JSON");
     let sizes = v["sizes"].as_array().expect("sizes");
     assert_eq!(sizes.len(), 4);
     assert_eq!(v["gets"], 3000);
     for s in sizes {
-        let (sim, meas) = (s["misses_per_get"].as_f64(), s["measured_misses_per_get"].as_f64());
+        let (sim, meas) = (
+            s["misses_per_get"].as_f64(),
+            s["measured_misses_per_get"].as_f64(),
+        );
         assert_eq!(sim, meas, "one thread: the replay is the run ({s})");
     }
-    for f in ["simulate.json", "simulate.csv", "simulate.svg", "simulate.png"] {
+    for f in [
+        "simulate.json",
+        "simulate.csv",
+        "simulate.svg",
+        "simulate.png",
+    ] {
         assert!(dir.path().join("sim").join(f).exists(), "{f}");
     }
     let advice = ok(&["advise", "--trace", &trace, "--target", "1.5"]);
-    assert!(advice.contains("on the access pattern of the trace"), "{advice}");
+    assert!(
+        advice.contains("on the access pattern of the trace"),
+        "{advice}"
+    );
 
     // A damaged trace names the offset; an empty size list is a usage error.
     let bytes = std::fs::read(&trace).expect("read");

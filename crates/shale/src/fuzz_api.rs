@@ -1555,7 +1555,12 @@ pub fn fuzz_block_trace(data: &[u8]) -> Outcome {
             |r| matches!(r, TraceRecord::Access(a) if a.placement != trace::TracePlacement::Held),
         )
         .count() as f64;
-    let sims = trace::simulate(&t, &[4 << 10, 1 << 20], 1, None).expect("two sizes replay");
+    let mut sims = trace::simulate(&t, &[4 << 10, 1 << 20], 1, None, trace::Policy::Shale)
+        .expect("two sizes replay");
+    sims.extend(
+        trace::simulate(&t, &[4 << 10, 1 << 20], 1, None, trace::Policy::Lru)
+            .expect("two sizes replay through a plain LRU"),
+    );
     for s in &sims {
         assert_eq!(s.gets, gets, "every Get is counted");
         let lookups: f64 = s.kinds.iter().map(|k| k.hits + k.misses).sum();

@@ -118,7 +118,8 @@ fn a_replay_at_each_size_equals_a_run_at_that_size() {
     );
 
     // The trace lists exactly the counted lookups of the traced run.
-    let sims = trace::simulate(&t, &SIZES, 2, Some("measure")).expect("simulate");
+    let sims =
+        trace::simulate(&t, &SIZES, 2, Some("measure"), trace::Policy::Shale).expect("simulate");
     let at_traced = &sims[1];
     assert_eq!(at_traced.gets, traced.gets);
     assert_eq!(at_traced.found, traced.gets_found);
@@ -179,7 +180,8 @@ fn held_metadata_is_traced_as_reads_outside_the_cache() {
         r,
         TraceRecord::Access(a) if a.placement == TracePlacement::Held && a.kind == BlockKind::TopIndex
     )));
-    let sim = &trace::simulate(&t, &[100 << 10], 1, Some("measure")).expect("simulate")[0];
+    let sim = &trace::simulate(&t, &[100 << 10], 1, Some("measure"), trace::Policy::Shale)
+        .expect("simulate")[0];
     for kind in trace::READ_KINDS {
         let b = traced.block(kind);
         let k = sim.kind(kind);
@@ -221,8 +223,10 @@ fn a_sampled_trace_is_smaller_and_its_replay_close() {
     let all = trace::decode_trace(&all).expect("decode");
     let part = trace::decode_trace(&part).expect("decode");
     assert_eq!(part.header.sample_rate(), 0.25);
-    let a = &trace::simulate(&all, &[2 << 20], 1, Some("measure")).expect("simulate")[0];
-    let p = &trace::simulate(&part, &[2 << 20], 1, Some("measure")).expect("simulate")[0];
+    let a = &trace::simulate(&all, &[2 << 20], 1, Some("measure"), trace::Policy::Shale)
+        .expect("simulate")[0];
+    let p = &trace::simulate(&part, &[2 << 20], 1, Some("measure"), trace::Policy::Shale)
+        .expect("simulate")[0];
     assert_eq!(a.gets, p.gets, "every Get is recorded");
     let (x, y) = (a.misses_per_get(), p.misses_per_get());
     assert!((x - y).abs() < 0.15 * x, "sampled {y} against {x}");

@@ -9,8 +9,8 @@
 //! accesses are all kept or all left out). The byte format is in
 //! [`format`](self#format) below and in `docs/format/block-trace.md`.
 //!
-//! [`simulate`] replays a trace through the engine's own block cache at
-//! other capacities and gives misses and reads per Get by block kind
+//! [`simulate`] replays a trace through the engine's own block cache (or,
+//! with [`Policy::Lru`], a plain LRU) at other capacities and gives misses and reads per Get by block kind
 //! (exact for one reader thread reading one key at a time; see the
 //! function's module for where it is not). [`decode_trace`] reads a trace,
 //! reporting a damaged or truncated part with its offset.
@@ -32,7 +32,7 @@ pub use format::{
     TraceError, TraceHeader, TracePlacement, TraceRecord, SAMPLE_ALL, TRACE_FORMAT_VERSION,
 };
 pub use simulate::{
-    simulate, touched_metadata, KindCounts, SimulateError, SimulatedSize, TouchedMetadata,
+    simulate, touched_metadata, KindCounts, Policy, SimulateError, SimulatedSize, TouchedMetadata,
     READ_KINDS,
 };
 pub use tracer::TraceSummary;

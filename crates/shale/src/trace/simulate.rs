@@ -27,12 +27,42 @@
 //! cache scaled by the sampling rate (capacity and pinned bytes), with
 //! the shard count scaled too, so that each shard keeps the budget a
 //! shard of the full cache has; its counts are divided by the rate.
+//!
+//! [`Policy::Lru`] replays through a plain LRU instead: one list of
+//! blocks, charged in bytes against the capacity, evicting the least
+//! recently used until a new block fits; no shards, no priorities, no
+//! pinned bytes (pin and unpin records are ignored) and no rejection rule
+//! but "larger than the whole capacity". It is the common yardstick for
+//! traces of engines whose own cache shale does not model (a RocksDB
+//! block-cache trace). Held blocks stay outside it as in the engine's
+//! replay: their table holds them whatever the cache.
 
 use std::collections::{HashMap, HashSet};
 
 use super::format::{BlockTrace, TracePlacement, TraceRecord};
 use crate::cache::{shards_for, LruCache, Priority};
 use crate::metrics::BlockKind;
+
+/// Which cache a trace is replayed through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// The engine's own block cache: shards, priority pools, segmented
+    /// LRU, pinned bytes (the module's first paragraphs).
+    #[default]
+    Shale,
+    /// One plain LRU list charged in bytes (see the module docs).
+    Lru,
+}
+
+impl Policy {
+    /// "shale" or "lru".
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Shale => "shale",
+            Policy::Lru => "lru",
+        }
+    }
+}
 
 /// The four block kinds of the read path, in reporting order.
 pub const READ_KINDS: [BlockKind; 4] = [
@@ -80,7 +110,8 @@ impl KindCounts {
 pub struct SimulatedSize {
     /// The simulated capacity in bytes.
     pub capacity: u64,
-    /// The cache's shards at that capacity (before sampling's scaling).
+    /// The cache's shards at that capacity (before sampling's scaling); 1
+    /// for [`Policy::Lru`].
     pub shards: usize,
     /// Gets counted.
     pub gets: u64,
@@ -160,14 +191,15 @@ pub struct TouchedMetadata {
     pub ip2_bytes: f64,
 }
 
-/// Replays `trace` at each of `capacities` (bytes), `threads` at a time.
-/// With `from_mark`, records before the first mark of that label warm the
-/// cache but are not counted.
+/// Replays `trace` at each of `capacities` (bytes), `threads` at a time,
+/// through the cache of `policy`. With `from_mark`, records before the
+/// first mark of that label warm the cache but are not counted.
 pub fn simulate(
     trace: &BlockTrace,
     capacities: &[u64],
     threads: usize,
     from_mark: Option<&str>,
+    policy: Policy,
 ) -> Result<Vec<SimulatedSize>, SimulateError> {
     if capacities.is_empty() {
         return Err(SimulateError::NoSizes);
@@ -185,7 +217,7 @@ pub fn simulate(
     if threads == 1 {
         return Ok(capacities
             .iter()
-            .map(|&c| replay(trace, c, start, &charges))
+            .map(|&c| replay(trace, c, start, &charges, policy))
             .collect());
     }
     let mut out: Vec<Option<SimulatedSize>> = vec![None; capacities.len()];
@@ -198,7 +230,7 @@ pub fn simulate(
             let charges = &charges;
             s.spawn(move || {
                 for (i, slot) in slots.iter_mut().enumerate() {
-                    *slot = Some(replay(trace, capacities[first + i], start, charges));
+                    *slot = Some(replay(trace, capacities[first + i], start, charges, policy));
                 }
             });
         }
@@ -251,21 +283,171 @@ pub fn touched_metadata(trace: &BlockTrace) -> TouchedMetadata {
     }
 }
 
+/// The cache a replay runs through.
+enum SimCache {
+    Engine(LruCache<(u64, u64), ()>),
+    Plain(PlainLru),
+}
+
+impl SimCache {
+    /// Looks `key` up (a hit moves it to the front).
+    fn get(&mut self, key: &(u64, u64)) -> bool {
+        match self {
+            SimCache::Engine(c) => c.get(key).is_some(),
+            SimCache::Plain(c) => c.touch(key),
+        }
+    }
+
+    fn insert(&mut self, key: (u64, u64), charge: u64, priority: Priority) {
+        match self {
+            SimCache::Engine(c) => {
+                c.insert(key, (), charge, priority);
+            }
+            SimCache::Plain(c) => c.insert(key, charge),
+        }
+    }
+
+    fn pin(&mut self, bytes: u64) {
+        if let SimCache::Engine(c) = self {
+            c.reserve_pinned(bytes);
+        }
+    }
+
+    fn unpin(&mut self, bytes: u64) {
+        if let SimCache::Engine(c) = self {
+            c.release_pinned(bytes);
+        }
+    }
+}
+
+/// No entry: the end of the list.
+const NIL: usize = usize::MAX;
+
+/// One LRU list of blocks charged in bytes ([`Policy::Lru`]), on a slab
+/// of nodes linked by index.
+struct PlainLru {
+    capacity: u64,
+    usage: u64,
+    index: HashMap<(u64, u64), usize>,
+    nodes: Vec<LruNode>,
+    free: Vec<usize>,
+    /// Most recently used.
+    head: usize,
+    /// Least recently used: evicted first.
+    tail: usize,
+}
+
+struct LruNode {
+    key: (u64, u64),
+    charge: u64,
+    prev: usize,
+    next: usize,
+}
+
+impl PlainLru {
+    fn new(capacity: u64) -> PlainLru {
+        PlainLru {
+            capacity,
+            usage: 0,
+            index: HashMap::new(),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    fn unlink(&mut self, i: usize) {
+        let (prev, next) = (self.nodes[i].prev, self.nodes[i].next);
+        match prev {
+            NIL => self.head = next,
+            p => self.nodes[p].next = next,
+        }
+        match next {
+            NIL => self.tail = prev,
+            n => self.nodes[n].prev = prev,
+        }
+    }
+
+    fn push_front(&mut self, i: usize) {
+        self.nodes[i].prev = NIL;
+        self.nodes[i].next = self.head;
+        match self.head {
+            NIL => self.tail = i,
+            h => self.nodes[h].prev = i,
+        }
+        self.head = i;
+    }
+
+    /// True if `key` is cached, and makes it the most recently used.
+    fn touch(&mut self, key: &(u64, u64)) -> bool {
+        let Some(&i) = self.index.get(key) else {
+            return false;
+        };
+        if self.head != i {
+            self.unlink(i);
+            self.push_front(i);
+        }
+        true
+    }
+
+    /// Caches `key` (absent) at the front, evicting from the back until it
+    /// fits; a block larger than the capacity is not cached.
+    fn insert(&mut self, key: (u64, u64), charge: u64) {
+        if charge > self.capacity {
+            return;
+        }
+        while self.usage + charge > self.capacity && self.tail != NIL {
+            let t = self.tail;
+            self.unlink(t);
+            self.usage -= self.nodes[t].charge;
+            self.index.remove(&self.nodes[t].key);
+            self.free.push(t);
+        }
+        let node = LruNode {
+            key,
+            charge,
+            prev: NIL,
+            next: NIL,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        };
+        self.push_front(i);
+        self.usage += charge;
+        self.index.insert(key, i);
+    }
+}
+
 fn replay(
     trace: &BlockTrace,
     capacity: u64,
     start: usize,
     charges: &HashMap<(u64, u64), u64>,
+    policy: Policy,
 ) -> SimulatedSize {
     let h = &trace.header;
     let rate = h.sample_rate();
     let scale = |bytes: u64| (bytes as f64 * rate).round() as u64;
-    let shards = shards_for(capacity, h.cache_shards as usize);
-    // A sampled trace sees about `rate` of every shard's blocks: fewer
-    // shards of the same budget stand for them.
-    let sim_shards = ((shards as f64 * rate).floor() as usize).max(1);
-    let cache: LruCache<(u64, u64), ()> = LruCache::new(scale(capacity), sim_shards);
-    cache.reserve_pinned(scale(h.pinned_at_start));
+    let (shards, mut cache) = match policy {
+        Policy::Shale => {
+            let shards = shards_for(capacity, h.cache_shards as usize);
+            // A sampled trace sees about `rate` of every shard's blocks:
+            // fewer shards of the same budget stand for them.
+            let sim_shards = ((shards as f64 * rate).floor() as usize).max(1);
+            let cache = SimCache::Engine(LruCache::new(scale(capacity), sim_shards));
+            (shards, cache)
+        }
+        Policy::Lru => (1, SimCache::Plain(PlainLru::new(scale(capacity)))),
+    };
+    cache.pin(scale(h.pinned_at_start));
     let mut kinds = [KindCounts::default(); 4];
     let (mut gets, mut found) = (0u64, 0u64);
     for (i, r) in trace.records.iter().enumerate() {
@@ -277,8 +459,8 @@ fn replay(
                     found += u64::from(*f);
                 }
             }
-            TraceRecord::Pin(bytes) => cache.reserve_pinned(scale(*bytes)),
-            TraceRecord::Unpin(bytes) => cache.release_pinned(scale(*bytes)),
+            TraceRecord::Pin(bytes) => cache.pin(scale(*bytes)),
+            TraceRecord::Unpin(bytes) => cache.unpin(scale(*bytes)),
             TraceRecord::Access(a) => {
                 let k = &mut kinds[kind_index(a.kind)];
                 let priority = match a.placement {
@@ -293,7 +475,7 @@ fn replay(
                     TracePlacement::High => Priority::High,
                 };
                 let key = (a.file, a.offset);
-                if cache.get(&key).is_some() {
+                if cache.get(&key) {
                     if counted {
                         k.hits += 1.0;
                     }
@@ -302,7 +484,7 @@ fn replay(
                         k.misses += 1.0;
                     }
                     if let Some(&charge) = charges.get(&key) {
-                        cache.insert(key, (), charge, priority);
+                        cache.insert(key, charge, priority);
                     }
                 }
             }
@@ -320,5 +502,87 @@ fn replay(
         gets,
         found,
         kinds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::{BlockAccess, TraceDbShape, TraceHeader, SAMPLE_ALL};
+
+    fn header() -> TraceHeader {
+        TraceHeader {
+            created_unix_secs: 0,
+            table_format_version: 0,
+            sample_threshold: SAMPLE_ALL,
+            cache_capacity: 0,
+            cache_shards: 16,
+            pinned_at_start: 0,
+            db: TraceDbShape::default(),
+        }
+    }
+
+    fn data(offset: u64, charge: u64) -> TraceRecord {
+        TraceRecord::Access(BlockAccess {
+            lookup: offset,
+            file: 1,
+            offset,
+            kind: BlockKind::Data,
+            placement: TracePlacement::Low,
+            hit: false,
+            charge,
+        })
+    }
+
+    #[test]
+    fn plain_lru_evicts_the_least_recently_used() {
+        // A B A C B at room for two: A is touched after B, so C evicts B,
+        // and B's return evicts A.
+        let records = vec![
+            data(0, 100),
+            data(1, 100),
+            data(0, 100),
+            data(2, 100),
+            data(1, 100),
+            data(0, 100),
+            TraceRecord::Get { found: true },
+        ];
+        let t = BlockTrace {
+            header: header(),
+            records,
+        };
+        let s = &simulate(&t, &[200], 1, None, Policy::Lru).expect("replay")[0];
+        let d = s.kind(BlockKind::Data);
+        assert_eq!((d.hits, d.misses), (1.0, 5.0));
+        assert_eq!(s.shards, 1);
+        assert_eq!(s.gets, 1);
+        // Room for three: only the first touch of each misses.
+        let s = &simulate(&t, &[300], 1, None, Policy::Lru).expect("replay")[0];
+        let d = s.kind(BlockKind::Data);
+        assert_eq!((d.hits, d.misses), (3.0, 3.0));
+    }
+
+    #[test]
+    fn plain_lru_ignores_pins_and_skips_blocks_larger_than_it() {
+        let records = vec![
+            TraceRecord::Pin(1 << 30),
+            data(0, 100),
+            data(0, 100),
+            data(1, 500),
+            data(1, 500),
+            data(0, 100),
+        ];
+        let t = BlockTrace {
+            header: header(),
+            records,
+        };
+        let s = &simulate(&t, &[400], 1, None, Policy::Lru).expect("replay")[0];
+        let d = s.kind(BlockKind::Data);
+        // The pin takes no room; the 500-byte block is never cached and
+        // evicts nothing.
+        assert_eq!((d.hits, d.misses), (2.0, 3.0));
+        // The engine's cache counts the pin: nothing fits beside it.
+        let s = &simulate(&t, &[400], 1, None, Policy::Shale).expect("replay")[0];
+        assert_eq!(s.kind(BlockKind::Data).hits, 0.0);
     }
 }
