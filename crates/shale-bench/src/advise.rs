@@ -624,19 +624,14 @@ fn write_trace_advice(
         "on the access pattern of the trace{name} (block reads per Get, replayed through the block cache):"
     )];
     match found {
-        Some((bytes, reads)) => {
-            let s = simulate::replay(
-                t,
-                &[bytes],
-                threads,
-                mark.as_deref(),
-                shale::trace::Policy::Shale,
-            )?;
+        Some(s) => {
+            let bytes = s.capacity;
             lines.push(format!(
-                "  smallest cache for at most {target:.2} reads per Get: {bytes} bytes ({:.2} MiB, {:.3}% of the database): {reads:.3} reads per Get ({})",
+                "  smallest cache for at most {target:.2} reads per Get: {bytes} bytes ({:.2} MiB, {:.3}% of the database): {:.3} reads per Get (misses per Get: {})",
                 bytes as f64 / MIB,
                 pct(bytes),
-                s.first().map_or(String::new(), |s| format!("misses per Get: {}", simulate::kinds_text(s)))
+                s.reads_per_get(),
+                simulate::kinds_text(&s)
             ));
         }
         None => lines.push(format!(

@@ -194,29 +194,6 @@ fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usi
     Ok(n)
 }
 
-/// The bytes of the distinct blocks `t` touches, from their charges.
-pub fn touched_bytes(t: &BlockTrace) -> u64 {
-    let mut charges: std::collections::HashMap<(u64, u64), u64> = Default::default();
-    for r in &t.records {
-        match r {
-            TraceRecord::Access(a) => {
-                let c = charges.entry((a.file, a.offset)).or_insert(0);
-                *c = (*c).max(a.charge);
-            }
-            TraceRecord::Charge {
-                file,
-                offset,
-                charge,
-            } => {
-                let c = charges.entry((*file, *offset)).or_insert(0);
-                *c = (*c).max(*charge);
-            }
-            _ => {}
-        }
-    }
-    charges.values().sum()
-}
-
 /// Reads and decodes the shale trace at `path`; an error names the file.
 pub fn load_trace(path: &Path) -> Result<BlockTrace> {
     let bytes = std::fs::read(path)
@@ -273,7 +250,8 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
         (Some(SimPolicy::Shale), _) | (None, TraceFormat::Shale) => Policy::Shale,
         (Some(SimPolicy::Lru), _) | (None, TraceFormat::Rocksdb) => Policy::Lru,
     };
-    let touched_total = touched_bytes(&t);
+    let touched = trace::touched_metadata(&t);
+    let touched_total = touched.all_bytes.round() as u64;
     let mut comp = trace_composition(&t);
     // A trace that does not know its database: sizes and percentages are
     // of the blocks it touches.
@@ -318,7 +296,6 @@ pub fn run(a: &SimulateArgs, out: &mut dyn Write) -> Result {
     let sims = replay(&t, &sizes, threads, mark.as_deref(), policy)?;
     let seconds = started.elapsed().as_secs_f64();
     let ip = (comp.ip1_bytes(), comp.ip2_bytes());
-    let touched = trace::touched_metadata(&t);
     let pct = |b: u64| 100.0 * b as f64 / comp.db_bytes.max(1) as f64;
     let mut rows: Vec<SimulatedRow> = sims
         .iter()
@@ -610,10 +587,10 @@ pub fn write_files(r: &SimulateResults, dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// The smallest cache (bytes) whose replay of `t` gives at most `target`
-/// block reads per Get, with the reads per Get there; `None` if even
-/// `max_bytes` does not reach it. Searched on a geometric grid, then by
-/// bisection to within 1%.
+/// The replay of the smallest cache whose replay of `t` gives at most
+/// `target` block reads per Get (its `capacity` is the size); `None` if
+/// even `max_bytes` does not reach it. Searched on a geometric grid, then
+/// by bisection to within 1%.
 pub fn smallest_cache_for(
     t: &BlockTrace,
     target: f64,
@@ -621,7 +598,7 @@ pub fn smallest_cache_for(
     threads: usize,
     mark: Option<&str>,
     policy: Policy,
-) -> Result<Option<(u64, f64)>> {
+) -> Result<Option<SimulatedSize>> {
     let lo = 4096u64.min(max_bytes).max(1);
     let grid: Vec<u64> = (0..32)
         .map(|i| (lo as f64 * (max_bytes as f64 / lo as f64).powf(i as f64 / 31.0)).round() as u64)
@@ -630,27 +607,27 @@ pub fn smallest_cache_for(
     let Some(first) = sims.iter().position(|s| s.reads_per_get() <= target) else {
         return Ok(None);
     };
-    let (mut ok, mut ok_reads) = (grid[first], sims[first].reads_per_get());
+    let mut ok = sims[first].clone();
     let mut bad = if first == 0 { 0 } else { grid[first - 1] };
-    while ok as f64 > bad as f64 * 1.01 && ok - bad > 1 {
+    while ok.capacity as f64 > bad as f64 * 1.01 && ok.capacity - bad > 1 {
         // Probe `threads` sizes at once, evenly between the bounds.
+        let span = ok.capacity - bad;
         let probes: Vec<u64> = (1..=threads as u64)
-            .map(|k| bad + (ok - bad) * k / (threads as u64 + 1))
-            .filter(|&p| p > bad && p < ok)
+            .map(|k| bad + span * k / (threads as u64 + 1))
+            .filter(|&p| p > bad && p < ok.capacity)
             .collect();
         if probes.is_empty() {
             break;
         }
-        let got = replay(t, &probes, threads, mark, policy)?;
-        for (p, s) in probes.iter().zip(&got) {
+        for s in replay(t, &probes, threads, mark, policy)? {
             if s.reads_per_get() <= target {
-                (ok, ok_reads) = (*p, s.reads_per_get());
+                ok = s;
                 break;
             }
-            bad = *p;
+            bad = s.capacity;
         }
     }
-    Ok(Some((ok, ok_reads)))
+    Ok(Some(ok))
 }
 
 /// Which kinds a row's misses come from, for the notes of `advise`.

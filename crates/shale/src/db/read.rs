@@ -257,8 +257,8 @@ impl DbInner {
         seq: SeqNo,
         resume: &mut Option<Resume>,
     ) -> Result<Option<Option<PinnedValue>>> {
-        let from = resume.take();
         let policy = self.opts.filter_policy;
+        let from = resume.take();
         for level in from.map_or(0, |r| r.level)..NUM_LEVELS {
             let mut skip_to = from.filter(|r| r.level == level).map(|r| r.table);
             for f in sv.version.candidates(level, key) {

@@ -189,6 +189,9 @@ pub struct TouchedMetadata {
     pub ip1_bytes: f64,
     /// Those and the distinct index partition bytes.
     pub ip2_bytes: f64,
+    /// The distinct bytes of every block looked up in the cache, data
+    /// blocks too: the cache that would miss each block once only.
+    pub all_bytes: f64,
 }
 
 /// Replays `trace` at each of `capacities` (bytes), `threads` at a time,
@@ -263,13 +266,14 @@ fn charges(trace: &BlockTrace) -> HashMap<(u64, u64), u64> {
 pub fn touched_metadata(trace: &BlockTrace) -> TouchedMetadata {
     let charges = charges(trace);
     let mut seen = HashSet::new();
-    let (mut top, mut index) = (0u64, 0u64);
+    let (mut top, mut index, mut all) = (0u64, 0u64, 0u64);
     for r in &trace.records {
         let TraceRecord::Access(a) = r else { continue };
         if a.placement == TracePlacement::Held || !seen.insert((a.file, a.offset)) {
             continue;
         }
         let charge = charges.get(&(a.file, a.offset)).copied().unwrap_or(0);
+        all += charge;
         match a.kind {
             BlockKind::Filter | BlockKind::TopIndex => top += charge,
             BlockKind::IndexPartition => index += charge,
@@ -280,6 +284,7 @@ pub fn touched_metadata(trace: &BlockTrace) -> TouchedMetadata {
     TouchedMetadata {
         ip1_bytes: top as f64 / rate,
         ip2_bytes: (top + index) as f64 / rate,
+        all_bytes: all as f64 / rate,
     }
 }
 
